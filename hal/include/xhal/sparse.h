@@ -1,0 +1,105 @@
+/* Sparse CSR matrices and their ops (f32 values, i32 or i64 indices).
+ * A matrix's pattern is validated and analysed once at creation and kept on
+ * the device; its values can be replaced any number of times without
+ * re-analysis. Semantics and canonical orders: docs/semantics.md. */
+#ifndef XHAL_SPARSE_H_
+#define XHAL_SPARSE_H_
+
+#include "xhal/tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct xhal_csr* xhal_csr_t;
+
+typedef enum xhal_transpose {
+  XHAL_TRANSPOSE_NONE = 0, /* op(A) = A */
+  XHAL_TRANSPOSE = 1,      /* op(A) = A^T, never materialised per call */
+} xhal_transpose_t;
+
+typedef enum xhal_triangle {
+  XHAL_TRIANGLE_LOWER = 0, /* A's stored pattern is lower triangular */
+  XHAL_TRIANGLE_UPPER = 1,
+} xhal_triangle_t;
+
+typedef enum xhal_diagonal {
+  XHAL_DIAGONAL_STORED = 0, /* divide by the stored diagonal entry */
+  XHAL_DIAGONAL_UNIT = 1,   /* diagonal taken as 1; stored diagonal ignored */
+} xhal_diagonal_t;
+
+typedef struct xhal_csr_desc {
+  size_t struct_size; /* sizeof(xhal_csr_desc_t) as the caller knows it */
+  int64_t rows;
+  int64_t cols;
+  int64_t nnz;
+  xhal_dtype_t index_dtype; /* XHAL_DTYPE_I32 or XHAL_DTYPE_I64 (row_ptr and col_idx) */
+  /* Host arrays: row_ptr [rows + 1], col_idx [nnz], values [nnz] (f32).
+   * values may be NULL: all values start at 0. */
+  const void* row_ptr;
+  const void* col_idx;
+  const float* values;
+  /* Alternatively device buffers (used when the host pointer is NULL); the
+   * pattern is read to the host once for validation and analysis. */
+  xhal_buffer_t row_ptr_buffer;
+  xhal_buffer_t col_idx_buffer;
+  xhal_buffer_t values_buffer;
+} xhal_csr_desc_t;
+
+/* Validates: row_ptr[0] == 0, monotone, row_ptr[rows] == nnz; columns in
+ * range, strictly increasing within a row. XHAL_INVALID_STRUCTURE names the
+ * first offending row. */
+XHAL_API xhal_status_t xhal_csr_create(xhal_device_t device,
+                                       const xhal_csr_desc_t* desc,
+                                       xhal_csr_t* out_matrix);
+XHAL_API xhal_status_t xhal_csr_release(xhal_csr_t matrix);
+XHAL_API xhal_status_t xhal_csr_get_shape(xhal_csr_t matrix, int64_t* out_rows,
+                                          int64_t* out_cols, int64_t* out_nnz);
+
+/* Replace values (nnz f32): from host memory, or from a device tensor of the
+ * same device (device-to-device, no host round trip). */
+XHAL_API xhal_status_t xhal_csr_set_values(xhal_csr_t matrix,
+                                           const float* values);
+XHAL_API xhal_status_t xhal_csr_set_values_tensor(xhal_csr_t matrix,
+                                                  const xhal_tensor_t* values);
+/* Copies the pattern and values to host arrays (any pointer may be NULL),
+ * indices in the matrix's index dtype. */
+XHAL_API xhal_status_t xhal_csr_read(xhal_csr_t matrix, void* out_row_ptr,
+                                     void* out_col_idx, float* out_values);
+
+/* y = alpha * op(A) x + beta * y; x, y vectors. beta == 0: y is not read. */
+XHAL_API xhal_status_t xhal_spmv(xhal_device_t device, xhal_csr_t a,
+                                 xhal_transpose_t trans, float alpha,
+                                 const xhal_tensor_t* x, float beta,
+                                 const xhal_tensor_t* y);
+/* Y = alpha * op(A) X + beta * Y; X [op(A).cols, k], Y [op(A).rows, k]. */
+XHAL_API xhal_status_t xhal_spmm(xhal_device_t device, xhal_csr_t a,
+                                 xhal_transpose_t trans, float alpha,
+                                 const xhal_tensor_t* x, float beta,
+                                 const xhal_tensor_t* y);
+
+/* Solves op(A) x = b for square triangular A. b, x: [n] or [n, k]. x may be
+ * b itself (same buffer and offset); any other overlap is XHAL_ALIASING. */
+XHAL_API xhal_status_t xhal_csr_solve(xhal_device_t device, xhal_csr_t a,
+                                      xhal_transpose_t trans,
+                                      xhal_triangle_t triangle,
+                                      xhal_diagonal_t diagonal,
+                                      const xhal_tensor_t* b,
+                                      const xhal_tensor_t* x);
+/* Backward of x = solve(op(A), b): gb = solve(op(A)^T, dx) and, on A's
+ * pattern, ga[k] = -sum_c gb[i, c] * x[j, c] with (i, j) = (row k, col k)
+ * for op = A and (col k, row k) for op = A^T. ga [nnz] may be NULL. */
+XHAL_API xhal_status_t xhal_csr_solve_backward(
+    xhal_device_t device, xhal_csr_t a, xhal_transpose_t trans,
+    xhal_triangle_t triangle, xhal_diagonal_t diagonal, const xhal_tensor_t* x,
+    const xhal_tensor_t* dx, const xhal_tensor_t* gb, const xhal_tensor_t* ga);
+
+/* C = A B as a new matrix (pattern: every structural product, computed once
+ * on the host from the kept patterns and uploaded; values on the device). */
+XHAL_API xhal_status_t xhal_spgemm(xhal_device_t device, xhal_csr_t a,
+                                   xhal_csr_t b, xhal_csr_t* out_c);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,213 @@
+/* xhal plugin ABI. A backend is a shared library named libxhal-<backend>.so
+ * that exports XHAL_PLUGIN_ENTRY_SYMBOL returning a pointer to a static
+ * xhal_plugin_api_t. Rules (docs/abi.md): the table only grows at the end;
+ * a minor bump appends slots, a major bump breaks. The core refuses another
+ * major, and reads only the first struct_size bytes of the table: slots past
+ * it are absent. An absent optional slot is reported as XHAL_UNSUPPORTED.
+ *
+ * The core validates every argument before calling a slot (handles, dtypes,
+ * shapes, strides, byte ranges, indices, CSR structure), so a slot may assume
+ * valid input. Slots run on the caller's thread; several threads may call
+ * slots of one device at once, so a plugin serialises what needs it.
+ * A failing slot returns a status and may describe it with host->set_error. */
+#ifndef XHAL_PLUGIN_H_
+#define XHAL_PLUGIN_H_
+
+#include "xhal/status.h"
+#include "xhal/types.h"
+#include "xhal/device.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define XHAL_PLUGIN_ABI_MAJOR 1
+#define XHAL_PLUGIN_ABI_MINOR 0
+#define XHAL_PLUGIN_ENTRY_SYMBOL "xhal_plugin_get_api"
+
+#if defined(_WIN32)
+#  define XHAL_PLUGIN_EXPORT __declspec(dllexport)
+#else
+#  define XHAL_PLUGIN_EXPORT __attribute__((visibility("default")))
+#endif
+
+/* Services the core offers a plugin. Grows at the end like the plugin table. */
+typedef struct xhal_plugin_host {
+  size_t struct_size;
+  uint32_t abi_major;
+  uint32_t abi_minor;
+  /* Sets the message of the current call's failure (copied). */
+  void (*set_error)(const char* message);
+} xhal_plugin_host_t;
+
+typedef struct xhal_plugin_device_info {
+  size_t struct_size;   /* set by the core */
+  char name[128];
+  char stable_id[128];  /* "GPU-<uuid>", "pci:0000:17:00.0", "cpu:<model>" */
+  xhal_device_kind_t kind;
+  uint64_t memory_bytes;
+  uint32_t op_dtypes[XHAL_OP_COUNT_]; /* bit (1 << dtype) per supported dtype */
+} xhal_plugin_device_info_t;
+
+/* A validated tensor as a plugin sees it: plugin buffer handle, byte offset,
+ * and explicit element strides (the core fills them, also when contiguous). */
+typedef struct xhal_plugin_tensor {
+  void* buffer;
+  uint64_t offset;
+  xhal_dtype_t dtype;
+  uint32_t rank;
+  int64_t shape[XHAL_MAX_RANK];
+  int64_t strides[XHAL_MAX_RANK];
+} xhal_plugin_tensor_t;
+
+/* Index plan as built by the core (host arrays, valid for the call only). */
+typedef struct xhal_plugin_index_plan_desc {
+  uint64_t count;              /* number of indices */
+  uint64_t num_rows;           /* rows the indices address */
+  const int64_t* indices;      /* [count], each in [0, num_rows) */
+  /* CSR of the transposed selection (counting sort, stable): the sources
+   * of row r are row_sources[row_ptr[r] .. row_ptr[r+1]), ascending. */
+  const int64_t* row_ptr;      /* [num_rows + 1] */
+  const int64_t* row_sources;  /* [count] */
+  uint64_t max_sources_per_row;
+} xhal_plugin_index_plan_desc_t;
+
+/* A validated CSR pattern with its transpose, built once by the core. */
+typedef struct xhal_plugin_csr_desc {
+  int64_t rows, cols, nnz;
+  const int64_t* row_ptr;   /* [rows + 1] */
+  const int64_t* col_idx;   /* [nnz], strictly increasing within a row */
+  const int64_t* row_idx;   /* [nnz], the row of each entry */
+  /* A^T as CSR: its row j lists A's column j in ascending row order. */
+  const int64_t* t_row_ptr; /* [cols + 1] */
+  const int64_t* t_col_idx; /* [nnz], rows of A */
+  const int64_t* t_perm;    /* [nnz], index into A's entries */
+  /* values_buffer: a plugin buffer of nnz f32 owned by the core; the
+   * matrix's values live there and are replaced through buffer_write/copy. */
+  void* values_buffer;
+} xhal_plugin_csr_desc_t;
+
+typedef struct xhal_plugin_api {
+  /* ---- header (never changes) ---- */
+  size_t struct_size; /* sizeof the table as the plugin was built */
+  uint32_t abi_major;
+  uint32_t abi_minor;
+  const char* backend_name;   /* required: must match libxhal-<backend>.so */
+  const char* plugin_version; /* required: free text, "1.2.0" */
+
+  /* ---- lifecycle (required) ---- */
+  /* Called once after loading. Returning an error rejects the plugin, with
+   * the message set through host->set_error. A plugin with no usable device
+   * returns XHAL_OK, reports 0 devices and explains in `out_note`. */
+  xhal_status_t (*init)(const xhal_plugin_host_t* host, void** out_context,
+                        char* out_note, size_t note_capacity);
+  void (*shutdown)(void* context);
+
+  /* ---- devices (required) ---- */
+  xhal_status_t (*device_count)(void* context, uint32_t* out_count);
+  xhal_status_t (*device_get_info)(void* context, uint32_t index,
+                                   xhal_plugin_device_info_t* out_info);
+  xhal_status_t (*device_open)(void* context, uint32_t index, void** out_device);
+  void (*device_close)(void* device);
+  xhal_status_t (*device_synchronize)(void* device);
+  xhal_status_t (*device_get_counters)(void* device, xhal_counters_t* out);
+
+  /* ---- buffers (required); ranges are validated by the core ---- */
+  xhal_status_t (*buffer_allocate)(void* device, uint64_t size, void** out_buffer);
+  void (*buffer_free)(void* device, void* buffer);
+  xhal_status_t (*buffer_write)(void* device, void* dst, uint64_t offset,
+                                const void* src, uint64_t size); /* blocking */
+  xhal_status_t (*buffer_read)(void* device, void* src, uint64_t offset,
+                               void* dst, uint64_t size); /* blocking */
+  xhal_status_t (*buffer_copy)(void* device, void* src, uint64_t src_offset,
+                               void* dst, uint64_t dst_offset, uint64_t size);
+  xhal_status_t (*buffer_fill)(void* device, void* dst, uint64_t offset,
+                               uint64_t size, const void* pattern,
+                               uint32_t pattern_size);
+
+  /* ---- dense ops (optional; absent = XHAL_UNSUPPORTED) ---- */
+  xhal_status_t (*index_plan_create)(void* device,
+                                     const xhal_plugin_index_plan_desc_t* desc,
+                                     void** out_plan);
+  void (*index_plan_destroy)(void* device, void* plan); /* with index_plan_create */
+  xhal_status_t (*index_select)(void* device, void* plan,
+                                const xhal_plugin_tensor_t* src,
+                                const xhal_plugin_tensor_t* out);
+  xhal_status_t (*index_add)(void* device, void* plan, float alpha,
+                             const xhal_plugin_tensor_t* src,
+                             const xhal_plugin_tensor_t* dst);
+  /* Strided gather into a contiguous dst: dst element at multi-index i (over
+   * dst->shape) = src element at src->offset + sum_k i[k] * src->strides[k].
+   * The core has already applied the permutation to src's shape and strides
+   * and merged/dropped trivial dims; src->shape equals dst->shape. */
+  xhal_status_t (*permute)(void* device, const xhal_plugin_tensor_t* src,
+                           const xhal_plugin_tensor_t* dst);
+  xhal_status_t (*softmax_forward)(void* device, const xhal_plugin_tensor_t* x,
+                                   const xhal_plugin_tensor_t* y);
+  xhal_status_t (*softmax_backward)(void* device, const xhal_plugin_tensor_t* y,
+                                    const xhal_plugin_tensor_t* dy,
+                                    const xhal_plugin_tensor_t* dx);
+  /* Row-wise ops get x as rank 2 [rows, n]; per-row tensors as rank 1. */
+  xhal_status_t (*rms_norm_forward)(void* device, const xhal_plugin_tensor_t* x,
+                                    const xhal_plugin_tensor_t* gamma, float eps,
+                                    const xhal_plugin_tensor_t* y,
+                                    const xhal_plugin_tensor_t* rstd);
+  xhal_status_t (*rms_norm_backward)(void* device, const xhal_plugin_tensor_t* x,
+                                     const xhal_plugin_tensor_t* gamma,
+                                     const xhal_plugin_tensor_t* rstd,
+                                     const xhal_plugin_tensor_t* dy,
+                                     const xhal_plugin_tensor_t* dx,
+                                     const xhal_plugin_tensor_t* dgamma);
+  xhal_status_t (*layer_norm_forward)(void* device, const xhal_plugin_tensor_t* x,
+                                      const xhal_plugin_tensor_t* gamma,
+                                      const xhal_plugin_tensor_t* beta, float eps,
+                                      const xhal_plugin_tensor_t* y,
+                                      const xhal_plugin_tensor_t* mean,
+                                      const xhal_plugin_tensor_t* rstd);
+  xhal_status_t (*layer_norm_backward)(void* device, const xhal_plugin_tensor_t* x,
+                                       const xhal_plugin_tensor_t* gamma,
+                                       const xhal_plugin_tensor_t* mean,
+                                       const xhal_plugin_tensor_t* rstd,
+                                       const xhal_plugin_tensor_t* dy,
+                                       const xhal_plugin_tensor_t* dx,
+                                       const xhal_plugin_tensor_t* dgamma,
+                                       const xhal_plugin_tensor_t* dbeta);
+
+  /* ---- sparse ops (optional) ---- */
+  /* Uploads the pattern and does per-pattern analysis (e.g. level sets). */
+  xhal_status_t (*csr_create)(void* device, const xhal_plugin_csr_desc_t* desc,
+                              void** out_matrix);
+  void (*csr_destroy)(void* device, void* matrix); /* with csr_create */
+  /* x, y: rank 1 vectors, or rank 2 [n, k] for spmm. */
+  xhal_status_t (*spmv)(void* device, void* a, xhal_transpose_t trans,
+                        float alpha, const xhal_plugin_tensor_t* x, float beta,
+                        const xhal_plugin_tensor_t* y);
+  xhal_status_t (*spmm)(void* device, void* a, xhal_transpose_t trans,
+                        float alpha, const xhal_plugin_tensor_t* x, float beta,
+                        const xhal_plugin_tensor_t* y);
+  /* b, x rank 2 [n, k] (k = 1 for vectors); x may equal b (in place). */
+  xhal_status_t (*csr_solve)(void* device, void* a, xhal_transpose_t trans,
+                             xhal_triangle_t triangle, xhal_diagonal_t diagonal,
+                             const xhal_plugin_tensor_t* b,
+                             const xhal_plugin_tensor_t* x);
+  /* ga may be NULL. */
+  xhal_status_t (*csr_solve_backward)(void* device, void* a,
+                                      xhal_transpose_t trans,
+                                      xhal_triangle_t triangle,
+                                      xhal_diagonal_t diagonal,
+                                      const xhal_plugin_tensor_t* x,
+                                      const xhal_plugin_tensor_t* dx,
+                                      const xhal_plugin_tensor_t* gb,
+                                      const xhal_plugin_tensor_t* ga);
+  /* Values of C = A B on C's pattern (computed by the core, C created
+   * through csr_create); the plan maps each C entry's terms. */
+  xhal_status_t (*spgemm_numeric)(void* device, void* a, void* b, void* c);
+} xhal_plugin_api_t;
+
+/* The one symbol a plugin exports. */
+typedef const xhal_plugin_api_t* (*xhal_plugin_get_api_fn)(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

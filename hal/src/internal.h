@@ -1,0 +1,75 @@
+// Core-internal objects shared by the runtime (loader, selector, devices,
+// buffers) and the op front ends (validation + dispatch). Not installed.
+#pragma once
+
+#include <atomic>
+#include <cstdarg>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "xhal/xhal.h"
+#include "xhal/xhal_plugin.h"
+
+namespace xhal {
+
+// One loaded plugin library (owned by the runtime; lives until shutdown).
+struct LoadedPlugin;
+
+// ---- errors -------------------------------------------------------------
+// Sets the calling thread's last error and returns `status`, so a check reads
+//   if (!ok) return fail(XHAL_OUT_OF_RANGE, "argument 'x': ...", ...);
+xhal_status_t fail(xhal_status_t status, const char* format, ...)
+    __attribute__((format(printf, 2, 3)));
+// Clears the thread's message at the start of every public call.
+void clear_error();
+// The message a plugin set through host->set_error during the current call
+// (empty if none); consumed by plugin_status().
+std::string take_plugin_message();
+// Maps a plugin slot's return into a public status, keeping the plugin's
+// message or naming the slot ("cpu plugin: index_add failed (XHAL_...)").
+xhal_status_t plugin_status(xhal_status_t status, const char* backend,
+                            const char* slot);
+
+}  // namespace xhal
+
+// Public handles (opaque to apps).
+struct xhal_device {
+  const xhal_plugin_api_t* api = nullptr;   // the runtime's zero-padded copy of
+                                            // the plugin table: absent slots are null
+  void* plugin_device = nullptr;
+  std::string backend;
+  uint32_t backend_index = 0;
+  xhal_device_info_t info{};                // strings point into the runtime
+  std::atomic<int64_t> live_objects{0};     // buffers, plans, matrices
+};
+
+struct xhal_buffer {
+  xhal_device* device = nullptr;
+  void* plugin_buffer = nullptr;
+  uint64_t size = 0;
+};
+
+struct xhal_index_plan {
+  xhal_device* device = nullptr;
+  void* plugin_plan = nullptr;
+  uint64_t count = 0;
+  uint64_t num_rows = 0;
+};
+
+struct xhal_csr {
+  xhal_device* device = nullptr;
+  void* plugin_matrix = nullptr;
+  xhal_buffer* values = nullptr;           // nnz f32, owned
+  int64_t rows = 0, cols = 0, nnz = 0;
+  xhal_dtype_t index_dtype = XHAL_DTYPE_I64;
+  // Host copy of the validated pattern (kept: spgemm's symbolic phase,
+  // triangle checks, xhal_csr_read) and derived facts.
+  std::vector<int64_t> row_ptr, col_idx;
+  bool lower = false, upper = false;       // pattern lies in that triangle
+  bool full_diagonal = false;              // every row has its (i, i) entry
+  std::vector<int64_t> diag_pos;           // entry index of (i,i) or -1
+};
+
