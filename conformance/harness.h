@@ -1,0 +1,91 @@
+// Shared test harness of xhal-conformance: device parameterisation, the
+// report bookkeeping and small helpers for moving data. Implemented in
+// harness.cpp. Tests include this header only (plus the public API and the
+// references); they never include plugin code.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "xhal/xhal.h"
+
+namespace xhal::conf {
+
+// One selected device (from XHAL_DEVICE / --device / --plugin).
+struct DeviceParam {
+  uint32_t index = 0;  // index for xhal_device_open_index
+  std::string name;    // "cpu:0" (also the report's device field)
+};
+std::vector<DeviceParam> selected_devices();
+std::string device_param_name(const ::testing::TestParamInfo<DeviceParam>& info);
+
+// Conformance level an op's test demonstrated (the report keeps the best
+// level per op and device that every test of that op reached).
+enum class Level { kNone, kAccurate, kBitExact };
+
+// Fixture: opens the device in SetUp, releases it in TearDown.
+class DeviceTest : public ::testing::TestWithParam<DeviceParam> {
+ protected:
+  void SetUp() override;
+  void TearDown() override;
+  xhal_device_t dev = nullptr;
+};
+
+// Report bookkeeping for the running test.
+void record_op(xhal_op_t op);     // the op this test exercises
+void record_level(Level level);   // level this test demonstrated
+// Marks the running test as "unsupported" and skips it (GTEST_SKIP).
+#define XHAL_CONF_UNSUPPORTED(why)               \
+  do {                                           \
+    ::xhal::conf::mark_unsupported(why);         \
+    GTEST_SKIP() << "unsupported: " << (why);    \
+  } while (0)
+void mark_unsupported(const std::string& why);
+
+// Buffers of host data; every helper ASSERTs on failure.
+xhal_buffer_t upload(xhal_device_t dev, const void* data, uint64_t bytes);
+template <typename T>
+xhal_buffer_t upload(xhal_device_t dev, const std::vector<T>& v) {
+  return upload(dev, v.data(), v.size() * sizeof(T));
+}
+std::vector<uint8_t> download_bytes(xhal_buffer_t buf, uint64_t offset, uint64_t bytes);
+template <typename T>
+std::vector<T> download(xhal_buffer_t buf, size_t count, uint64_t offset = 0) {
+  auto b = download_bytes(buf, offset, count * sizeof(T));
+  std::vector<T> v(count);
+  if (!b.empty()) std::memcpy(v.data(), b.data(), b.size());
+  return v;
+}
+// A contiguous tensor over `buf` at byte `offset`.
+xhal_tensor_t tensor(xhal_buffer_t buf, xhal_dtype_t dtype,
+                     std::vector<int64_t> shape, uint64_t offset = 0);
+// Fills a buffer with a poison pattern (0x7fc0dead NaN) so unwritten or
+// wrongly written outputs are caught.
+void poison(xhal_buffer_t buf);
+bool is_poison(float v);
+
+// Counters of the device; ops must not move the transfer counters.
+xhal_counters_t counters(xhal_device_t dev);
+#define XHAL_CONF_EXPECT_NO_HOST_TRANSFER(before, after)                      \
+  do {                                                                        \
+    EXPECT_EQ((before).host_to_device_transfers, (after).host_to_device_transfers); \
+    EXPECT_EQ((before).device_to_host_transfers, (after).device_to_host_transfers); \
+  } while (0)
+
+// Release helper for gtest bodies.
+struct BufferGuard {
+  std::vector<xhal_buffer_t> bufs;
+  ~BufferGuard() { for (auto b : bufs) xhal_buffer_release(b); }
+  xhal_buffer_t add(xhal_buffer_t b) { bufs.push_back(b); return b; }
+};
+
+}  // namespace xhal::conf
+
+#define XHAL_CONF_INSTANTIATE(Suite)                                       \
+  INSTANTIATE_TEST_SUITE_P(Devices, Suite,                                \
+                           ::testing::ValuesIn(::xhal::conf::selected_devices()), \
+                           ::xhal::conf::device_param_name)
