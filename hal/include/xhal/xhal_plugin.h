@@ -16,6 +16,7 @@
 #include "xhal/status.h"
 #include "xhal/types.h"
 #include "xhal/device.h"
+#include "xhal/sparse.h" /* xhal_transpose_t, xhal_triangle_t, xhal_diagonal_t */
 
 #ifdef __cplusplus
 extern "C" {
