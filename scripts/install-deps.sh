@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs what xhal needs on a fresh Debian machine (run as root).
+# CUDA's nvcc is not a Debian package here: when /usr/local/cuda/bin/nvcc
+# exists the CUDA plugin is built, otherwise it is skipped.
+set -euo pipefail
+pkgs=(cmake ninja-build g++ pkg-config
+      libboost-dev libgtest-dev libgmock-dev libbenchmark-dev
+      nlohmann-json3-dev libcli11-dev libeigen3-dev
+      hipcc libamdhip64-dev)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "xhal: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
