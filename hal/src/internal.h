@@ -71,5 +71,12 @@ struct xhal_csr {
   bool lower = false, upper = false;       // pattern lies in that triangle
   bool full_diagonal = false;              // every row has its (i, i) entry
   std::vector<int64_t> diag_pos;           // entry index of (i,i) or -1
+  // The rest of the analysed pattern handed to csr_create, kept for the
+  // matrix's lifetime so a plugin may refer to it instead of copying.
+  std::vector<int64_t> row_idx, t_row_ptr, t_col_idx, t_perm;
+  // Zero-diagonal check of csr_solve: valid only while the values last came
+  // from the host (a device write cannot be inspected without a transfer).
+  bool values_known = true;
+  int64_t first_zero_diag_row = -1;        // -1: no stored zero on the diagonal
 };
 
