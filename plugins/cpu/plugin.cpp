@@ -1,0 +1,194 @@
+// The CPU plugin's entry point: one device (this machine's cores), buffers in
+// host memory, ops run synchronously on the calling thread plus an OpenMP
+// team, so the in-order queue holds trivially and synchronize has no work.
+#include <omp.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <new>
+#include <string>
+#include <thread>
+
+#include "dense_ops.h"
+
+namespace xhal::cpu {
+
+// Interim weak references (see make_api).
+#define XHAL_CPU_WEAK __attribute__((weak))
+XHAL_CPU_WEAK xhal_status_t csr_create(void*, const xhal_plugin_csr_desc_t*, void**);
+XHAL_CPU_WEAK void csr_destroy(void*, void*);
+XHAL_CPU_WEAK xhal_status_t spmv(void*, void*, xhal_transpose_t, float,
+                                 const xhal_plugin_tensor_t*, float, const xhal_plugin_tensor_t*);
+XHAL_CPU_WEAK xhal_status_t spmm(void*, void*, xhal_transpose_t, float,
+                                 const xhal_plugin_tensor_t*, float, const xhal_plugin_tensor_t*);
+XHAL_CPU_WEAK xhal_status_t csr_solve(void*, void*, xhal_transpose_t, xhal_triangle_t,
+                                      xhal_diagonal_t, const xhal_plugin_tensor_t*,
+                                      const xhal_plugin_tensor_t*);
+XHAL_CPU_WEAK xhal_status_t csr_solve_backward(void*, void*, xhal_transpose_t, xhal_triangle_t,
+                                               xhal_diagonal_t, const xhal_plugin_tensor_t*,
+                                               const xhal_plugin_tensor_t*,
+                                               const xhal_plugin_tensor_t*,
+                                               const xhal_plugin_tensor_t*);
+XHAL_CPU_WEAK xhal_status_t spgemm_numeric(void*, void*, void*, void*);
+#undef XHAL_CPU_WEAK
+
+namespace {
+
+std::atomic<const xhal_plugin_host_t*> g_host{nullptr};
+
+struct CpuContext {
+  xhal_plugin_device_info_t info{};
+};
+
+std::string cpu_model_name() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(cpuinfo, line)) {
+    if (line.rfind("model name", 0) != 0) continue;
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) break;
+    std::string name = line.substr(colon + 1);
+    const auto first = name.find_first_not_of(" \t");
+    return first == std::string::npos ? std::string("unknown CPU") : name.substr(first);
+  }
+  return "unknown CPU";
+}
+
+uint64_t physical_memory_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page_size = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page_size <= 0) return 0;
+  return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page_size);
+}
+
+void fill_device_info(xhal_plugin_device_info_t* info) {
+  const std::string model = cpu_model_name();
+  const int threads = omp_get_max_threads();
+  std::snprintf(info->name, sizeof info->name, "%s (%d threads)", model.c_str(), threads);
+  // The model name is what stays the same across runs and processes; keep
+  // it free of spaces so it reads as one token in selectors and reports.
+  std::string id = "cpu:" + model;
+  for (char& c : id)
+    if (c == ' ' || c == '\t') c = '-';
+  std::snprintf(info->stable_id, sizeof info->stable_id, "%s", id.c_str());
+  info->kind = XHAL_DEVICE_KIND_CPU;
+  info->memory_bytes = physical_memory_bytes();
+
+  // Moves by element size: every dtype. Arithmetic ops: f32 only.
+  uint32_t all_dtypes = 0;
+  for (int d = XHAL_DTYPE_F32; d < XHAL_DTYPE_COUNT_; ++d) all_dtypes |= 1u << d;
+  const uint32_t f32 = 1u << XHAL_DTYPE_F32;
+  for (int op = 0; op < XHAL_OP_COUNT_; ++op) info->op_dtypes[op] = f32;
+  info->op_dtypes[XHAL_OP_INDEX_SELECT] = all_dtypes;
+  info->op_dtypes[XHAL_OP_PERMUTE] = all_dtypes;
+}
+
+xhal_status_t init(const xhal_plugin_host_t* host, void** out_context, char* out_note,
+                   size_t note_capacity) {
+  g_host.store(host, std::memory_order_release);
+  auto* context = new (std::nothrow) CpuContext;
+  if (context == nullptr) return XHAL_OUT_OF_MEMORY;
+  fill_device_info(&context->info);
+  if (out_note != nullptr && note_capacity > 0) out_note[0] = '\0';
+  *out_context = context;
+  return XHAL_OK;
+}
+
+void shutdown(void* context) { delete static_cast<CpuContext*>(context); }
+
+xhal_status_t device_count(void*, uint32_t* out_count) {
+  *out_count = 1;
+  return XHAL_OK;
+}
+
+xhal_status_t device_get_info(void* context, uint32_t index, xhal_plugin_device_info_t* out) {
+  if (index != 0) {
+    set_error("cpu plugin: device index out of range (the CPU plugin has one device)");
+    return XHAL_OUT_OF_RANGE;
+  }
+  // Copy everything after struct_size, which the core owns.
+  const auto& info = static_cast<CpuContext*>(context)->info;
+  const size_t header = sizeof info.struct_size;
+  const size_t limit = out->struct_size < sizeof info ? out->struct_size : sizeof info;
+  if (limit > header)
+    std::memcpy(reinterpret_cast<char*>(out) + header,
+                reinterpret_cast<const char*>(&info) + header, limit - header);
+  return XHAL_OK;
+}
+
+xhal_status_t device_open(void*, uint32_t index, void** out_device) {
+  if (index != 0) {
+    set_error("cpu plugin: device index out of range (the CPU plugin has one device)");
+    return XHAL_OUT_OF_RANGE;
+  }
+  auto* device = new (std::nothrow) CpuDevice;
+  if (device == nullptr) return XHAL_OUT_OF_MEMORY;
+  *out_device = device;
+  return XHAL_OK;
+}
+
+void device_close(void* device) { delete static_cast<CpuDevice*>(device); }
+
+// Every slot finishes its work before returning.
+xhal_status_t device_synchronize(void*) { return XHAL_OK; }
+
+xhal_status_t device_get_counters(void* device, xhal_counters_t* out) {
+  const auto* d = static_cast<CpuDevice*>(device);
+  out->host_to_device_transfers = d->h2d_transfers.load(std::memory_order_relaxed);
+  out->host_to_device_bytes = d->h2d_bytes.load(std::memory_order_relaxed);
+  out->device_to_host_transfers = d->d2h_transfers.load(std::memory_order_relaxed);
+  out->device_to_host_bytes = d->d2h_bytes.load(std::memory_order_relaxed);
+  out->kernel_launches = d->kernel_launches.load(std::memory_order_relaxed);
+  return XHAL_OK;
+}
+
+xhal_plugin_api_t make_api() {
+  xhal_plugin_api_t api{};
+  api.struct_size = sizeof(xhal_plugin_api_t);
+  api.abi_major = XHAL_PLUGIN_ABI_MAJOR;
+  api.abi_minor = XHAL_PLUGIN_ABI_MINOR;
+  api.backend_name = "cpu";
+  api.plugin_version = "0.1.0";
+  api.init = init;
+  api.shutdown = shutdown;
+  api.device_count = device_count;
+  api.device_get_info = device_get_info;
+  api.device_open = device_open;
+  api.device_close = device_close;
+  api.device_synchronize = device_synchronize;
+  api.device_get_counters = device_get_counters;
+  api.buffer_allocate = buffer_allocate;
+  api.buffer_free = buffer_free;
+  api.buffer_write = buffer_write;
+  api.buffer_read = buffer_read;
+  api.buffer_copy = buffer_copy;
+  api.buffer_fill = buffer_fill;
+  // Dense ops.
+  // Sparse ops (sparse_*.cpp). Interim: referenced weakly while the sparse
+  // files are being written, so a build without them leaves the slots absent.
+  api.csr_create = csr_create;
+  api.csr_destroy = csr_destroy;
+  api.spmv = spmv;
+  api.spmm = spmm;
+  api.csr_solve = csr_solve;
+  api.csr_solve_backward = csr_solve_backward;
+  api.spgemm_numeric = spgemm_numeric;
+  return api;
+}
+
+}  // namespace
+
+void set_error(const char* message) {
+  const xhal_plugin_host_t* host = g_host.load(std::memory_order_acquire);
+  if (host != nullptr && host->set_error != nullptr) host->set_error(message);
+}
+
+}  // namespace xhal::cpu
+
+extern "C" XHAL_PLUGIN_EXPORT const xhal_plugin_api_t* xhal_plugin_get_api(void) {
+  static const xhal_plugin_api_t api = xhal::cpu::make_api();
+  return &api;
+}
