@@ -1,0 +1,189 @@
+// Index plans and the ops that use them: index_select (gather) and
+// index_add (deterministic scatter-add over the transposed selection).
+#include <cinttypes>
+#include <new>
+#include <vector>
+
+#include "internal.h"
+#include "validate.h"
+
+using namespace xhal;
+
+namespace {
+
+// The transposed selection as CSR: for each table row, the positions that
+// select it, ascending. A counting sort over the indices, stable by
+// construction, so the sources of a row come out in ascending order.
+struct Selection {
+  std::vector<int64_t> row_ptr, row_sources;
+  uint64_t max_sources_per_row = 0;
+};
+
+Selection transpose_selection(const std::vector<int64_t>& idx, uint64_t num_rows) {
+  Selection s;
+  s.row_ptr.assign(num_rows + 1, 0);
+  for (int64_t r : idx) ++s.row_ptr[static_cast<size_t>(r) + 1];
+  for (uint64_t r = 0; r < num_rows; ++r) {
+    const uint64_t n = static_cast<uint64_t>(s.row_ptr[r + 1]);
+    if (n > s.max_sources_per_row) s.max_sources_per_row = n;
+    s.row_ptr[r + 1] += s.row_ptr[r];
+  }
+  s.row_sources.resize(idx.size());
+  std::vector<int64_t> next(s.row_ptr.begin(), s.row_ptr.end() - 1);
+  for (size_t i = 0; i < idx.size(); ++i) s.row_sources[next[idx[i]]++] = static_cast<int64_t>(i);
+  return s;
+}
+
+template <typename I>
+xhal_status_t widen_indices(const I* in, uint64_t count, uint64_t num_rows,
+                            std::vector<int64_t>* out) {
+  out->resize(count);
+  for (uint64_t i = 0; i < count; ++i) {
+    const int64_t v = static_cast<int64_t>(in[i]);
+    if (v < 0 || static_cast<uint64_t>(v) >= num_rows)
+      return fail(XHAL_OUT_OF_RANGE,
+                  "argument 'indices': indices[%" PRIu64 "] = %" PRId64
+                  " is outside [0, %" PRIu64 ")",
+                  i, v, num_rows);
+    (*out)[i] = v;
+  }
+  return XHAL_OK;
+}
+
+xhal_status_t check_plan(xhal_device* device, xhal_index_plan_t plan) {
+  if (xhal_status_t s = check_handle("plan", plan); s != XHAL_OK) return s;
+  if (plan->device != device)
+    return fail(XHAL_WRONG_DEVICE,
+                "argument 'plan': created on device %s:%u, not on the op's device %s:%u",
+                plan->device->backend.c_str(), plan->device->backend_index,
+                device->backend.c_str(), device->backend_index);
+  return XHAL_OK;
+}
+
+}  // namespace
+
+extern "C" {
+
+xhal_status_t xhal_index_plan_create(xhal_device_t device, const void* indices,
+                                     xhal_dtype_t index_dtype, uint64_t count,
+                                     uint64_t num_rows, xhal_index_plan_t* out_plan) {
+  clear_error();
+  if (xhal_status_t s = check_device(device); s != XHAL_OK) return s;
+  if (!out_plan) return fail(XHAL_INVALID_ARGUMENT, "argument 'out_plan': NULL");
+  if (index_dtype != XHAL_DTYPE_I32 && index_dtype != XHAL_DTYPE_I64)
+    return fail(XHAL_INVALID_ARGUMENT, "argument 'index_dtype': %s, expected i32 or i64",
+                xhal_dtype_name(index_dtype));
+  if (count > 0 && !indices) return fail(XHAL_INVALID_ARGUMENT, "argument 'indices': NULL");
+  if (num_rows > uint64_t(INT64_MAX) - 1 || count > uint64_t(INT64_MAX))
+    return fail(XHAL_OUT_OF_RANGE, "argument '%s': %" PRIu64 " is too large",
+                count > uint64_t(INT64_MAX) ? "count" : "num_rows",
+                count > uint64_t(INT64_MAX) ? count : num_rows);
+  if (xhal_status_t s = check_slot(device, device->api->index_plan_create != nullptr, "index plans");
+      s != XHAL_OK)
+    return s;
+
+  std::vector<int64_t> idx;
+  Selection sel;
+  xhal_status_t s = XHAL_OK;
+  try {
+    s = index_dtype == XHAL_DTYPE_I32
+            ? widen_indices(static_cast<const int32_t*>(indices), count, num_rows, &idx)
+            : widen_indices(static_cast<const int64_t*>(indices), count, num_rows, &idx);
+    if (s != XHAL_OK) return s;
+    sel = transpose_selection(idx, num_rows);
+  } catch (const std::bad_alloc&) {
+    return fail(XHAL_OUT_OF_MEMORY,
+                "index plan of %" PRIu64 " indices into %" PRIu64 " rows: host memory exhausted",
+                count, num_rows);
+  }
+
+  xhal_plugin_index_plan_desc_t desc{};
+  desc.count = count;
+  desc.num_rows = num_rows;
+  desc.indices = idx.data();
+  desc.row_ptr = sel.row_ptr.data();
+  desc.row_sources = sel.row_sources.data();
+  desc.max_sources_per_row = sel.max_sources_per_row;
+  void* plugin_plan = nullptr;
+  s = XHAL_PLUGIN_CALL(device, index_plan_create, &desc, &plugin_plan);
+  if (s != XHAL_OK) return s;
+
+  auto* plan = new xhal_index_plan;
+  plan->device = device;
+  plan->plugin_plan = plugin_plan;
+  plan->count = count;
+  plan->num_rows = num_rows;
+  device->live_objects.fetch_add(1);
+  *out_plan = plan;
+  return XHAL_OK;
+}
+
+xhal_status_t xhal_index_plan_release(xhal_index_plan_t plan) {
+  clear_error();
+  if (xhal_status_t s = check_handle("plan", plan); s != XHAL_OK) return s;
+  xhal_device* device = plan->device;
+  if (device->api->index_plan_destroy)
+    device->api->index_plan_destroy(device->plugin_device, plan->plugin_plan);
+  device->live_objects.fetch_sub(1);
+  delete plan;
+  return XHAL_OK;
+}
+
+xhal_status_t xhal_index_select(xhal_device_t device, xhal_index_plan_t plan,
+                                const xhal_tensor_t* src, const xhal_tensor_t* out) {
+  clear_error();
+  constexpr const char* op = "index_select";
+  if (xhal_status_t s = check_device(device); s != XHAL_OK) return s;
+  if (xhal_status_t s = check_plan(device, plan); s != XHAL_OK) return s;
+  Checked cs, co;
+  if (xhal_status_t s = check_tensor(device, "src", src, op, kAnyDtype, Layout::kContiguous, &cs);
+      s != XHAL_OK)
+    return s;
+  if (xhal_status_t s = check_tensor(device, "out", out, op, kAnyDtype, Layout::kContiguous, &co);
+      s != XHAL_OK)
+    return s;
+  if (xhal_status_t s = check_rank(cs, 2); s != XHAL_OK) return s;
+  const int64_t w = cs.shape()[1];
+  if (xhal_status_t s = check_shape(cs, {static_cast<int64_t>(plan->num_rows), w}); s != XHAL_OK)
+    return s;
+  if (xhal_status_t s = check_shape(co, {static_cast<int64_t>(plan->count), w}); s != XHAL_OK)
+    return s;
+  if (xhal_status_t s = check_same_dtype(co, cs); s != XHAL_OK) return s;
+  if (xhal_status_t s = check_no_alias(co, cs); s != XHAL_OK) return s;
+  if (xhal_status_t s = check_supported(device, XHAL_OP_INDEX_SELECT, device->api->index_select != nullptr,
+                                        cs.dtype(), "src");
+      s != XHAL_OK)
+    return s;
+  if (co.elements == 0) return XHAL_OK;  // nothing to write
+  return XHAL_PLUGIN_CALL(device, index_select, plan->plugin_plan, &cs.plugin, &co.plugin);
+}
+
+xhal_status_t xhal_index_add(xhal_device_t device, xhal_index_plan_t plan, float alpha,
+                             const xhal_tensor_t* src, const xhal_tensor_t* dst) {
+  clear_error();
+  constexpr const char* op = "index_add";
+  if (xhal_status_t s = check_device(device); s != XHAL_OK) return s;
+  if (xhal_status_t s = check_plan(device, plan); s != XHAL_OK) return s;
+  Checked cs, cd;
+  if (xhal_status_t s = check_tensor(device, "src", src, op, kF32Only, Layout::kContiguous, &cs);
+      s != XHAL_OK)
+    return s;
+  if (xhal_status_t s = check_tensor(device, "dst", dst, op, kF32Only, Layout::kContiguous, &cd);
+      s != XHAL_OK)
+    return s;
+  if (xhal_status_t s = check_rank(cs, 2); s != XHAL_OK) return s;
+  const int64_t w = cs.shape()[1];
+  if (xhal_status_t s = check_shape(cs, {static_cast<int64_t>(plan->count), w}); s != XHAL_OK)
+    return s;
+  if (xhal_status_t s = check_shape(cd, {static_cast<int64_t>(plan->num_rows), w}); s != XHAL_OK)
+    return s;
+  if (xhal_status_t s = check_no_alias(cd, cs); s != XHAL_OK) return s;
+  if (xhal_status_t s = check_supported(device, XHAL_OP_INDEX_ADD, device->api->index_add != nullptr,
+                                        cs.dtype(), "src");
+      s != XHAL_OK)
+    return s;
+  if (cs.elements == 0) return XHAL_OK;  // no source: dst is untouched
+  return XHAL_PLUGIN_CALL(device, index_add, plan->plugin_plan, alpha, &cs.plugin, &cd.plugin);
+}
+
+}  // extern "C"

@@ -1,0 +1,107 @@
+// Argument checks shared by the op front ends. Each check either passes or
+// sets the thread's message (naming the argument and the value) and returns
+// the status that docs/semantics.md section 4 assigns. All checks of an op
+// run before its first plugin call, so a failing op writes nothing.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <span>
+#include <string>
+
+#include "internal.h"
+
+namespace xhal {
+
+// Bit masks of dtypes an op accepts by the spec.
+inline constexpr uint32_t dtype_bit(xhal_dtype_t d) { return 1u << static_cast<uint32_t>(d); }
+inline constexpr uint32_t kF32Only = dtype_bit(XHAL_DTYPE_F32);
+inline constexpr uint32_t kAnyDtype = dtype_bit(XHAL_DTYPE_F32) | dtype_bit(XHAL_DTYPE_F16) |
+                                      dtype_bit(XHAL_DTYPE_BF16) | dtype_bit(XHAL_DTYPE_I32) |
+                                      dtype_bit(XHAL_DTYPE_I64) | dtype_bit(XHAL_DTYPE_U8) |
+                                      dtype_bit(XHAL_DTYPE_F64);
+
+// "[4, 3]"
+std::string shape_string(uint32_t rank, const int64_t* shape);
+inline std::string shape_string(std::span<const int64_t> shape) {
+  return shape_string(static_cast<uint32_t>(shape.size()), shape.data());
+}
+
+// Layouts a tensor argument may have.
+enum class Layout {
+  kContiguous,  // strides all zero or row-major dense
+  kStrided,     // any strides >= 0 (a view)
+};
+
+// A tensor argument that passed the per-tensor checks.
+struct Checked {
+  const char* name = nullptr;
+  const xhal_tensor_t* tensor = nullptr;
+  uint32_t elem_size = 0;
+  int64_t elements = 0;
+  // Bytes the tensor touches, [begin, end); begin == end when it is empty.
+  uint64_t begin = 0, end = 0;
+  xhal_plugin_tensor_t plugin{};  // explicit element strides
+  uint32_t rank() const { return tensor->rank; }
+  const int64_t* shape() const { return tensor->shape; }
+  xhal_dtype_t dtype() const { return tensor->dtype; }
+};
+
+// Null device handle (xhal::check_device of internal.h as argument 'device').
+inline xhal_status_t check_device(xhal_device_t device) { return check_device(device, "device"); }
+// Null handle of any other kind ("argument 'plan': NULL handle").
+xhal_status_t check_handle(const char* name, const void* handle);
+
+// Per-tensor checks, in this order: NULL descriptor, NULL buffer, buffer of
+// another device, dtype known and allowed for `op`, rank <= 8, extents >= 0,
+// strides >= 0 (and row-major when `layout` is contiguous), bytes inside the
+// buffer. Fills `out` on success.
+xhal_status_t check_tensor(xhal_device* device, const char* name, const xhal_tensor_t* t,
+                           const char* op, uint32_t allowed_dtypes, Layout layout,
+                           Checked* out);
+
+// Exact shape. XHAL_SHAPE_MISMATCH "argument 'dst': shape [4, 3] but
+// expected [4, 8]".
+xhal_status_t check_shape(const Checked& c, std::span<const int64_t> expected);
+inline xhal_status_t check_shape(const Checked& c, std::initializer_list<int64_t> expected) {
+  return check_shape(c, std::span<const int64_t>(expected.begin(), expected.size()));
+}
+xhal_status_t check_rank(const Checked& c, uint32_t rank);
+// Same dtype as `ref` (XHAL_INVALID_ARGUMENT).
+xhal_status_t check_same_dtype(const Checked& c, const Checked& ref);
+
+// Two tensors overlap when they share a buffer and their byte ranges meet.
+bool overlaps(const Checked& a, const Checked& b);
+// Same buffer, offset, dtype and shape: the in-place case the spec allows.
+bool same_view(const Checked& a, const Checked& b);
+// `out` must not overlap `in` (XHAL_ALIASING naming both).
+xhal_status_t check_no_alias(const Checked& out, const Checked& in);
+// `out` may be exactly `in` (in place); any other overlap is XHAL_ALIASING.
+xhal_status_t check_in_place_or_disjoint(const Checked& out, const Checked& in);
+
+// The device implements `op` (its slot is present and it reports dtypes for
+// it) for `dtype`; else XHAL_UNSUPPORTED naming the op and the backend.
+xhal_status_t check_supported(xhal_device* device, xhal_op_t op, bool slot_present,
+                              xhal_dtype_t dtype, const char* arg);
+// A slot that is not an op (index plans, matrices) is present.
+xhal_status_t check_slot(xhal_device* device, bool slot_present, const char* what);
+
+// `perm` is a permutation of 0..rank-1 (NULL allowed for rank 0).
+xhal_status_t check_perm(const char* name, const uint32_t* perm, uint32_t rank);
+// Element strides of `t` with the all-zero default made explicit; fails on a
+// negative stride.
+xhal_status_t explicit_strides(const char* name, const xhal_tensor_t& t,
+                               int64_t out[XHAL_MAX_RANK]);
+// Row-major strides of a shape.
+void row_major_strides(uint32_t rank, const int64_t* shape, int64_t out[XHAL_MAX_RANK]);
+
+// Reshapes a validated contiguous plugin tensor (same bytes, new shape).
+xhal_plugin_tensor_t reshape(const Checked& c, std::initializer_list<int64_t> shape);
+
+// Calls a plugin slot of `device` and maps its status:
+//   XHAL_PLUGIN_CALL(dev, index_add, plan, alpha, &src, &dst)
+#define XHAL_PLUGIN_CALL(dev, slot, ...)                                    \
+  ::xhal::plugin_status((dev)->api->slot((dev)->plugin_device, __VA_ARGS__), \
+                        (dev)->backend.c_str(), #slot)
+
+}  // namespace xhal
