@@ -33,6 +33,26 @@ std::string take_plugin_message();
 xhal_status_t plugin_status(xhal_status_t status, const char* backend,
                             const char* slot);
 
+// The services table handed to every plugin's init (set_error feeds
+// take_plugin_message on the calling thread).
+const xhal_plugin_host_t* plugin_host();
+
+// ---- shared argument checks (each fails with a message naming `arg`) -----
+// Null or released device handle: XHAL_INVALID_ARGUMENT.
+xhal_status_t check_device(const xhal_device* device, const char* arg);
+// Null buffer handle, or one whose device was released: XHAL_INVALID_ARGUMENT.
+xhal_status_t check_buffer(const xhal_buffer* buffer, const char* arg);
+// [offset, offset + size) must lie in [0, buffer_size); overflow-safe.
+// XHAL_OUT_OF_RANGE naming offset, size and the buffer size.
+xhal_status_t check_byte_range(uint64_t offset, uint64_t size,
+                               uint64_t buffer_size, const char* arg);
+
+// True when the plugin table has every slot `op` needs (the op's own slot
+// plus index_plan_create/destroy or csr_create/destroy where it uses them).
+bool op_slots_present(const xhal_plugin_api_t& api, xhal_op_t op);
+// Stable lower-case name of an op ("index_select"); "unknown" otherwise.
+const char* op_name(xhal_op_t op);
+
 }  // namespace xhal
 
 // Public handles (opaque to apps).
@@ -44,6 +64,9 @@ struct xhal_device {
   uint32_t backend_index = 0;
   xhal_device_info_t info{};                // strings point into the runtime
   std::atomic<int64_t> live_objects{0};     // buffers, plans, matrices
+  // Handles given out by xhal_device_open* and not yet released; the plugin
+  // device exists while this is > 0 (changed under the runtime mutex).
+  std::atomic<uint32_t> open_handles{0};
 };
 
 struct xhal_buffer {

@@ -1,0 +1,99 @@
+// Status names, the thread-local last-error message, and the host table
+// through which plugins describe their own failures.
+#include <cstdio>
+#include <string>
+
+#include "internal.h"
+
+namespace xhal {
+namespace {
+
+// The message xhal_last_error returns; replaced by each failing call.
+thread_local std::string t_last_error;
+// What a plugin said through host->set_error during the current slot call.
+thread_local std::string t_plugin_message;
+
+void host_set_error(const char* message) {
+  t_plugin_message = message ? message : "";
+}
+
+constexpr xhal_plugin_host_t kHost = {
+    sizeof(xhal_plugin_host_t),
+    XHAL_PLUGIN_ABI_MAJOR,
+    XHAL_PLUGIN_ABI_MINOR,
+    &host_set_error,
+};
+
+}  // namespace
+
+xhal_status_t fail(xhal_status_t status, const char* format, ...) {
+  va_list args;
+  va_start(args, format);
+  va_list copy;
+  va_copy(copy, args);
+  const int length = std::vsnprintf(nullptr, 0, format, copy);
+  va_end(copy);
+  std::string message(length > 0 ? static_cast<size_t>(length) : 0, '\0');
+  if (length > 0) std::vsnprintf(message.data(), message.size() + 1, format, args);
+  va_end(args);
+  t_last_error = std::move(message);
+  return status;
+}
+
+void clear_error() {
+  t_last_error.clear();
+  t_plugin_message.clear();
+}
+
+std::string take_plugin_message() {
+  std::string message = std::move(t_plugin_message);
+  t_plugin_message.clear();
+  return message;
+}
+
+xhal_status_t plugin_status(xhal_status_t status, const char* backend,
+                            const char* slot) {
+  std::string message = take_plugin_message();
+  if (status == XHAL_OK) return XHAL_OK;
+  // A plugin may only return codes the ABI defines; anything else is its bug.
+  if (status < XHAL_OK || status > XHAL_INTERNAL) {
+    return fail(XHAL_PLUGIN_ERROR, "%s plugin: %s returned unknown status %d%s%s",
+                backend, slot, static_cast<int>(status),
+                message.empty() ? "" : ": ", message.c_str());
+  }
+  if (message.empty()) {
+    return fail(status, "%s plugin: %s failed (%s)", backend, slot,
+                xhal_status_name(status));
+  }
+  return fail(status, "%s plugin: %s: %s", backend, slot, message.c_str());
+}
+
+const xhal_plugin_host_t* plugin_host() { return &kHost; }
+
+}  // namespace xhal
+
+extern "C" {
+
+const char* xhal_status_name(xhal_status_t status) {
+  switch (status) {
+    case XHAL_OK: return "XHAL_OK";
+    case XHAL_INVALID_ARGUMENT: return "XHAL_INVALID_ARGUMENT";
+    case XHAL_OUT_OF_RANGE: return "XHAL_OUT_OF_RANGE";
+    case XHAL_SHAPE_MISMATCH: return "XHAL_SHAPE_MISMATCH";
+    case XHAL_UNSUPPORTED: return "XHAL_UNSUPPORTED";
+    case XHAL_OUT_OF_MEMORY: return "XHAL_OUT_OF_MEMORY";
+    case XHAL_NOT_FOUND: return "XHAL_NOT_FOUND";
+    case XHAL_DEVICE_LOST: return "XHAL_DEVICE_LOST";
+    case XHAL_PLUGIN_ERROR: return "XHAL_PLUGIN_ERROR";
+    case XHAL_ALIASING: return "XHAL_ALIASING";
+    case XHAL_INVALID_STRUCTURE: return "XHAL_INVALID_STRUCTURE";
+    case XHAL_WRONG_DEVICE: return "XHAL_WRONG_DEVICE";
+    case XHAL_BUSY: return "XHAL_BUSY";
+    case XHAL_INTERNAL: return "XHAL_INTERNAL";
+  }
+  return "XHAL_UNKNOWN_STATUS";
+}
+
+const char* xhal_last_error(void) { return xhal::t_last_error.c_str(); }
+
+}  // extern "C"
