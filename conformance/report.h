@@ -1,0 +1,79 @@
+// Report bookkeeping of xhal-conformance: one record per test and device,
+// filled by the harness calls (record_op, record_level, mark_unsupported)
+// and by a gtest event listener, then written as JSON (docs/conformance.md).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "expected_failures.h"
+#include "harness.h"
+
+namespace xhal::conf {
+
+struct TestRecord {
+  std::string test;    // "Suite.Name" without the device suffix
+  std::string device;  // "cpu:0"; "host" for tests that use no device
+  std::optional<xhal_op_t> op;
+  std::optional<Level> level;  // lowest level recorded by the test
+  bool unsupported = false;
+  std::string status;  // pass|fail|unsupported|skipped|expected-failure|unexpected-pass
+  std::string message;
+};
+
+struct DeviceRecord {
+  std::string name;         // "cpu:0"
+  std::string device_name;  // from xhal_device_info
+  std::string backend;
+  std::string stable_id;
+  std::string plugin_path;
+  std::string plugin_version;
+};
+
+const char* level_name(Level level);
+const char* op_name(xhal_op_t op);
+
+class Report {
+ public:
+  // The record of the test running now (nullptr between tests).
+  TestRecord* current() { return current_; }
+  void begin(const ::testing::TestInfo& info);
+  void end(const ::testing::TestInfo& info, const ExpectedFailures& xfail);
+  void add_failure_text(const std::string& text);
+
+  void add_device(DeviceRecord d) { devices_.push_back(std::move(d)); }
+  const std::vector<TestRecord>& records() const { return records_; }
+
+  // Exit status: non-zero iff a test failed or an expected failure passed.
+  bool failed() const;
+  // Writes the JSON report; returns false (with a message on stderr) if the
+  // file cannot be written.
+  bool write_json(const std::string& path) const;
+  void print_summary() const;
+
+ private:
+  std::vector<DeviceRecord> devices_;
+  std::vector<TestRecord> records_;
+  TestRecord* current_ = nullptr;
+  TestRecord pending_;
+  bool in_test_ = false;
+};
+
+Report& report();
+
+// gtest listener that feeds report(); owned by gtest once appended.
+class ReportListener : public ::testing::EmptyTestEventListener {
+ public:
+  explicit ReportListener(const ExpectedFailures* xfail) : xfail_(xfail) {}
+  void OnTestStart(const ::testing::TestInfo& info) override;
+  void OnTestPartResult(const ::testing::TestPartResult& result) override;
+  void OnTestEnd(const ::testing::TestInfo& info) override;
+
+ private:
+  const ExpectedFailures* xfail_;
+};
+
+}  // namespace xhal::conf

@@ -1,0 +1,14 @@
+// Runner-side configuration shared by main.cpp and harness.cpp.
+#pragma once
+
+#include <vector>
+
+#include "harness.h"
+
+namespace xhal::conf {
+
+// Set by main() before InitGoogleTest (which evaluates the device lists of
+// XHAL_CONF_INSTANTIATE).
+void set_selected_devices(std::vector<DeviceParam> devices);
+
+}  // namespace xhal::conf
