@@ -1,0 +1,103 @@
+// Building blocks shared by the sparse kernels: the segment sum of
+// docs/semantics.md 3.7, a strided [n, k] view of a tensor, the row split
+// of a CSR walk over the team, and dispatch on the pattern's index width.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <variant>
+#include <vector>
+
+#include "canonical.h"
+#include "sparse_matrix.h"
+
+namespace xhal::cpu {
+
+inline constexpr int64_t kSegsumChunk = 32;
+
+// Per-thread room for chunk sums of long rows.
+inline std::vector<float>& segsum_scratch() {
+  thread_local std::vector<float> scratch;
+  return scratch;
+}
+
+// segsum(term(0), ..., term(m-1)): chunks of 32 summed left to right from
+// +0, chunk sums combined by the padded pairwise tree. Each term is one
+// rounded value (a product is rounded before it is added).
+template <typename Term>
+inline float segsum(int64_t m, Term&& term) {
+  if (m <= kSegsumChunk) {
+    float s = 0.0f;
+    for (int64_t i = 0; i < m; ++i) s = s + term(i);
+    return s;
+  }
+  const int64_t chunks = (m + kSegsumChunk - 1) / kSegsumChunk;
+  int64_t padded = 1;
+  while (padded < chunks) padded <<= 1;
+  std::vector<float>& sums = segsum_scratch();
+  if (static_cast<int64_t>(sums.size()) < padded) sums.resize(static_cast<size_t>(padded));
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int64_t end = std::min(m, (c + 1) * kSegsumChunk);
+    float s = 0.0f;
+    for (int64_t i = c * kSegsumChunk; i < end; ++i) s = s + term(i);
+    sums[static_cast<size_t>(c)] = s;
+  }
+  return tree_sum(sums.data(), static_cast<size_t>(chunks));
+}
+
+// A rank-1 [n] or rank-2 [n, k] f32 tensor seen as n rows of k columns.
+struct Columns {
+  float* data = nullptr;
+  int64_t n = 0, k = 0;
+  int64_t row_stride = 0, col_stride = 0;
+
+  float& at(int64_t i, int64_t c) const { return data[i * row_stride + c * col_stride]; }
+};
+
+inline Columns columns_of(const xhal_plugin_tensor_t* t) {
+  Columns v;
+  v.data = tensor_data<float>(t);
+  v.n = t->shape[0];
+  v.row_stride = t->strides[0];
+  if (t->rank >= 2) {
+    v.k = t->shape[1];
+    v.col_stride = t->strides[1];
+  } else {
+    v.k = 1;
+  }
+  return v;
+}
+
+// Rows [first, last) of part `part` out of `parts`, balancing entries plus
+// rows so that a few long rows do not leave one thread with most of the work.
+template <typename I>
+inline void balanced_rows(const std::vector<I>& row_ptr, int64_t rows, int part, int parts,
+                          int64_t* first, int64_t* last) {
+  const int64_t total = static_cast<int64_t>(row_ptr[static_cast<size_t>(rows)]) + rows;
+  auto boundary = [&](int p) -> int64_t {
+    if (p <= 0) return 0;
+    if (p >= parts) return rows;
+    const int64_t target = total / parts * p + total % parts * p / parts;
+    int64_t lo = 0, hi = rows;  // smallest r with row_ptr[r] + r >= target
+    while (lo < hi) {
+      const int64_t mid = lo + (hi - lo) / 2;
+      if (static_cast<int64_t>(row_ptr[static_cast<size_t>(mid)]) + mid >= target)
+        hi = mid;
+      else
+        lo = mid + 1;
+    }
+    return lo;
+  };
+  *first = boundary(part);
+  *last = boundary(part + 1);
+}
+
+// Work below this many terms runs on the calling thread alone.
+inline constexpr int64_t kParallelMinWork = 1 << 15;
+
+template <typename F>
+inline decltype(auto) with_patterns(const CsrMatrix& m, F&& f) {
+  return std::visit(std::forward<F>(f), m.patterns);
+}
+
+}  // namespace xhal::cpu

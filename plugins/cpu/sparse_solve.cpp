@@ -1,0 +1,188 @@
+// csr_solve and csr_solve_backward. A row k of op(A) gives
+//   x[k] = (b[k] - s) / op(A)[k,k]   (unit: b[k] - s),
+// s the segment sum of its off-diagonal terms in ascending column order.
+// Rows run in the level order built at creation: the rows of one level are
+// independent and split over the team, small levels run on one thread. The
+// bits do not depend on the schedule: each x[k] has one fixed formula.
+#include <omp.h>
+
+#include <cstdio>
+
+#include "dense_ops.h"
+#include "sparse_kernels.h"
+
+namespace xhal::cpu {
+namespace {
+
+// Off-diagonal entries of a row are contiguous: a row walked ascending
+// (lower) keeps its diagonal last, one walked descending keeps it first.
+template <typename I, bool kPermuted, bool kUnit>
+struct RowSolver {
+  const I* row_ptr;
+  const I* col;
+  const I* perm;
+  const float* values;
+  bool ascending;
+  Columns b, x;
+
+  float value(int64_t e) const { return kPermuted ? values[perm[e]] : values[e]; }
+
+  void operator()(int64_t k) const {
+    int64_t rb = row_ptr[k], re = row_ptr[k + 1];
+    int64_t diag = -1;
+    if (ascending) {
+      if (re > rb && static_cast<int64_t>(col[re - 1]) == k) diag = --re;
+    } else {
+      if (re > rb && static_cast<int64_t>(col[rb]) == k) diag = rb++;
+    }
+    // A stored diagonal is checked present by the core; a missing one reads
+    // as the 0 it is, giving the IEEE quotient.
+    const float d = kUnit ? 1.0f : (diag >= 0 ? value(diag) : 0.0f);
+    for (int64_t c = 0; c < x.k; ++c) {
+      const float* xc = x.data + c * x.col_stride;
+      const float s = segsum(re - rb, [&](int64_t i) {
+        const int64_t e = rb + i;
+        return value(e) * xc[static_cast<int64_t>(col[e]) * x.row_stride];
+      });
+      const float r = b.at(k, c) - s;
+      x.at(k, c) = kUnit ? r : r / d;
+    }
+  }
+};
+
+template <typename I, typename Row>
+void run_schedule(const SolveSchedule<I>& sched, const Row& row, int64_t work) {
+  const I* order = sched.order.data();
+  if (!sched.any_parallel || work < kParallelMinWork || omp_get_max_threads() < 2) {
+    for (const SolveStage& st : sched.stages)
+      for (int64_t i = st.begin; i < st.end; ++i) row(order[i]);
+    return;
+  }
+#pragma omp parallel
+  {
+    for (const SolveStage& st : sched.stages) {
+      if (st.parallel) {
+#pragma omp for schedule(static)
+        for (int64_t i = st.begin; i < st.end; ++i) row(order[i]);
+      } else {
+#pragma omp single
+        for (int64_t i = st.begin; i < st.end; ++i) row(order[i]);
+      }
+    }
+  }
+}
+
+template <typename I, bool kPermuted>
+void solve_pattern(const CsrPattern<I>& p, const SolveSchedule<I>& sched, const float* values,
+                   bool ascending, bool unit, const Columns& b, const Columns& x) {
+  const int64_t work = (static_cast<int64_t>(p.row_ptr[p.rows]) + p.rows) * x.k;
+  if (unit) {
+    RowSolver<I, kPermuted, true> row{p.row_ptr.data(), p.col_idx.data(), p.perm.data(), values,
+                                      ascending, b, x};
+    run_schedule(sched, row, work);
+  } else {
+    RowSolver<I, kPermuted, false> row{p.row_ptr.data(), p.col_idx.data(), p.perm.data(), values,
+                                       ascending, b, x};
+    run_schedule(sched, row, work);
+  }
+}
+
+const char* triangle_name(xhal_triangle_t t) {
+  return t == XHAL_TRIANGLE_LOWER ? "lower" : "upper";
+}
+
+// Solves op(A) x = b; `triangle` names where A's entries lie.
+xhal_status_t solve(const CsrMatrix& m, xhal_transpose_t trans, xhal_triangle_t triangle,
+                    xhal_diagonal_t diagonal, const Columns& b, const Columns& x) {
+  // op(A) lower walks rows ascending: A lower untransposed, or A upper transposed.
+  const bool transposed = trans == XHAL_TRANSPOSE;
+  const bool ascending = (triangle == XHAL_TRIANGLE_LOWER) != transposed;
+  const bool unit = diagonal == XHAL_DIAGONAL_UNIT;
+  const float* values = m.value_data();
+  return with_patterns(m, [&](const auto& ps) -> xhal_status_t {
+    const auto& p = transposed ? ps.at : ps.a;
+    const auto& sched = ascending ? p.ascending : p.descending;
+    if (!sched.built) {
+      char msg[200];
+      std::snprintf(msg, sizeof msg,
+                    "cpu plugin: csr_solve: argument 'triangle' is %s but the %lld x %lld "
+                    "pattern does not lie in that triangle",
+                    triangle_name(triangle), static_cast<long long>(m.rows),
+                    static_cast<long long>(m.cols));
+      set_error(msg);
+      return XHAL_INVALID_STRUCTURE;
+    }
+    if (x.n == 0 || x.k == 0) return XHAL_OK;
+    using I = typename std::remove_cvref_t<decltype(p.row_ptr)>::value_type;
+    if (transposed)
+      solve_pattern<I, true>(p, sched, values, ascending, unit, b, x);
+    else
+      solve_pattern<I, false>(p, sched, values, ascending, unit, b, x);
+    return XHAL_OK;
+  });
+}
+
+// ga[e] = -segsum_c(gb[i,c] * x[j,c]) on A's pattern; (i, j) = (row, col)
+// for op(A) = A and (col, row) for A^T. Unit diagonal entries get +0.
+template <typename I>
+void pattern_gradient(const CsrPattern<I>& p, bool transposed, bool unit, const Columns& x,
+                      const Columns& gb, float* ga, int64_t ga_stride) {
+  const I* row_ptr = p.row_ptr.data();
+  const I* col = p.col_idx.data();
+  const int64_t rows = p.rows;
+  const int64_t k = x.k;
+  const int64_t work = (static_cast<int64_t>(p.row_ptr[rows]) + rows) * k;
+  const int teams = work < kParallelMinWork ? 1 : omp_get_max_threads();
+#pragma omp parallel num_threads(teams)
+  {
+    int64_t first = 0, last = 0;
+    balanced_rows(p.row_ptr, rows, omp_get_thread_num(), omp_get_num_threads(), &first, &last);
+    for (int64_t r = first; r < last; ++r) {
+      for (int64_t e = row_ptr[r]; e < static_cast<int64_t>(row_ptr[r + 1]); ++e) {
+        const int64_t cidx = col[e];
+        float g;
+        if (unit && cidx == r) {
+          g = 0.0f;
+        } else {
+          const int64_t i = transposed ? cidx : r;
+          const int64_t j = transposed ? r : cidx;
+          g = -segsum(k, [&](int64_t c) { return gb.at(i, c) * x.at(j, c); });
+        }
+        ga[e * ga_stride] = g;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+xhal_status_t csr_solve(void* device, void* a, xhal_transpose_t trans, xhal_triangle_t triangle,
+                        xhal_diagonal_t diagonal, const xhal_plugin_tensor_t* b,
+                        const xhal_plugin_tensor_t* x) {
+  count_launch(device);
+  return solve(*static_cast<const CsrMatrix*>(a), trans, triangle, diagonal, columns_of(b),
+               columns_of(x));
+}
+
+xhal_status_t csr_solve_backward(void* device, void* a, xhal_transpose_t trans,
+                                 xhal_triangle_t triangle, xhal_diagonal_t diagonal,
+                                 const xhal_plugin_tensor_t* x, const xhal_plugin_tensor_t* dx,
+                                 const xhal_plugin_tensor_t* gb, const xhal_plugin_tensor_t* ga) {
+  count_launch(device);
+  const auto& m = *static_cast<const CsrMatrix*>(a);
+  const xhal_transpose_t flipped = trans == XHAL_TRANSPOSE ? XHAL_TRANSPOSE_NONE : XHAL_TRANSPOSE;
+  const Columns gbv = columns_of(gb);
+  const xhal_status_t st = solve(m, flipped, triangle, diagonal, columns_of(dx), gbv);
+  if (st != XHAL_OK || ga == nullptr || m.nnz == 0) return st;
+  float* gav = tensor_data<float>(ga);
+  const int64_t ga_stride = ga->strides[0];
+  const Columns xv = columns_of(x);
+  const bool transposed = trans == XHAL_TRANSPOSE;
+  const bool unit = diagonal == XHAL_DIAGONAL_UNIT;
+  with_patterns(m, [&](const auto& ps) {
+    pattern_gradient(ps.a, transposed, unit, xv, gbv, gav, ga_stride);
+  });
+  return XHAL_OK;
+}
+
+}  // namespace xhal::cpu
