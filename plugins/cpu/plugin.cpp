@@ -15,26 +15,6 @@
 #include "dense_ops.h"
 
 namespace xhal::cpu {
-
-// Interim weak references (see make_api).
-#define XHAL_CPU_WEAK __attribute__((weak))
-XHAL_CPU_WEAK xhal_status_t csr_create(void*, const xhal_plugin_csr_desc_t*, void**);
-XHAL_CPU_WEAK void csr_destroy(void*, void*);
-XHAL_CPU_WEAK xhal_status_t spmv(void*, void*, xhal_transpose_t, float,
-                                 const xhal_plugin_tensor_t*, float, const xhal_plugin_tensor_t*);
-XHAL_CPU_WEAK xhal_status_t spmm(void*, void*, xhal_transpose_t, float,
-                                 const xhal_plugin_tensor_t*, float, const xhal_plugin_tensor_t*);
-XHAL_CPU_WEAK xhal_status_t csr_solve(void*, void*, xhal_transpose_t, xhal_triangle_t,
-                                      xhal_diagonal_t, const xhal_plugin_tensor_t*,
-                                      const xhal_plugin_tensor_t*);
-XHAL_CPU_WEAK xhal_status_t csr_solve_backward(void*, void*, xhal_transpose_t, xhal_triangle_t,
-                                               xhal_diagonal_t, const xhal_plugin_tensor_t*,
-                                               const xhal_plugin_tensor_t*,
-                                               const xhal_plugin_tensor_t*,
-                                               const xhal_plugin_tensor_t*);
-XHAL_CPU_WEAK xhal_status_t spgemm_numeric(void*, void*, void*, void*);
-#undef XHAL_CPU_WEAK
-
 namespace {
 
 std::atomic<const xhal_plugin_host_t*> g_host{nullptr};
@@ -167,8 +147,18 @@ xhal_plugin_api_t make_api() {
   api.buffer_copy = buffer_copy;
   api.buffer_fill = buffer_fill;
   // Dense ops.
-  // Sparse ops (sparse_*.cpp). Interim: referenced weakly while the sparse
-  // files are being written, so a build without them leaves the slots absent.
+  api.index_plan_create = index_plan_create;
+  api.index_plan_destroy = index_plan_destroy;
+  api.index_select = index_select;
+  api.index_add = index_add;
+  api.permute = permute;
+  api.softmax_forward = softmax_forward;
+  api.softmax_backward = softmax_backward;
+  api.rms_norm_forward = rms_norm_forward;
+  api.rms_norm_backward = rms_norm_backward;
+  api.layer_norm_forward = layer_norm_forward;
+  api.layer_norm_backward = layer_norm_backward;
+  // Sparse ops (sparse_*.cpp).
   api.csr_create = csr_create;
   api.csr_destroy = csr_destroy;
   api.spmv = spmv;

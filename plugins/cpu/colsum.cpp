@@ -1,0 +1,43 @@
+// Stage 2 of the canonical column sum (docs/semantics.md 3.5): the pairwise
+// tree over the 32-row block partials, vectorised across columns.
+#include <omp.h>
+
+#include <cstring>
+
+#include "row_ops.h"
+
+namespace xhal::cpu {
+
+void colsum_tree(float* partial, int64_t blocks, int64_t n, float* out) {
+  if (n == 0) return;
+  if (blocks == 0) {
+    for (int64_t j = 0; j < n; ++j) out[j] = 0.0f;  // tree of nothing is +0
+    return;
+  }
+  // Columns are independent: each thread runs the whole tree on a slab.
+  constexpr int64_t kSlab = 1024;
+  const int64_t slabs = (n + kSlab - 1) / kSlab;
+#pragma omp parallel for schedule(static) if (blocks * n > (1 << 16))
+  for (int64_t s = 0; s < slabs; ++s) {
+    const int64_t j0 = s * kSlab;
+    const int64_t width = n - j0 < kSlab ? n - j0 : kSlab;
+    // Level by level; an odd last node pairs with padding (+0), which is
+    // what padding to the next power of two gives.
+    for (int64_t count = blocks; count > 1; count = (count + 1) / 2) {
+      for (int64_t i = 0; i < count / 2; ++i) {
+        float* dst = partial + i * n + j0;
+        const float* left = partial + (2 * i) * n + j0;
+        const float* right = partial + (2 * i + 1) * n + j0;
+        for (int64_t j = 0; j < width; ++j) dst[j] = left[j] + right[j];
+      }
+      if (count % 2 == 1) {
+        float* dst = partial + (count / 2) * n + j0;
+        const float* left = partial + (count - 1) * n + j0;
+        for (int64_t j = 0; j < width; ++j) dst[j] = left[j] + 0.0f;
+      }
+    }
+    std::memcpy(out + j0, partial + j0, width * sizeof(float));
+  }
+}
+
+}  // namespace xhal::cpu

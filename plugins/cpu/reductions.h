@@ -1,0 +1,187 @@
+// The canonical sums of docs/semantics.md section 3 in vector form:
+// rowsum (3.2), the softmax (m, s) statistics (3.3), the streaming pairwise
+// tree (3.1) and xhal_exp (section 2). Each gives the bits of the scalar
+// reference in canonical.h.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "canonical.h"
+#include "simd.h"
+
+namespace xhal::cpu {
+
+constexpr int64_t kChunk = 1024;      // rowsum chunk: 128 lanes x 8 steps
+constexpr int kChunkVectors = 128 / kLanes;
+
+// ---- pairwise tree (3.1) over a stream of values --------------------------
+// Values arrive left to right; equal-height subtrees merge as soon as they
+// exist, so memory is O(log m). finish() pads with +0 to the next power of two.
+struct TreeStream {
+  float value[64];
+  int height[64];
+  int top = 0;
+
+  void push(float x) {
+    value[top] = x;
+    height[top] = 0;
+    ++top;
+    collapse();
+  }
+  float finish() {
+    if (top == 0) return 0.0f;
+    while (top > 1) {
+      value[top - 1] = value[top - 1] + 0.0f;  // right sibling is all padding
+      ++height[top - 1];
+      collapse();
+    }
+    return value[0];
+  }
+
+ private:
+  void collapse() {
+    while (top >= 2 && height[top - 1] == height[top - 2]) {
+      value[top - 2] = value[top - 2] + value[top - 1];
+      ++height[top - 2];
+      --top;
+    }
+  }
+};
+
+// ---- tree of the 128 lanes of one chunk -----------------------------------
+XHAL_CPU_INLINE V pair_sums(V a, V b) {  // [a0+a1, a2+a3, ..., b14+b15]
+  const VI even = {0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30};
+  const VI odd = {1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31};
+  return __builtin_shuffle(a, b, even) + __builtin_shuffle(a, b, odd);
+}
+
+XHAL_CPU_INLINE float tree128(const V acc[kChunkVectors]) {
+  V l1[4], l2[2];
+  for (int i = 0; i < 4; ++i) l1[i] = pair_sums(acc[2 * i], acc[2 * i + 1]);
+  for (int i = 0; i < 2; ++i) l2[i] = pair_sums(l1[2 * i], l1[2 * i + 1]);
+  V v = pair_sums(l2[0], l2[1]);  // 16 partial sums, in tree order
+  float s[16];
+  store(s, v);
+  for (int w = 16; w > 1; w >>= 1)
+    for (int i = 0; i < w / 2; ++i) s[i] = s[2 * i] + s[2 * i + 1];
+  return s[0];
+}
+
+// ---- rowsum (3.2) of term(i), i in [0, n) ---------------------------------
+// vec(i): the 16 terms i..i+15 (all < n); one(i): the single term i.
+template <class Vec, class One>
+XHAL_CPU_INLINE float rowsum(int64_t n, Vec&& vec, One&& one) {
+  TreeStream chunks;
+  const int64_t full = n / kChunk;
+  for (int64_t c = 0; c < full; ++c) {
+    const int64_t base = c * kChunk;
+    V acc[kChunkVectors];
+    for (int v = 0; v < kChunkVectors; ++v) acc[v] = vec(base + v * kLanes);
+    // a starts at +0: +0 + t == t bit for bit unless t is -0 (then +0).
+    for (int v = 0; v < kChunkVectors; ++v) acc[v] = splat(0.0f) + acc[v];
+    for (int t = 1; t < 8; ++t)
+      for (int v = 0; v < kChunkVectors; ++v) acc[v] = acc[v] + vec(base + t * 128 + v * kLanes);
+    chunks.push(tree128(acc));
+  }
+  if (full * kChunk < n) {  // last, partial chunk: lanes add only real terms
+    const int64_t base = full * kChunk;
+    alignas(64) float lane[128];
+    for (int l = 0; l < 128; ++l) lane[l] = 0.0f;
+    for (int t = 0; t < 8; ++t)
+      for (int l = 0; l < 128; ++l) {
+        const int64_t i = base + t * 128 + l;
+        if (i < n) lane[l] = lane[l] + one(i);
+      }
+    V acc[kChunkVectors];
+    for (int v = 0; v < kChunkVectors; ++v) acc[v] = load(lane + v * kLanes);
+    chunks.push(tree128(acc));
+  }
+  return chunks.finish();
+}
+
+// ---- xhal_exp (section 2), 16 lanes ----------------------------------------
+XHAL_CPU_INLINE V exp_v(V x) {
+  const VI too_big = x > 0x1.62e42ep+6f;
+  const VI too_small = x < -0x1.9fe368p+6f;
+  const VI is_nan = x != x;
+  // Out-of-range lanes compute on 0 (their result is replaced below).
+  const V xc = select(too_big | too_small | is_nan, splat(0.0f), x);
+  const V t = xc * 0x1.715476p+0f;
+  const V k = (t + 0x1.8p23f) - 0x1.8p23f;
+  V r = xc - k * 0x1.62e400p-1f;
+  r = r - k * 0x1.7f7d1cp-20f;
+  V p = splat(0x1.687c02p-10f);
+  p = p * r + 0x1.123ba6p-7f;
+  p = p * r + 0x1.555b5ap-5f;
+  p = p * r + 0x1.55548ep-3f;
+  p = p * r + 0x1.fffff8p-2f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  const VI ki = __builtin_convertvector(k, VI);
+  const VI high = ki > 127;
+  const VI low = ki < -126;
+  // (p * s1) * 2^j with s1 = 1 in the normal range: p * 1 is exact.
+  const V s1 = select(high, splat(0x1p127f), select(low, splat(0x1p-100f), splat(1.0f)));
+  const VI j = high ? ki - 127 : (low ? ki + 100 : ki);
+  V s2;
+  const VI bits = (j + 127) << 23;
+  std::memcpy(&s2, &bits, sizeof s2);
+  V y = (p * s1) * s2;
+  y = select(too_big, splat(INFINITY), y);
+  y = select(too_small, splat(0.0f), y);
+  return select(is_nan, x, y);
+}
+
+// ---- softmax statistics (3.3) ---------------------------------------------
+struct MaxSum {
+  float m, s;
+};
+
+XHAL_CPU_INLINE MaxSum combine(MaxSum a, MaxSum b) {
+  const float m = nan_max(a.m, b.m);
+  if (m == -INFINITY) return {m, 0.0f};
+  return {m, a.s * canonical_exp(a.m - m) + b.s * canonical_exp(b.m - m)};
+}
+
+// Tree of (m, s) pairs; the padding (-inf, +0) is the identity, so the
+// leftover subtrees simply merge right to left.
+struct MaxSumTree {
+  MaxSum value[64];
+  int height[64];
+  int top = 0;
+  void push(MaxSum x) {
+    value[top] = x;
+    height[top] = 0;
+    ++top;
+    while (top >= 2 && height[top - 1] == height[top - 2]) {
+      value[top - 2] = combine(value[top - 2], value[top - 1]);
+      ++height[top - 2];
+      --top;
+    }
+  }
+  MaxSum finish() {
+    if (top == 0) return {-INFINITY, 0.0f};
+    while (top > 1) {
+      value[top - 2] = combine(value[top - 2], value[top - 1]);
+      --top;
+    }
+    return value[0];
+  }
+};
+
+// Lane-wise NaN-propagating max, reduced to one float.
+XHAL_CPU_INLINE float max_of(V v) {
+  float s[16];
+  store(s, v);
+  float m = s[0];
+  for (int i = 1; i < 16; ++i) m = nan_max(m, s[i]);
+  return m;
+}
+
+XHAL_CPU_INLINE V nan_max_v(V a, V b) {
+  const V larger = select(a > b, a, b);
+  return select(a != a, a, select(b != b, b, larger));
+}
+
+}  // namespace xhal::cpu
