@@ -98,6 +98,19 @@ void row_major_strides(uint32_t rank, const int64_t* shape, int64_t out[XHAL_MAX
 // Reshapes a validated contiguous plugin tensor (same bytes, new shape).
 xhal_plugin_tensor_t reshape(const Checked& c, std::initializer_list<int64_t> shape);
 
+// The reduced form of a permute (ops_permute.cpp): the permutation folded
+// into src's strides in dst order, size-1 dims dropped, dims adjacent in
+// memory merged. dst_shape: dst.shape (= src.shape[perm[i]]); src_strides:
+// src's explicit element strides in src order.
+struct PermutePlan {
+  uint32_t rank = 0;
+  int64_t shape[XHAL_MAX_RANK] = {};        // dst shape, merged
+  int64_t src_strides[XHAL_MAX_RANK] = {};  // src element stride per dst dim
+  bool is_copy = false;                     // one contiguous run: a plain copy
+};
+PermutePlan plan_permute(uint32_t rank, const int64_t* dst_shape, const int64_t* src_strides,
+                         const uint32_t* perm);
+
 // Calls a plugin slot of `device` and maps its status:
 //   XHAL_PLUGIN_CALL(dev, index_add, plan, alpha, &src, &dst)
 #define XHAL_PLUGIN_CALL(dev, slot, ...)                                    \
