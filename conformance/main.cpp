@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "check.h"
 #include "expected_failures.h"
 #include "harness.h"
 #include "report.h"
@@ -216,6 +217,8 @@ int main(int argc, char** argv) {
     return code;
   }
   set_selected_devices(std::move(devices));
+  std::printf("data seed base: %llu (XHAL_CONF_SEED=%llu reproduces this run's data)\n",
+              static_cast<unsigned long long>(seed_base()), static_cast<unsigned long long>(seed_base()));
 
   ::testing::InitGoogleTest(&argc, argv);
   ::testing::UnitTest::GetInstance()->listeners().Append(new ReportListener(&xfail));

@@ -22,6 +22,7 @@ struct TestRecord {
   bool unsupported = false;
   std::string status;  // pass|fail|unsupported|skipped|expected-failure|unexpected-pass
   std::string message;
+  uint64_t seed_count = 0;  // fresh_seed() calls so far
 };
 
 struct DeviceRecord {

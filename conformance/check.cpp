@@ -1,0 +1,168 @@
+#include "check.h"
+
+#include "report.h"
+
+#include <atomic>
+#include <bit>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <sstream>
+
+namespace xhal::conf {
+
+std::vector<float> random_floats(size_t n, uint64_t seed, float lo, float hi) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (auto& x : v) {
+    do x = dist(rng);
+    while (x == 0.0f);
+  }
+  return v;
+}
+
+std::vector<int64_t> random_indices(size_t n, uint64_t num_rows, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<uint64_t> dist(0, num_rows - 1);
+  std::vector<int64_t> v(n);
+  for (auto& x : v) x = static_cast<int64_t>(dist(rng));
+  return v;
+}
+
+uint64_t seed_base() {
+  static const uint64_t base = []() -> uint64_t {
+    if (const char* s = std::getenv("XHAL_CONF_SEED")) return std::strtoull(s, nullptr, 0);
+    return static_cast<uint64_t>(std::random_device{}()) << 32 | std::random_device{}();
+  }();
+  return base;
+}
+
+uint64_t fresh_seed() {
+  // Derived from the base, the test, the device and the call's rank within
+  // the test, so XHAL_CONF_SEED=<base> reproduces one test's data alone.
+  static std::atomic<uint64_t> outside_tests{0};
+  TestRecord* r = report().current();
+  uint64_t n = r ? ++r->seed_count : ++outside_tests;
+  uint64_t h = r ? std::hash<std::string>{}(r->test) : 0;
+  uint64_t seed = seed_base() ^ h;
+  seed += 0x9e3779b97f4a7c15ull * n;
+  return seed;
+}
+
+namespace {
+std::string describe(size_t i, float got, double want) {
+  std::ostringstream s;
+  s.precision(9);
+  s << "[" << i << "] got " << got << " (0x" << std::hex << std::bit_cast<uint32_t>(got) << std::dec
+    << "), want " << want;
+  if (is_poison(got)) s << " (poison: never written)";
+  return s.str();
+}
+}  // namespace
+
+BitCompare compare_bits(const std::vector<float>& got, const std::vector<float>& want) {
+  BitCompare c;
+  if (got.size() != want.size()) {
+    c.equal = false;
+    c.first = "size " + std::to_string(got.size()) + " vs " + std::to_string(want.size());
+    return c;
+  }
+  for (size_t i = 0; i < got.size(); ++i) {
+    bool same = std::bit_cast<uint32_t>(got[i]) == std::bit_cast<uint32_t>(want[i]) ||
+                (std::isnan(got[i]) && std::isnan(want[i]) && !is_poison(got[i]));
+    if (same) continue;
+    if (c.mismatches++ == 0) {
+      std::ostringstream s;
+      s << describe(i, got[i], want[i]) << " (0x" << std::hex << std::bit_cast<uint32_t>(want[i]) << ")";
+      c.first = s.str();
+    }
+    c.equal = false;
+  }
+  return c;
+}
+
+bool same_bytes(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b, std::string* first) {
+  if (a.size() != b.size()) {
+    *first = "size " + std::to_string(a.size()) + " vs " + std::to_string(b.size());
+    return false;
+  }
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i] != b[i]) {
+      *first = "byte " + std::to_string(i) + ": " + std::to_string(a[i]) + " vs " + std::to_string(b[i]);
+      return false;
+    }
+  return true;
+}
+
+AccuracyCompare compare_f64(const std::vector<float>& got, const ref64::Values& ref, tol::Bound bound) {
+  AccuracyCompare c;
+  if (got.size() != ref.v.size()) {
+    c.ok = false;
+    c.first = "size mismatch";
+    return c;
+  }
+  for (size_t i = 0; i < got.size(); ++i) {
+    double want = ref.v[i];
+    bool ok;
+    double ratio = 0;
+    if (std::isnan(want) || std::isnan(got[i])) {
+      ok = std::isnan(want) && std::isnan(got[i]) && !is_poison(got[i]);
+    } else if (std::isinf(want) || std::isinf(got[i])) {
+      ok = want == static_cast<double>(got[i]);
+    } else {
+      double allowed = bound.rel * ref.scale[i] + bound.abs;
+      ratio = std::fabs(got[i] - want) / allowed;
+      ok = ratio <= 1.0;
+    }
+    c.worst = std::max(c.worst, ratio);
+    if (ok) continue;
+    if (c.failures++ == 0) {
+      std::ostringstream s;
+      s << describe(i, got[i], want) << ", allowed +-" << bound.rel * ref.scale[i] + bound.abs;
+      c.first = s.str();
+    }
+    c.ok = false;
+  }
+  return c;
+}
+
+void Grader::output(const std::string& name, const std::vector<float>& got, const std::vector<float>& rerun,
+                    const std::vector<float>& canonical, const ref64::Values& ref, tol::Bound bound) {
+  BitCompare exact = compare_bits(got, canonical);
+  BitCompare again = compare_bits(got, rerun);
+  AccuracyCompare acc = compare_f64(got, ref, bound);
+  if (!exact.equal) {
+    bit_exact_ = false;
+    details_ += "\n  " + name + ": " + std::to_string(exact.mismatches) + " element(s) differ from the canonical float32 reference; first " + exact.first;
+  }
+  if (!again.equal) {
+    accurate_ = false;
+    details_ += "\n  " + name + ": not deterministic, a second identical call differs; first " + again.first;
+  }
+  if (!acc.ok) {
+    accurate_ = false;
+    details_ += "\n  " + name + ": " + std::to_string(acc.failures) + " element(s) outside the float64 bound; first " + acc.first;
+  }
+}
+
+Level Grader::finish() {
+  Level level = bit_exact_ && accurate_ ? Level::kBitExact : accurate_ ? Level::kAccurate : Level::kNone;
+  // A bit-exact result that misses the float64 bound means the reference or
+  // the bound is wrong; report it rather than hide it.
+  if (bit_exact_ && !accurate_) level = Level::kNone;
+  record_level(level);
+  EXPECT_NE(level, Level::kNone) << "neither bit-exact nor accurate:" << details_;
+  if (level == Level::kAccurate) std::printf("  [accurate, not bit-exact]%s\n", details_.c_str());
+  return level;
+}
+
+bool device_supports(xhal_device_t dev, xhal_op_t op, xhal_dtype_t dtype) {
+  xhal_device_info_t info{};
+  info.struct_size = sizeof info;
+  if (xhal_device_query(dev, &info) != XHAL_OK) return false;
+  return (info.supported_ops >> op & 1) && (info.op_dtypes[op] >> dtype & 1);
+}
+
+}  // namespace xhal::conf

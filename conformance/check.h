@@ -1,0 +1,69 @@
+// Helpers the op tests share: fresh random data, bit comparison against the
+// canonical reference, bound comparison against the float64 reference, and
+// the grading of a test into a conformance level.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "harness.h"
+#include "reference/f64.h"
+#include "tolerances.h"
+
+namespace xhal::conf {
+
+// Uniform in [lo, hi], never exactly zero (a zero would hide a missing
+// multiply or an unwritten output). Different seeds give different data.
+std::vector<float> random_floats(size_t n, uint64_t seed, float lo = -1.0f, float hi = 1.0f);
+std::vector<int64_t> random_indices(size_t n, uint64_t num_rows, uint64_t seed);
+// A fresh seed per call: the data differ between runs unless the
+// XHAL_CONF_SEED environment variable fixes the base (printed at start).
+uint64_t fresh_seed();
+uint64_t seed_base();
+
+// Same bits; NaN matches any NaN except the poison pattern (an unwritten
+// output). `first` describes the first mismatch.
+struct BitCompare {
+  bool equal = true;
+  size_t mismatches = 0;
+  std::string first;
+};
+BitCompare compare_bits(const std::vector<float>& got, const std::vector<float>& want);
+// Same bytes.
+bool same_bytes(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b, std::string* first);
+
+struct AccuracyCompare {
+  bool ok = true;
+  size_t failures = 0;
+  double worst = 0;  // max |got - ref| / (rel * scale + abs)
+  std::string first;
+};
+AccuracyCompare compare_f64(const std::vector<float>& got, const ref64::Values& ref, tol::Bound bound);
+
+// Grades the outputs of one op call. For each output give the device result,
+// the device result of an identical second call, the canonical float32
+// reference and the float64 reference with its bound. finish() records the
+// level (bit-exact if every output matched the canonical bits; accurate if
+// every output is within its bound and identical across the two runs; else
+// none) and fails the test with the details when the level is none.
+class Grader {
+ public:
+  void output(const std::string& name, const std::vector<float>& got, const std::vector<float>& rerun,
+              const std::vector<float>& canonical, const ref64::Values& ref, tol::Bound bound);
+  Level finish();
+
+ private:
+  bool bit_exact_ = true, accurate_ = true;
+  std::string details_;
+};
+
+// Float32 downloads of a tensor-sized buffer region.
+inline std::vector<float> download_f32(xhal_buffer_t buf, size_t count, uint64_t offset = 0) {
+  return download<float>(buf, count, offset);
+}
+
+// True when the device implements `op` for `dtype`.
+bool device_supports(xhal_device_t dev, xhal_op_t op, xhal_dtype_t dtype = XHAL_DTYPE_F32);
+
+}  // namespace xhal::conf
