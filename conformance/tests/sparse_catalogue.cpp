@@ -1,0 +1,453 @@
+// Bad-input catalogue of the sparse API: every malformed pattern, missing or
+// zero diagonal, wrong triangle, wrong shape, wrong dtype, aliasing output
+// and null handle gets its specified status (docs/semantics.md section 4),
+// a message naming the argument (the first offending row for a pattern),
+// and writes nothing: every buffer involved is byte-identical afterwards.
+//
+// Mutation checks (each planted, seen to fail, then undone; run on cpu with
+// --gtest_filter='*Sparse*', XHAL_CONF_REQUIRE_BIT_EXACT=1 where noted "bits"):
+//  reference/sparse_reference.cpp
+//   - segsum: chunk of 16 instead of 32               -> bits: Spmv (hub rows), SolveBackward k=40
+//   - segsum: no chunking (one sequential sum)        -> bits: Spmv/Spmm hubs, Solve hub row
+//   - tree_sum: pad with nothing, fold odd tail last  -> bits: Spmv hubs (19 chunks)
+//   - spmm: ascending row order reversed in a row     -> bits: Spmv, Spmm, Csr*, Spgemm usable
+//   - spmm: beta == 0 reads y (NaN leaks)             -> Spmv beta 0 cases fail (NaN, bound)
+//   - spmm: alpha*(t + beta*y) instead of (alpha*t)+(beta*y) -> bits: Spmv alpha/beta
+//   - transpose: rows of A^T in descending A row      -> bits: Spmv A^T, Solve A^T
+//   - solve: upper solved in ascending rows           -> Solve residual and bits fail
+//   - solve: x = (b - s) * (1 / diag)                 -> bits: Solve stored
+//   - solve: unit diagonal divides by stored value    -> Solve unit fails (residual, bits)
+//   - backward: ga = +segsum (sign)                   -> SolveBackward finite differences fail
+//   - backward: ga unit diagonal not +0               -> SolveBackward FD unit check fails
+//   - backward: (i, j) not swapped for op = A^T       -> SolveBackward FD fails
+//   - spgemm: segsum instead of sequential sum        -> bits: Spgemm long inner products
+//   - spgemm_pattern: drops cancelled entries         -> Spgemm pattern ASSERT fails
+//  this file: each expected status changed in turn in a copy of the table
+//   (INVALID_STRUCTURE -> SHAPE_MISMATCH, ALIASING -> OK, ...) -> the case fails.
+//  Results of the runs are in the sparse conformance report of this change.
+#include <regex>
+
+#include "../reference/sparse_device_helpers.h"
+
+namespace xhal::conf::sparse {
+namespace {
+
+class SparseCatalogue : public DeviceTest {};
+
+// "row 3" as a word: the first offending row. Row-pointer faults may be
+// named by the row_ptr slot instead ("row_ptr[4]").
+bool names_row(const std::string& msg, int64_t row, bool row_ptr_slot_ok = false) {
+  const std::string r = std::to_string(row);
+  if (std::regex_search(msg, std::regex("\\b[Rr]ow " + r + "\\b"))) return true;
+  if (!row_ptr_slot_ok) return false;
+  return msg.find("row_ptr[" + r + "]") != std::string::npos ||
+         msg.find("row_ptr[" + std::to_string(row + 1) + "]") != std::string::npos;
+}
+
+// Every byte of every buffer in `guard`, to prove an error wrote nothing.
+std::vector<std::vector<uint8_t>> snapshot(const BufferGuard& guard) {
+  std::vector<std::vector<uint8_t>> s;
+  for (auto b : guard.bufs) {
+    uint64_t size = 0;
+    EXPECT_EQ(xhal_buffer_size(b, &size), XHAL_OK);
+    s.push_back(download_bytes(b, 0, size));
+  }
+  return s;
+}
+
+struct ErrorCase {
+  std::string name;
+  xhal_status_t expected;
+  std::function<xhal_status_t()> call;
+  std::string must_mention;  // substring of the message ("" = any non-empty)
+};
+
+// Runs each case: status, a message, and every buffer unchanged.
+void run_cases(const std::vector<ErrorCase>& cases, const BufferGuard& guard) {
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    const auto before = snapshot(guard);
+    const xhal_status_t st = c.call();
+    const std::string msg = st == XHAL_OK ? "" : xhal_last_error();
+    EXPECT_EQ(st, c.expected) << "got " << xhal_status_name(st) << " (" << msg << "), want "
+                              << xhal_status_name(c.expected);
+    if (st != XHAL_OK) {
+      EXPECT_FALSE(msg.empty()) << "no message";
+      if (!c.must_mention.empty()) {
+        EXPECT_NE(msg.find(c.must_mention), std::string::npos)
+            << "message '" << msg << "' does not mention '" << c.must_mention << "'";
+      }
+    }
+    EXPECT_TRUE(snapshot(guard) == before) << "a buffer changed although the call failed";
+  }
+}
+
+// A 6x6 lower-triangular matrix with a full diagonal:
+// row 0 {0}, 1 {0,1}, 2 {0,2}, 3 {1,2,3}, 4 {3,4}, 5 {0,4,5}.
+Csr base_lower(Rng& rng) {
+  Csr a = from_row_lists(6, 6, {{0}, {0, 1}, {0, 2}, {1, 2, 3}, {3, 4}, {0, 4, 5}});
+  a.values = dominant_values(a, rng);
+  return a;
+}
+
+struct BadPattern {
+  std::string name;
+  int64_t rows, cols;
+  std::vector<int64_t> row_ptr, col_idx;
+  int64_t nnz;
+  int64_t row;  // first offending row
+  bool row_ptr_fault;
+};
+
+std::vector<BadPattern> bad_patterns() {
+  const std::vector<int64_t> rp = {0, 1, 3, 5, 8, 10, 13};
+  const std::vector<int64_t> ci = {0, 0, 1, 0, 2, 1, 2, 3, 3, 4, 0, 4, 5};
+  std::vector<BadPattern> p;
+  // Each case changes the columns of one row of the valid pattern.
+  auto with_row = [&](std::string name, int64_t row, std::vector<int64_t> cols) {
+    auto c = ci;
+    std::copy(cols.begin(), cols.end(), c.begin() + rp[row]);
+    p.push_back({std::move(name), 6, 6, rp, c, 13, row, false});
+  };
+  with_row("unsorted columns in row 3", 3, {2, 1, 3});
+  with_row("duplicate column in row 4", 4, {4, 4});
+  with_row("column out of range in row 2", 2, {0, 6});
+  with_row("negative column in row 5", 5, {-1, 4, 5});
+  // Only the row pointers are wrong; every row's columns stay sorted.
+  p.push_back({"non-monotone row_ptr at row 1", 3, 10, {0, 4, 2, 6}, {0, 1, 2, 3, 4, 5}, 6, 1, true});
+  p.push_back({"row_ptr[0] != 0", 6, 6, {1, 1, 3, 5, 8, 10, 13}, ci, 13, 0, true});
+  p.push_back({"row_ptr[rows] < nnz", 6, 6, {0, 1, 3, 5, 8, 10, 12}, ci, 13, 5, true});
+  p.push_back({"row_ptr[rows] > nnz", 6, 6, {0, 1, 3, 5, 8, 10, 14}, ci, 13, 5, true});
+  return p;
+}
+
+TEST_P(SparseCatalogue, BadPatternsRejectedAtCreate) {
+  for (const auto& bp : bad_patterns())
+    for (auto idx : {XHAL_DTYPE_I32, XHAL_DTYPE_I64})
+      for (bool from_buffers : {false, true}) {
+        SCOPED_TRACE(bp.name + ", " + index_name(idx) + (from_buffers ? ", device buffers" : ", host arrays"));
+        const auto rp = index_bytes(bp.row_ptr, idx);
+        auto ci = index_bytes(bp.col_idx, idx);
+        std::vector<float> values(bp.col_idx.size(), 1.5f);
+        xhal_csr_desc_t d{};
+        d.struct_size = sizeof(d);
+        d.rows = bp.rows;
+        d.cols = bp.cols;
+        d.nnz = bp.nnz;
+        d.index_dtype = idx;
+        BufferGuard g;
+        if (from_buffers) {
+          d.row_ptr_buffer = g.add(upload(dev, rp.data(), rp.size()));
+          d.col_idx_buffer = g.add(upload(dev, ci.data(), ci.size()));
+          d.values_buffer = g.add(upload(dev, values));
+        } else {
+          d.row_ptr = rp.data();
+          d.col_idx = ci.data();
+          d.values = values.data();
+        }
+        xhal_csr_t m = nullptr;
+        const xhal_status_t st = xhal_csr_create(dev, &d, &m);
+        const std::string msg = st == XHAL_OK ? "" : xhal_last_error();
+        EXPECT_EQ(st, XHAL_INVALID_STRUCTURE) << xhal_status_name(st) << ": " << msg;
+        EXPECT_TRUE(names_row(msg, bp.row, bp.row_ptr_fault))
+            << "message '" << msg << "' does not name row " << bp.row;
+        EXPECT_EQ(m, nullptr) << "a matrix handle was returned";
+        if (m) xhal_csr_release(m);
+      }
+}
+
+// Runs solve and backward with a stored diagonal on `a` and expects
+// XHAL_INVALID_STRUCTURE naming `row`, with x, gb and ga untouched.
+void expect_solve_rejected(xhal_device_t dev, xhal_csr_t m, const Csr& a, xhal_transpose_t trans,
+                           xhal_triangle_t triangle, xhal_diagonal_t diagonal, int64_t row,
+                           Rng& rng) {
+  BufferGuard g;
+  const int64_t n = a.rows;
+  const xhal_tensor_t bt = dense(dev, g, random_values(rng, n), {n});
+  const xhal_tensor_t xt = poisoned(dev, g, n, {n});
+  const xhal_tensor_t dxt = dense(dev, g, random_values(rng, n), {n});
+  const xhal_tensor_t gbt = poisoned(dev, g, n, {n});
+  const xhal_tensor_t gat = poisoned(dev, g, a.nnz(), {a.nnz()});
+  for (bool backward : {false, true}) {
+    SCOPED_TRACE(backward ? "solve_backward" : "solve");
+    const auto before = snapshot(g);
+    const xhal_status_t st =
+        backward ? xhal_csr_solve_backward(dev, m, trans, triangle, diagonal, &bt, &dxt, &gbt, &gat)
+                 : xhal_csr_solve(dev, m, trans, triangle, diagonal, &bt, &xt);
+    const std::string msg = st == XHAL_OK ? "" : xhal_last_error();
+    EXPECT_EQ(st, XHAL_INVALID_STRUCTURE) << xhal_status_name(st) << ": " << msg;
+    EXPECT_TRUE(names_row(msg, row)) << "message '" << msg << "' does not name row " << row;
+    EXPECT_TRUE(snapshot(g) == before) << "written although rejected";
+  }
+}
+
+TEST_P(SparseCatalogue, SolveStructureRejected) {
+  Rng rng(fresh_seed());
+  SCOPED_TRACE(seed_note(rng));
+  {
+    SCOPED_TRACE("missing diagonal in row 3");
+    Csr a = from_row_lists(6, 6, {{0}, {0, 1}, {0, 2}, {1, 2}, {3, 4}, {0, 4, 5}});
+    a.values = dominant_values(a, rng);
+    Matrix m;
+    ASSERT_EQ(create_from_host(dev, a, XHAL_DTYPE_I32, m), XHAL_OK) << xhal_last_error();
+    expect_solve_rejected(dev, m.get(), a, XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_LOWER, XHAL_DIAGONAL_STORED, 3, rng);
+    expect_solve_rejected(dev, m.get(), a, XHAL_TRANSPOSE, XHAL_TRIANGLE_LOWER, XHAL_DIAGONAL_STORED, 3, rng);
+    // A unit diagonal needs none.
+    BufferGuard g;
+    const xhal_tensor_t bt = dense(dev, g, random_values(rng, 6), {6});
+    const xhal_tensor_t xt = poisoned(dev, g, 6, {6});
+    EXPECT_EQ(xhal_csr_solve(dev, m.get(), XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_LOWER, XHAL_DIAGONAL_UNIT, &bt, &xt), XHAL_OK)
+        << xhal_last_error();
+  }
+  {
+    SCOPED_TRACE("zero diagonal from host values");
+    Csr a = base_lower(rng);
+    a.values[9] = 0.0f;  // (4, 4)
+    Matrix m;
+    ASSERT_EQ(create_from_host(dev, a, XHAL_DTYPE_I64, m), XHAL_OK) << xhal_last_error();
+    expect_solve_rejected(dev, m.get(), a, XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_LOWER, XHAL_DIAGONAL_STORED, 4, rng);
+    // set_values from the host: -0.0 on row 2 is zero too.
+    a.values[9] = 1.25f;
+    a.values[4] = -0.0f;  // (2, 2)
+    ASSERT_EQ(xhal_csr_set_values(m.get(), a.values.data()), XHAL_OK) << xhal_last_error();
+    expect_solve_rejected(dev, m.get(), a, XHAL_TRANSPOSE, XHAL_TRIANGLE_LOWER, XHAL_DIAGONAL_STORED, 2, rng);
+    // Fixed values: accepted again.
+    a.values[4] = 1.5f;
+    ASSERT_EQ(xhal_csr_set_values(m.get(), a.values.data()), XHAL_OK) << xhal_last_error();
+    BufferGuard g;
+    const xhal_tensor_t bt = dense(dev, g, random_values(rng, 6), {6});
+    const xhal_tensor_t xt = poisoned(dev, g, 6, {6});
+    EXPECT_EQ(xhal_csr_solve(dev, m.get(), XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_LOWER, XHAL_DIAGONAL_STORED, &bt, &xt), XHAL_OK)
+        << xhal_last_error();
+  }
+  {
+    SCOPED_TRACE("not triangular");
+    Csr a = from_row_lists(6, 6, {{0}, {0, 1, 3}, {0, 2}, {1, 2, 3}, {3, 4}, {0, 4, 5}});
+    a.values = dominant_values(a, rng);
+    Matrix m;
+    ASSERT_EQ(create_from_host(dev, a, XHAL_DTYPE_I32, m), XHAL_OK) << xhal_last_error();
+    expect_solve_rejected(dev, m.get(), a, XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_LOWER, XHAL_DIAGONAL_STORED, 1, rng);
+    expect_solve_rejected(dev, m.get(), a, XHAL_TRANSPOSE, XHAL_TRIANGLE_LOWER, XHAL_DIAGONAL_UNIT, 1, rng);
+    // The lower base asked to be upper: row 1 holds (1, 0).
+    const Csr lower = base_lower(rng);
+    Matrix ml;
+    ASSERT_EQ(create_from_host(dev, lower, XHAL_DTYPE_I64, ml), XHAL_OK) << xhal_last_error();
+    expect_solve_rejected(dev, ml.get(), lower, XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_UPPER, XHAL_DIAGONAL_STORED, 1, rng);
+    expect_solve_rejected(dev, ml.get(), lower, XHAL_TRANSPOSE, XHAL_TRIANGLE_UPPER, XHAL_DIAGONAL_UNIT, 1, rng);
+  }
+}
+
+TEST_P(SparseCatalogue, WrongShapes) {
+  Rng rng(fresh_seed());
+  SCOPED_TRACE(seed_note(rng));
+  const Csr rect = random_matrix(6, 4, rng);  // spmv / spmm
+  const Csr tri = base_lower(rng);             // solve
+  Matrix mr, mt;
+  ASSERT_EQ(create_from_host(dev, rect, XHAL_DTYPE_I32, mr), XHAL_OK) << xhal_last_error();
+  ASSERT_EQ(create_from_host(dev, tri, XHAL_DTYPE_I64, mt), XHAL_OK) << xhal_last_error();
+  BufferGuard g;
+  auto in = [&](std::vector<int64_t> shape) {
+    int64_t n = 1;
+    for (auto s : shape) n *= s;
+    return dense(dev, g, random_values(rng, n), std::move(shape));
+  };
+  auto out = [&](std::vector<int64_t> shape) {
+    int64_t n = 1;
+    for (auto s : shape) n *= s;
+    return poisoned(dev, g, n, std::move(shape));
+  };
+  const auto x4 = in({4}), x5 = in({5}), x6 = in({6}), x41 = in({4, 1}), x43 = in({4, 3}),
+             x63 = in({6, 3}), b7 = in({7}), b62 = in({6, 2}), x6v = in({6});
+  const auto y6 = out({6}), y5 = out({5}), y62 = out({6, 2}), y43 = out({4, 3}),
+             o6 = out({6}), o62 = out({6, 2}), o63 = out({6, 3}), o7 = out({7}),
+             ga = out({tri.nnz()}), ga_long = out({tri.nnz() + 1}), ga_short = out({tri.nnz() - 1}),
+             vals_long = out({tri.nnz() + 1});
+  const auto N = XHAL_TRANSPOSE_NONE, T = XHAL_TRANSPOSE;
+  const auto L = XHAL_TRIANGLE_LOWER;
+  const auto S = XHAL_DIAGONAL_STORED;
+  const Matrix& R = mr;
+  const Matrix& M = mt;
+  const xhal_status_t SM = XHAL_SHAPE_MISMATCH;
+  std::vector<ErrorCase> cases = {
+      {"spmv x [5] for 4 columns", SM, [&] { return xhal_spmv(dev, R.get(), N, 1, &x5, 0, &y6); }, "'x'"},
+      {"spmv y [5] for 6 rows", SM, [&] { return xhal_spmv(dev, R.get(), N, 1, &x4, 0, &y5); }, "'y'"},
+      {"spmv x of rank 2", SM, [&] { return xhal_spmv(dev, R.get(), N, 1, &x41, 0, &y6); }, "'x'"},
+      {"spmv A^T with A's shapes", SM, [&] { return xhal_spmv(dev, R.get(), T, 1, &x4, 0, &y6); }, ""},
+      {"spmv A^T y [6] for 4 columns", SM, [&] { return xhal_spmv(dev, R.get(), T, 1, &x6, 0, &y6); }, "'y'"},
+      {"spmm k of X 3, of Y 2", SM, [&] { return xhal_spmm(dev, R.get(), N, 1, &x43, 0, &y62); }, ""},
+      {"spmm X [6, 3] for 4 columns", SM, [&] { return xhal_spmm(dev, R.get(), N, 1, &x63, 0, &y43); }, "'x'"},
+      {"solve b [7] for 6 rows", SM, [&] { return xhal_csr_solve(dev, M.get(), N, L, S, &b7, &o7); }, "'b'"},
+      {"solve x [6] for b [6, 2]", SM, [&] { return xhal_csr_solve(dev, M.get(), N, L, S, &b62, &o6); }, "'x'"},
+      {"solve x [6, 3] for b [6, 2]", SM, [&] { return xhal_csr_solve(dev, M.get(), N, L, S, &b62, &o63); }, "'x'"},
+      {"solve of a 6x4 matrix", SM, [&] { return xhal_csr_solve(dev, R.get(), N, L, S, &x6v, &o6); }, ""},
+      {"backward dx [7] for x [6]", SM, [&] { return xhal_csr_solve_backward(dev, M.get(), N, L, S, &x6v, &b7, &o6, &ga); }, "'dx'"},
+      {"backward gb [6, 2] for x [6]", SM, [&] { return xhal_csr_solve_backward(dev, M.get(), N, L, S, &x6v, &x6, &o62, &ga); }, "'gb'"},
+      {"backward ga [nnz + 1]", SM, [&] { return xhal_csr_solve_backward(dev, M.get(), N, L, S, &x6v, &x6, &o6, &ga_long); }, "'ga'"},
+      {"backward ga [nnz - 1]", SM, [&] { return xhal_csr_solve_backward(dev, M.get(), N, L, S, &x6v, &x6, &o6, &ga_short); }, "'ga'"},
+      {"set_values_tensor [nnz + 1]", SM, [&] { return xhal_csr_set_values_tensor(M.get(), &vals_long); }, ""},
+  };
+  run_cases(cases, g);
+  // The failed set_values_tensor left the values alone.
+  std::vector<float> v(tri.nnz());
+  ASSERT_EQ(xhal_csr_read(mt.get(), nullptr, nullptr, v.data()), XHAL_OK);
+  EXPECT_TRUE(same_bits(v, tri.values)) << first_difference(v, tri.values);
+}
+
+TEST_P(SparseCatalogue, WrongDtypes) {
+  Rng rng(fresh_seed());
+  SCOPED_TRACE(seed_note(rng));
+  const Csr tri = base_lower(rng);
+  Matrix mt;
+  ASSERT_EQ(create_from_host(dev, tri, XHAL_DTYPE_I32, mt), XHAL_OK) << xhal_last_error();
+  BufferGuard g;
+  // 8 bytes per element covers every dtype used below.
+  auto typed = [&](xhal_dtype_t dtype, int64_t n) {
+    xhal_buffer_t b = g.add(upload(dev, random_values(rng, 2 * n)));
+    return tensor(b, dtype, {n});
+  };
+  const auto x6 = typed(XHAL_DTYPE_F32, 6), y6 = typed(XHAL_DTYPE_F32, 6),
+             xi32 = typed(XHAL_DTYPE_I32, 6), yf64 = typed(XHAL_DTYPE_F64, 6),
+             xf16 = typed(XHAL_DTYPE_F16, 6), gb = typed(XHAL_DTYPE_F32, 6),
+             ga = typed(XHAL_DTYPE_F32, tri.nnz()), ga64 = typed(XHAL_DTYPE_F64, tri.nnz()),
+             vi32 = typed(XHAL_DTYPE_I32, tri.nnz());
+  xhal_tensor_t xm = x6, ym = y6;  // [6, 1] for spmm
+  xm.rank = ym.rank = 2;
+  xm.shape[1] = ym.shape[1] = 1;
+  xhal_tensor_t xm64 = xm;
+  xm64.dtype = XHAL_DTYPE_I64;
+  const auto N = XHAL_TRANSPOSE_NONE;
+  const auto L = XHAL_TRIANGLE_LOWER;
+  const auto S = XHAL_DIAGONAL_STORED;
+  const xhal_status_t IA = XHAL_INVALID_ARGUMENT;
+  const xhal_csr_t M = mt.get();
+  std::vector<ErrorCase> cases = {
+      {"spmv x i32", IA, [&] { return xhal_spmv(dev, M, N, 1, &xi32, 0, &y6); }, "i32"},
+      {"spmv y f64", IA, [&] { return xhal_spmv(dev, M, N, 1, &x6, 0, &yf64); }, "f64"},
+      {"spmm X i64", IA, [&] { return xhal_spmm(dev, M, N, 1, &xm64, 0, &ym); }, "i64"},
+      {"solve b i32", IA, [&] { return xhal_csr_solve(dev, M, N, L, S, &xi32, &y6); }, "i32"},
+      {"solve x f16", IA, [&] { return xhal_csr_solve(dev, M, N, L, S, &x6, &xf16); }, "f16"},
+      {"backward dx i32", IA, [&] { return xhal_csr_solve_backward(dev, M, N, L, S, &x6, &xi32, &gb, &ga); }, "i32"},
+      {"backward ga f64", IA, [&] { return xhal_csr_solve_backward(dev, M, N, L, S, &x6, &y6, &gb, &ga64); }, "f64"},
+      {"set_values_tensor i32", IA, [&] { return xhal_csr_set_values_tensor(M, &vi32); }, "i32"},
+  };
+  run_cases(cases, g);
+  // Index dtypes other than i32 / i64.
+  for (auto bad : {XHAL_DTYPE_F32, XHAL_DTYPE_U8, XHAL_DTYPE_INVALID}) {
+    SCOPED_TRACE(std::string("index dtype ") + xhal_dtype_name(bad));
+    HostDesc h(tri, XHAL_DTYPE_I32);
+    h.desc.index_dtype = bad;
+    xhal_csr_t m = nullptr;
+    EXPECT_EQ(xhal_csr_create(dev, &h.desc, &m), XHAL_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(xhal_last_error()).find("index_dtype"), std::string::npos)
+        << "message '" << xhal_last_error() << "' does not name index_dtype";
+    EXPECT_EQ(m, nullptr);
+  }
+}
+
+TEST_P(SparseCatalogue, AliasingOutputs) {
+  Rng rng(fresh_seed());
+  SCOPED_TRACE(seed_note(rng));
+  const Csr tri = base_lower(rng);
+  Matrix mt;
+  ASSERT_EQ(create_from_host(dev, tri, XHAL_DTYPE_I64, mt), XHAL_OK) << xhal_last_error();
+  BufferGuard g;
+  // One buffer of 32 floats; views at element offsets.
+  xhal_buffer_t shared = g.add(upload(dev, random_values(rng, 32)));
+  auto view = [&](int64_t elem_offset, std::vector<int64_t> shape) {
+    return tensor(shared, XHAL_DTYPE_F32, std::move(shape), uint64_t(elem_offset) * 4);
+  };
+  const auto v0 = view(0, {6}), v1 = view(1, {6}), v6 = view(6, {6}), v7 = view(7, {6}), v12 = view(12, {6}),
+             v18 = view(18, {6}), m0 = view(0, {6, 2}), m3 = view(3, {6, 2}),
+             ga_on_gb = view(14, {tri.nnz()});
+  const auto other = dense(dev, g, random_values(rng, 6), {6});
+  const auto ga = dense(dev, g, random_values(rng, tri.nnz()), {tri.nnz()});
+  const auto N = XHAL_TRANSPOSE_NONE;
+  const auto L = XHAL_TRIANGLE_LOWER;
+  const auto S = XHAL_DIAGONAL_STORED;
+  const xhal_status_t AL = XHAL_ALIASING;
+  const xhal_csr_t M = mt.get();
+  std::vector<ErrorCase> cases = {
+      {"backward gb is x", AL, [&] { return xhal_csr_solve_backward(dev, M, N, L, S, &v0, &v6, &v0, &ga); }, ""},
+      {"backward gb overlaps x", AL, [&] { return xhal_csr_solve_backward(dev, M, N, L, S, &v0, &v6, &v1, &ga); }, ""},
+      {"backward gb overlaps dx", AL, [&] { return xhal_csr_solve_backward(dev, M, N, L, S, &v0, &v6, &v7, &ga); }, ""},
+      {"backward ga overlaps gb", AL, [&] { return xhal_csr_solve_backward(dev, M, N, L, S, &v0, &v6, &v12, &ga_on_gb); }, ""},
+      {"backward ga overlaps x", AL, [&] { return xhal_csr_solve_backward(dev, M, N, L, S, &v12, &v6, &other, &ga_on_gb); }, ""},
+      {"solve x overlaps b (shifted)", AL, [&] { return xhal_csr_solve(dev, M, N, L, S, &v0, &v1); }, ""},
+      {"solve [6,2] x overlaps b", AL, [&] { return xhal_csr_solve(dev, M, N, L, S, &m0, &m3); }, ""},
+      {"spmv y is x", AL, [&] { return xhal_spmv(dev, M, N, 1, &v18, 0, &v18); }, ""},
+      {"spmv y overlaps x", AL, [&] { return xhal_spmv(dev, M, N, 1, &v0, 0.5f, &v1); }, ""},
+      {"spmm Y overlaps X", AL, [&] { return xhal_spmm(dev, M, N, 1, &m0, 0, &m3); }, ""},
+  };
+  run_cases(cases, g);
+}
+
+TEST_P(SparseCatalogue, NullHandles) {
+  Rng rng(fresh_seed());
+  const Csr tri = base_lower(rng);
+  Matrix mt;
+  ASSERT_EQ(create_from_host(dev, tri, XHAL_DTYPE_I32, mt), XHAL_OK) << xhal_last_error();
+  BufferGuard g;
+  const auto x = dense(dev, g, random_values(rng, 6), {6});
+  const auto y = poisoned(dev, g, 6, {6});
+  const auto ga = poisoned(dev, g, tri.nnz(), {tri.nnz()});
+  const auto N = XHAL_TRANSPOSE_NONE;
+  const auto L = XHAL_TRIANGLE_LOWER;
+  const auto S = XHAL_DIAGONAL_STORED;
+  const xhal_status_t IA = XHAL_INVALID_ARGUMENT;
+  const xhal_csr_t M = mt.get();
+  HostDesc h(tri, XHAL_DTYPE_I32);
+  xhal_csr_t out = nullptr;
+  int64_t r, c, n;
+  std::vector<ErrorCase> cases = {
+      {"spmv null device", IA, [&] { return xhal_spmv(nullptr, M, N, 1, &x, 0, &y); }, "device"},
+      {"spmv null matrix", IA, [&] { return xhal_spmv(dev, nullptr, N, 1, &x, 0, &y); }, ""},
+      {"spmv null x", IA, [&] { return xhal_spmv(dev, M, N, 1, nullptr, 0, &y); }, "'x'"},
+      {"spmv null y", IA, [&] { return xhal_spmv(dev, M, N, 1, &x, 0, nullptr); }, "'y'"},
+      {"spmm null matrix", IA, [&] { return xhal_spmm(dev, nullptr, N, 1, &x, 0, &y); }, ""},
+      {"solve null matrix", IA, [&] { return xhal_csr_solve(dev, nullptr, N, L, S, &x, &y); }, ""},
+      {"solve null b", IA, [&] { return xhal_csr_solve(dev, M, N, L, S, nullptr, &y); }, "'b'"},
+      {"solve null x", IA, [&] { return xhal_csr_solve(dev, M, N, L, S, &x, nullptr); }, "'x'"},
+      {"backward null x", IA, [&] { return xhal_csr_solve_backward(dev, M, N, L, S, nullptr, &x, &y, &ga); }, "'x'"},
+      {"backward null dx", IA, [&] { return xhal_csr_solve_backward(dev, M, N, L, S, &x, nullptr, &y, &ga); }, "'dx'"},
+      {"backward null gb", IA, [&] { return xhal_csr_solve_backward(dev, M, N, L, S, &x, &x, nullptr, &ga); }, "'gb'"},
+      {"spgemm null a", IA, [&] { return xhal_spgemm(dev, nullptr, M, &out); }, ""},
+      {"spgemm null out", IA, [&] { return xhal_spgemm(dev, M, M, nullptr); }, ""},
+      {"create null device", IA, [&] { return xhal_csr_create(nullptr, &h.desc, &out); }, "device"},
+      {"create null desc", IA, [&] { return xhal_csr_create(dev, nullptr, &out); }, ""},
+      {"create null out", IA, [&] { return xhal_csr_create(dev, &h.desc, nullptr); }, ""},
+      {"set_values null matrix", IA, [&] { return xhal_csr_set_values(nullptr, tri.values.data()); }, ""},
+      {"set_values null values", IA, [&] { return xhal_csr_set_values(M, nullptr); }, ""},
+      {"set_values_tensor null tensor", IA, [&] { return xhal_csr_set_values_tensor(M, nullptr); }, ""},
+      {"get_shape null matrix", IA, [&] { return xhal_csr_get_shape(nullptr, &r, &c, &n); }, ""},
+      {"read null matrix", IA, [&] { return xhal_csr_read(nullptr, nullptr, nullptr, nullptr); }, ""},
+  };
+  run_cases(cases, g);
+  EXPECT_EQ(out, nullptr);
+}
+
+// Enum arguments outside their range.
+TEST_P(SparseCatalogue, BadEnumValues) {
+  Rng rng(fresh_seed());
+  const Csr tri = base_lower(rng);
+  Matrix mt;
+  ASSERT_EQ(create_from_host(dev, tri, XHAL_DTYPE_I64, mt), XHAL_OK) << xhal_last_error();
+  BufferGuard g;
+  const auto x = dense(dev, g, random_values(rng, 6), {6});
+  const auto y = poisoned(dev, g, 6, {6});
+  const auto bad_t = static_cast<xhal_transpose_t>(2);
+  const auto bad_tri = static_cast<xhal_triangle_t>(5);
+  const auto bad_d = static_cast<xhal_diagonal_t>(-1);
+  const xhal_status_t IA = XHAL_INVALID_ARGUMENT;
+  const xhal_csr_t M = mt.get();
+  std::vector<ErrorCase> cases = {
+      {"spmv trans 2", IA, [&] { return xhal_spmv(dev, M, bad_t, 1, &x, 0, &y); }, "trans"},
+      {"solve triangle 5", IA, [&] { return xhal_csr_solve(dev, M, XHAL_TRANSPOSE_NONE, bad_tri, XHAL_DIAGONAL_STORED, &x, &y); }, "triangle"},
+      {"solve diagonal -1", IA, [&] { return xhal_csr_solve(dev, M, XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_LOWER, bad_d, &x, &y); }, "diagonal"},
+  };
+  run_cases(cases, g);
+}
+
+XHAL_CONF_INSTANTIATE(SparseCatalogue);
+
+}  // namespace
+}  // namespace xhal::conf::sparse

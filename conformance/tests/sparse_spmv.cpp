@@ -1,0 +1,170 @@
+// SpMV / SpMM conformance: op = A and A^T, alpha/beta (beta == 0 never reads
+// a NaN-poisoned y), hub rows and hub columns longer than one 32-term chunk,
+// empty rows, chains and confluences, the adjoint identity.
+#include "../reference/sparse_device_helpers.h"
+
+namespace xhal::conf::sparse {
+namespace {
+
+class SparseSpmv : public DeviceTest {};
+class SparseSpmm : public DeviceTest {};
+
+struct NamedMatrix {
+  std::string name;
+  Csr a;
+};
+
+// Every shape a row or column sum can take: empty rows, a single term,
+// repeated rows (confluence), hubs of several chunks on both A and A^T.
+std::vector<NamedMatrix> test_matrices(Rng& rng) {
+  std::vector<NamedMatrix> m;
+  m.push_back({"random 700x500 with hubs", random_matrix(700, 500, rng)});
+  m.push_back({"wide 40x1200 (hub rows of 19 chunks)", random_matrix(40, 1200, rng)});
+  m.push_back({"chain 300", chain(300, rng)});
+  m.push_back({"confluence 300", confluence(300, rng)});
+  m.push_back({"river 3000", river_tree(3000, rng)});
+  return m;
+}
+
+struct AlphaBeta {
+  float alpha, beta;
+};
+constexpr AlphaBeta kAlphaBeta[] = {{1.0f, 0.0f}, {-1.5f, 0.0f}, {0.75f, -1.25f}, {1.0f, 1.0f}};
+
+// One spmv/spmm call checked against both references. y is NaN-poisoned
+// when beta == 0 (it must not be read).
+void check_case(xhal_device_t dev, const Csr& a, xhal_dtype_t index_dtype,
+                xhal_transpose_t trans, AlphaBeta ab, int64_t k, bool spmv,
+                LevelTracker& level, Rng& rng, const std::string& label) {
+  SCOPED_TRACE(label);
+  BufferGuard g;
+  Matrix m;
+  ASSERT_EQ(create_from_host(dev, a, index_dtype, m), XHAL_OK) << xhal_last_error();
+  const int64_t rows = op_rows(a, trans), cols = op_cols(a, trans);
+  const auto x = random_values(rng, cols * k);
+  const auto y0 = ab.beta == 0.0f ? std::vector<float>() : random_values(rng, rows * k);
+  const xhal_tensor_t xt = dense(dev, g, x, dense_shape(cols, k, spmv));
+  const xhal_tensor_t yt = ab.beta == 0.0f ? poisoned(dev, g, rows * k, dense_shape(rows, k, spmv))
+                                           : dense(dev, g, y0, dense_shape(rows, k, spmv));
+  auto call = [&] {
+    return spmv ? xhal_spmv(dev, m.get(), trans, ab.alpha, &xt, ab.beta, &yt)
+                : xhal_spmm(dev, m.get(), trans, ab.alpha, &xt, ab.beta, &yt);
+  };
+  ASSERT_EQ(run_on_device(dev, call), XHAL_OK);
+  const auto got = read(yt);
+  expect_within("y vs float64", got,
+                spmm_f64(a, trans, ab.alpha, to_f64(x), ab.beta, to_f64(y0), k),
+                spmm_bound(a, trans, ab.alpha, x, ab.beta, y0, k));
+  level.compare("y", got, spmm_canonical(a, trans, ab.alpha, x, ab.beta, y0, k), [&] {
+    if (ab.beta == 0.0f) poison(yt.buffer); else rewrite(yt, y0);
+    EXPECT_EQ(call(), XHAL_OK);
+    return read(yt);
+  });
+}
+
+std::string label_of(const std::string& name, xhal_dtype_t idx, xhal_transpose_t t,
+                     AlphaBeta ab, int64_t k) {
+  return name + ", " + index_name(idx) + ", op " + trans_name(t) + ", alpha " +
+         std::to_string(ab.alpha) + ", beta " + std::to_string(ab.beta) + ", k " +
+         std::to_string(k);
+}
+
+TEST_P(SparseSpmv, AlphaBetaBothOpsAgainstReferences) {
+  LevelTracker level(XHAL_OP_SPMV);
+  Rng rng(fresh_seed());
+  SCOPED_TRACE(seed_note(rng));
+  int variant = 0;
+  for (const auto& nm : test_matrices(rng))
+    for (auto trans : {XHAL_TRANSPOSE_NONE, XHAL_TRANSPOSE})
+      for (const auto ab : kAlphaBeta) {
+        const auto idx = (variant++ % 2) ? XHAL_DTYPE_I32 : XHAL_DTYPE_I64;
+        check_case(dev, nm.a, idx, trans, ab, 1, true, level, rng,
+                   label_of(nm.name, idx, trans, ab, 1));
+      }
+}
+
+TEST_P(SparseSpmm, AlphaBetaBothOpsAgainstReferences) {
+  LevelTracker level(XHAL_OP_SPMM);
+  Rng rng(fresh_seed());
+  SCOPED_TRACE(seed_note(rng));
+  int variant = 0;
+  for (const auto& nm : test_matrices(rng))
+    for (auto trans : {XHAL_TRANSPOSE_NONE, XHAL_TRANSPOSE})
+      for (int64_t k : {1, 3, 33})
+        for (const auto ab : {kAlphaBeta[1], kAlphaBeta[2]}) {
+          const auto idx = (variant++ % 2) ? XHAL_DTYPE_I32 : XHAL_DTYPE_I64;
+          check_case(dev, nm.a, idx, trans, ab, k, false, level, rng,
+                     label_of(nm.name, idx, trans, ab, k));
+        }
+}
+
+// An all-empty matrix: every row sum is +0.0, so y = alpha * +0 (-0 for a
+// negative alpha) and a NaN y must still not leak.
+TEST_P(SparseSpmv, EmptyRowsGiveSignedZero) {
+  LevelTracker level(XHAL_OP_SPMV);
+  Csr a;
+  a.rows = 5;
+  a.cols = 4;
+  a.row_ptr.assign(6, 0);
+  BufferGuard g;
+  Matrix m;
+  ASSERT_EQ(create_from_host(dev, a, XHAL_DTYPE_I64, m), XHAL_OK) << xhal_last_error();
+  const xhal_tensor_t xt = dense(dev, g, {1.f, 2.f, 3.f, 4.f}, {4});
+  const xhal_tensor_t yt = poisoned(dev, g, 5, {5});
+  ASSERT_EQ(run_on_device(dev, [&] { return xhal_spmv(dev, m.get(), XHAL_TRANSPOSE_NONE, -2.0f, &xt, 0.0f, &yt); }), XHAL_OK);
+  const auto got = read(yt);
+  for (float v : got) EXPECT_EQ(bits(v), bits(-0.0f)) << describe(v);
+}
+
+// <A x, y> = <x, A^T y>, both sides from device results, evaluated in
+// float64, within the sum of the two products' spmv bounds.
+TEST_P(SparseSpmv, AdjointIdentity) {
+  LevelTracker level(XHAL_OP_SPMV);
+  Rng rng(fresh_seed());
+  SCOPED_TRACE(seed_note(rng));
+  for (const auto& nm : test_matrices(rng)) {
+    SCOPED_TRACE(nm.name);
+    const Csr& a = nm.a;
+    BufferGuard g;
+    Matrix m;
+    ASSERT_EQ(create_from_host(dev, a, XHAL_DTYPE_I32, m), XHAL_OK) << xhal_last_error();
+    const auto x = random_values(rng, a.cols), y = random_values(rng, a.rows);
+    const xhal_tensor_t xt = dense(dev, g, x, {a.cols}), yt = dense(dev, g, y, {a.rows});
+    const xhal_tensor_t ax = poisoned(dev, g, a.rows, {a.rows});
+    const xhal_tensor_t aty = poisoned(dev, g, a.cols, {a.cols});
+    ASSERT_EQ(run_on_device(dev, [&] { return xhal_spmv(dev, m.get(), XHAL_TRANSPOSE_NONE, 1.0f, &xt, 0.0f, &ax); }), XHAL_OK);
+    ASSERT_EQ(run_on_device(dev, [&] { return xhal_spmv(dev, m.get(), XHAL_TRANSPOSE, 1.0f, &yt, 0.0f, &aty); }), XHAL_OK);
+    const auto axv = read(ax), atyv = read(aty);
+    const auto ax_bound = spmm_bound(a, XHAL_TRANSPOSE_NONE, 1.0f, x, 0.0f, {}, 1);
+    const auto aty_bound = spmm_bound(a, XHAL_TRANSPOSE, 1.0f, y, 0.0f, {}, 1);
+    double lhs = 0, rhs = 0, bound = 0, scale = 0;
+    for (int64_t i = 0; i < a.rows; ++i) {
+      lhs += double(axv[i]) * y[i];
+      bound += std::fabs(double(y[i])) * ax_bound[i];
+      scale += std::fabs(double(axv[i]) * y[i]);
+    }
+    for (int64_t j = 0; j < a.cols; ++j) {
+      rhs += double(x[j]) * atyv[j];
+      bound += std::fabs(double(x[j])) * aty_bound[j];
+      scale += std::fabs(double(x[j]) * atyv[j]);
+    }
+    bound += 1e-12 * scale;  // the float64 dot products themselves
+    EXPECT_LE(std::fabs(lhs - rhs), bound) << "<Ax,y> = " << lhs << ", <x,A^T y> = " << rhs;
+    level.compare("A x", axv, spmm_canonical(a, XHAL_TRANSPOSE_NONE, 1.0f, x, 0.0f, {}, 1), [&] {
+      poison(ax.buffer);
+      EXPECT_EQ(xhal_spmv(dev, m.get(), XHAL_TRANSPOSE_NONE, 1.0f, &xt, 0.0f, &ax), XHAL_OK);
+      return read(ax);
+    });
+    level.compare("A^T y", atyv, spmm_canonical(a, XHAL_TRANSPOSE, 1.0f, y, 0.0f, {}, 1), [&] {
+      poison(aty.buffer);
+      EXPECT_EQ(xhal_spmv(dev, m.get(), XHAL_TRANSPOSE, 1.0f, &yt, 0.0f, &aty), XHAL_OK);
+      return read(aty);
+    });
+  }
+}
+
+XHAL_CONF_INSTANTIATE(SparseSpmv);
+XHAL_CONF_INSTANTIATE(SparseSpmm);
+
+}  // namespace
+}  // namespace xhal::conf::sparse
