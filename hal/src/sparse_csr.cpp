@@ -1,0 +1,380 @@
+// CSR matrices: creation from host arrays or device buffers (validated and
+// analysed once), value replacement, read-back and release.
+#include <algorithm>
+#include <cinttypes>
+#include <cstddef>
+#include <cstring>
+#include <new>
+
+#include "validate.h"
+#include "validate_sparse.h"
+
+namespace xhal {
+
+xhal_status_t validate_csr_pattern(const CsrPattern& p, const char* arg) {
+  const auto& rp = p.row_ptr;
+  if (rp[0] != 0)
+    return fail(XHAL_INVALID_STRUCTURE, "argument '%s': row 0: row_ptr[0] = %" PRId64 ", expected 0",
+                arg, rp[0]);
+  for (int64_t i = 0; i < p.rows; ++i) {
+    if (rp[i + 1] < rp[i])
+      return fail(XHAL_INVALID_STRUCTURE,
+                  "argument '%s': row %" PRId64 ": row_ptr[%" PRId64 "] = %" PRId64
+                  " is less than row_ptr[%" PRId64 "] = %" PRId64 " (not monotone)",
+                  arg, i, i + 1, rp[i + 1], i, rp[i]);
+    if (rp[i + 1] > p.nnz)
+      return fail(XHAL_INVALID_STRUCTURE,
+                  "argument '%s': row %" PRId64 ": row_ptr[%" PRId64 "] = %" PRId64
+                  " exceeds nnz = %" PRId64,
+                  arg, i, i + 1, rp[i + 1], p.nnz);
+  }
+  if (rp[p.rows] != p.nnz)
+    return fail(XHAL_INVALID_STRUCTURE,
+                "argument '%s': row %" PRId64 ": row_ptr[%" PRId64 "] = %" PRId64
+                " (end of the last row) but nnz = %" PRId64,
+                arg, p.rows > 0 ? p.rows - 1 : 0, p.rows, rp[p.rows], p.nnz);
+  for (int64_t i = 0; i < p.rows; ++i) {
+    for (int64_t k = rp[i]; k < rp[i + 1]; ++k) {
+      const int64_t c = p.col_idx[k];
+      if (c < 0 || c >= p.cols)
+        return fail(XHAL_INVALID_STRUCTURE,
+                    "argument '%s': row %" PRId64 ": column %" PRId64 " (entry %" PRId64
+                    ") is outside [0, %" PRId64 ")",
+                    arg, i, c, k, p.cols);
+      if (k > rp[i] && c <= p.col_idx[k - 1])
+        return fail(XHAL_INVALID_STRUCTURE,
+                    "argument '%s': row %" PRId64 ": column %" PRId64 " (entry %" PRId64
+                    ") %s previous column %" PRId64 " (columns must be sorted and unique)",
+                    arg, i, c, k, c == p.col_idx[k - 1] ? "duplicates the" : "is below the",
+                    p.col_idx[k - 1]);
+    }
+  }
+  return XHAL_OK;
+}
+
+int64_t first_zero_diagonal(const xhal_csr& m, const float* values) {
+  for (size_t i = 0; i < m.diag_pos.size(); ++i)
+    if (m.diag_pos[i] >= 0 && values[m.diag_pos[i]] == 0.0f) return static_cast<int64_t>(i);
+  return -1;
+}
+
+xhal_status_t check_matrix(xhal_device* device, const char* name, const xhal_csr* m) {
+  if (xhal_status_t s = check_handle(name, m); s != XHAL_OK) return s;
+  if (m->device != device)
+    return fail(XHAL_WRONG_DEVICE,
+                "argument '%s': matrix of device %s:%u, not of the op's device %s:%u", name,
+                m->device->backend.c_str(), m->device->backend_index, device->backend.c_str(),
+                device->backend_index);
+  return XHAL_OK;
+}
+
+namespace {
+
+// row_idx, the transpose (counting sort by column; rows come out ascending
+// because rows are visited in order) and the triangle/diagonal facts.
+void analyse(xhal_csr& m) {
+  const int64_t rows = m.rows, cols = m.cols, nnz = m.nnz;
+  m.row_idx.resize(nnz);
+  m.t_row_ptr.assign(cols + 1, 0);
+  m.diag_pos.assign(rows, -1);
+  m.lower = m.upper = true;
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t k = m.row_ptr[i]; k < m.row_ptr[i + 1]; ++k) {
+      const int64_t c = m.col_idx[k];
+      m.row_idx[k] = i;
+      ++m.t_row_ptr[c + 1];
+      if (c > i) m.lower = false;
+      if (c < i) m.upper = false;
+      if (c == i) m.diag_pos[i] = k;
+    }
+  for (int64_t c = 0; c < cols; ++c) m.t_row_ptr[c + 1] += m.t_row_ptr[c];
+  m.t_col_idx.resize(nnz);
+  m.t_perm.resize(nnz);
+  std::vector<int64_t> next(m.t_row_ptr.begin(), m.t_row_ptr.end() - 1);
+  for (int64_t k = 0; k < nnz; ++k) {
+    const int64_t pos = next[m.col_idx[k]]++;
+    m.t_col_idx[pos] = m.row_idx[k];
+    m.t_perm[pos] = k;
+  }
+  m.full_diagonal = rows == cols &&
+                    std::all_of(m.diag_pos.begin(), m.diag_pos.end(), [](int64_t p) { return p >= 0; });
+}
+
+void free_values(xhal_device* device, xhal_buffer* values) {
+  if (!values) return;
+  device->api->buffer_free(device->plugin_device, values->plugin_buffer);
+  delete values;
+}
+
+}  // namespace
+
+xhal_status_t make_csr(xhal_device* device, CsrPattern&& p, xhal_dtype_t index_dtype,
+                       CsrValues values, xhal_csr** out) {
+  auto m = std::make_unique<xhal_csr>();
+  m->device = device;
+  m->rows = p.rows;
+  m->cols = p.cols;
+  m->nnz = p.nnz;
+  m->index_dtype = index_dtype;
+  m->row_ptr = std::move(p.row_ptr);
+  m->col_idx = std::move(p.col_idx);
+  analyse(*m);
+
+  const uint64_t bytes = static_cast<uint64_t>(m->nnz) * sizeof(float);
+  void* plugin_values = nullptr;
+  if (xhal_status_t s = XHAL_PLUGIN_CALL(device, buffer_allocate, bytes, &plugin_values);
+      s != XHAL_OK)
+    return s;
+  m->values = new xhal_buffer;
+  m->values->device = device;
+  m->values->plugin_buffer = plugin_values;
+  m->values->size = bytes;
+
+  xhal_status_t s = XHAL_OK;
+  if (bytes > 0) {
+    if (values.host) {
+      s = XHAL_PLUGIN_CALL(device, buffer_write, plugin_values, 0, values.host, bytes);
+      m->values_known = true;
+      m->first_zero_diag_row = first_zero_diagonal(*m, values.host);
+    } else if (values.device) {
+      s = XHAL_PLUGIN_CALL(device, buffer_copy, values.device->plugin_buffer, 0, plugin_values, 0,
+                           bytes);
+      m->values_known = false;
+    } else {
+      const uint32_t zero = 0;
+      s = XHAL_PLUGIN_CALL(device, buffer_fill, plugin_values, 0, bytes, &zero, 4);
+      m->values_known = true;
+      m->first_zero_diag_row = first_zero_diagonal(*m, std::vector<float>(m->nnz, 0.0f).data());
+    }
+  }
+  if (s == XHAL_OK) {
+    xhal_plugin_csr_desc_t d{};
+    d.rows = m->rows;
+    d.cols = m->cols;
+    d.nnz = m->nnz;
+    d.row_ptr = m->row_ptr.data();
+    d.col_idx = m->col_idx.data();
+    d.row_idx = m->row_idx.data();
+    d.t_row_ptr = m->t_row_ptr.data();
+    d.t_col_idx = m->t_col_idx.data();
+    d.t_perm = m->t_perm.data();
+    d.values_buffer = plugin_values;
+    s = XHAL_PLUGIN_CALL(device, csr_create, &d, &m->plugin_matrix);
+  }
+  if (s != XHAL_OK) {
+    free_values(device, m->values);
+    return s;
+  }
+  device->live_objects.fetch_add(1);
+  *out = m.release();
+  return XHAL_OK;
+}
+
+}  // namespace xhal
+
+using namespace xhal;
+
+namespace {
+
+// Reads `count` indices of `dtype` from a host array or a device buffer and
+// widens them. `what` is the desc field ("row_ptr").
+xhal_status_t read_indices(xhal_device* device, const char* what, const void* host,
+                           xhal_buffer* buffer, xhal_dtype_t dtype, int64_t count,
+                           std::vector<int64_t>* out) {
+  const uint64_t isz = xhal_dtype_size(dtype);
+  const uint64_t bytes = static_cast<uint64_t>(count) * isz;
+  std::vector<std::byte> staged;
+  const void* src = host;
+  if (!host) {
+    if (count == 0) {
+      out->clear();
+      return XHAL_OK;
+    }
+    if (!buffer)
+      return fail(XHAL_INVALID_ARGUMENT, "argument 'desc': %s and %s_buffer are both NULL", what,
+                  what);
+    if (xhal_status_t s = check_buffer(buffer, what); s != XHAL_OK) return s;
+    if (buffer->device != device)
+      return fail(XHAL_WRONG_DEVICE, "argument 'desc': %s_buffer belongs to device %s:%u, not %s:%u",
+                  what, buffer->device->backend.c_str(), buffer->device->backend_index,
+                  device->backend.c_str(), device->backend_index);
+    if (buffer->size < bytes)
+      return fail(XHAL_OUT_OF_RANGE,
+                  "argument 'desc': %s_buffer has %" PRIu64 " bytes but %" PRId64 " %s need %" PRIu64,
+                  what, buffer->size, count, xhal_dtype_name(dtype), bytes);
+    staged.resize(bytes);
+    if (xhal_status_t s = XHAL_PLUGIN_CALL(device, buffer_read, buffer->plugin_buffer, 0,
+                                           staged.data(), bytes);
+        s != XHAL_OK)
+      return s;
+    src = staged.data();
+  }
+  out->resize(count);
+  if (dtype == XHAL_DTYPE_I32) {
+    const auto* p = static_cast<const int32_t*>(src);
+    for (int64_t i = 0; i < count; ++i) (*out)[i] = p[i];
+  } else if (count > 0) {
+    std::memcpy(out->data(), src, bytes);
+  }
+  return XHAL_OK;
+}
+
+}  // namespace
+
+extern "C" {
+
+xhal_status_t xhal_csr_create(xhal_device_t device, const xhal_csr_desc_t* desc,
+                              xhal_csr_t* out_matrix) {
+  clear_error();
+  if (xhal_status_t s = check_device(device); s != XHAL_OK) return s;
+  if (!desc) return fail(XHAL_INVALID_ARGUMENT, "argument 'desc': NULL");
+  if (!out_matrix) return fail(XHAL_INVALID_ARGUMENT, "argument 'out_matrix': NULL");
+  // Fields past the caller's struct_size are absent (zero).
+  constexpr size_t kMinSize = offsetof(xhal_csr_desc_t, values) + sizeof(desc->values);
+  if (desc->struct_size < kMinSize)
+    return fail(XHAL_INVALID_ARGUMENT,
+                "argument 'desc': struct_size = %zu, expected at least %zu (sizeof "
+                "xhal_csr_desc_t is %zu)",
+                desc->struct_size, kMinSize, sizeof(xhal_csr_desc_t));
+  xhal_csr_desc_t d{};
+  std::memcpy(&d, desc, std::min(desc->struct_size, sizeof d));
+
+  if (d.rows < 0 || d.cols < 0 || d.nnz < 0)
+    return fail(XHAL_INVALID_ARGUMENT,
+                "argument 'desc': rows = %" PRId64 ", cols = %" PRId64 ", nnz = %" PRId64
+                " (%s is negative)",
+                d.rows, d.cols, d.nnz, d.rows < 0 ? "rows" : d.cols < 0 ? "cols" : "nnz");
+  if (d.index_dtype != XHAL_DTYPE_I32 && d.index_dtype != XHAL_DTYPE_I64)
+    return fail(XHAL_INVALID_ARGUMENT, "argument 'desc': index_dtype %s, expected i32 or i64",
+                xhal_dtype_name(d.index_dtype));
+  if (d.rows >= (int64_t(1) << 40) || d.nnz >= (int64_t(1) << 40) || d.cols >= (int64_t(1) << 40))
+    return fail(XHAL_OUT_OF_RANGE, "argument 'desc': rows, cols or nnz beyond 2^40");
+  const uint64_t value_bytes = static_cast<uint64_t>(d.nnz) * sizeof(float);
+  if (!d.values && d.values_buffer) {
+    if (xhal_status_t s = check_buffer(d.values_buffer, "values_buffer"); s != XHAL_OK) return s;
+    if (d.values_buffer->device != device)
+      return fail(XHAL_WRONG_DEVICE, "argument 'desc': values_buffer belongs to device %s:%u, not %s:%u",
+                  d.values_buffer->device->backend.c_str(), d.values_buffer->device->backend_index,
+                  device->backend.c_str(), device->backend_index);
+    if (d.values_buffer->size < value_bytes)
+      return fail(XHAL_OUT_OF_RANGE,
+                  "argument 'desc': values_buffer has %" PRIu64 " bytes but %" PRId64
+                  " f32 values need %" PRIu64,
+                  d.values_buffer->size, d.nnz, value_bytes);
+  }
+  if (xhal_status_t s = check_slot(device, device->api->csr_create != nullptr, "CSR matrices");
+      s != XHAL_OK)
+    return s;
+
+  try {
+    CsrPattern p;
+    p.rows = d.rows;
+    p.cols = d.cols;
+    p.nnz = d.nnz;
+    if (xhal_status_t s = read_indices(device, "row_ptr", d.row_ptr, d.row_ptr_buffer,
+                                       d.index_dtype, d.rows + 1, &p.row_ptr);
+        s != XHAL_OK)
+      return s;
+    if (xhal_status_t s = read_indices(device, "col_idx", d.col_idx, d.col_idx_buffer,
+                                       d.index_dtype, d.nnz, &p.col_idx);
+        s != XHAL_OK)
+      return s;
+    if (xhal_status_t s = validate_csr_pattern(p, "desc"); s != XHAL_OK) return s;
+    CsrValues v;
+    v.host = d.values;
+    v.device = d.values ? nullptr : d.values_buffer;
+    return make_csr(device, std::move(p), d.index_dtype, v, out_matrix);
+  } catch (const std::bad_alloc&) {
+    return fail(XHAL_OUT_OF_MEMORY,
+                "CSR matrix %" PRId64 " x %" PRId64 " with %" PRId64 " entries: host memory exhausted",
+                d.rows, d.cols, d.nnz);
+  }
+}
+
+xhal_status_t xhal_csr_release(xhal_csr_t matrix) {
+  clear_error();
+  if (xhal_status_t s = check_handle("matrix", matrix); s != XHAL_OK) return s;
+  xhal_device* device = matrix->device;
+  if (device->api->csr_destroy) device->api->csr_destroy(device->plugin_device, matrix->plugin_matrix);
+  free_values(device, matrix->values);
+  device->live_objects.fetch_sub(1);
+  delete matrix;
+  return XHAL_OK;
+}
+
+xhal_status_t xhal_csr_get_shape(xhal_csr_t matrix, int64_t* out_rows, int64_t* out_cols,
+                                 int64_t* out_nnz) {
+  clear_error();
+  if (xhal_status_t s = check_handle("matrix", matrix); s != XHAL_OK) return s;
+  if (out_rows) *out_rows = matrix->rows;
+  if (out_cols) *out_cols = matrix->cols;
+  if (out_nnz) *out_nnz = matrix->nnz;
+  return XHAL_OK;
+}
+
+xhal_status_t xhal_csr_set_values(xhal_csr_t matrix, const float* values) {
+  clear_error();
+  if (xhal_status_t s = check_handle("matrix", matrix); s != XHAL_OK) return s;
+  if (matrix->nnz == 0) return XHAL_OK;
+  if (!values) return fail(XHAL_INVALID_ARGUMENT, "argument 'values': NULL");
+  xhal_device* device = matrix->device;
+  if (xhal_status_t s = XHAL_PLUGIN_CALL(device, buffer_write, matrix->values->plugin_buffer, 0,
+                                         values, matrix->values->size);
+      s != XHAL_OK)
+    return s;
+  matrix->values_known = true;
+  matrix->first_zero_diag_row = first_zero_diagonal(*matrix, values);
+  return XHAL_OK;
+}
+
+xhal_status_t xhal_csr_set_values_tensor(xhal_csr_t matrix, const xhal_tensor_t* values) {
+  clear_error();
+  if (xhal_status_t s = check_handle("matrix", matrix); s != XHAL_OK) return s;
+  xhal_device* device = matrix->device;
+  Checked cv;
+  if (xhal_status_t s = check_tensor(device, "values", values, "csr_set_values_tensor", kF32Only,
+                                     Layout::kContiguous, &cv);
+      s != XHAL_OK)
+    return s;
+  if (cv.elements != matrix->nnz)
+    return fail(XHAL_SHAPE_MISMATCH,
+                "argument 'values': shape %s has %" PRId64 " elements but the matrix has nnz = %" PRId64,
+                shape_string(cv.rank(), cv.shape()).c_str(), cv.elements, matrix->nnz);
+  if (matrix->nnz == 0) return XHAL_OK;
+  if (xhal_status_t s = XHAL_PLUGIN_CALL(device, buffer_copy, cv.plugin.buffer, cv.plugin.offset,
+                                         matrix->values->plugin_buffer, 0, matrix->values->size);
+      s != XHAL_OK)
+    return s;
+  // Device values are not inspected (that would be a transfer): csr_solve
+  // trusts their diagonal.
+  matrix->values_known = false;
+  matrix->first_zero_diag_row = -1;
+  return XHAL_OK;
+}
+
+xhal_status_t xhal_csr_read(xhal_csr_t matrix, void* out_row_ptr, void* out_col_idx,
+                            float* out_values) {
+  clear_error();
+  if (xhal_status_t s = check_handle("matrix", matrix); s != XHAL_OK) return s;
+  auto write = [&](const std::vector<int64_t>& v, void* dst) {
+    if (!dst) return;
+    if (matrix->index_dtype == XHAL_DTYPE_I32) {
+      auto* p = static_cast<int32_t*>(dst);
+      for (size_t i = 0; i < v.size(); ++i) p[i] = static_cast<int32_t>(v[i]);
+    } else if (!v.empty()) {
+      std::memcpy(dst, v.data(), v.size() * sizeof(int64_t));
+    }
+  };
+  if (out_values && matrix->nnz > 0) {
+    xhal_device* device = matrix->device;
+    if (xhal_status_t s = XHAL_PLUGIN_CALL(device, buffer_read, matrix->values->plugin_buffer, 0,
+                                           out_values, matrix->values->size);
+        s != XHAL_OK)
+      return s;
+  }
+  write(matrix->row_ptr, out_row_ptr);
+  write(matrix->col_idx, out_col_idx);
+  return XHAL_OK;
+}
+
+}  // extern "C"

@@ -1,0 +1,93 @@
+// SpGEMM C = A B. The symbolic phase runs once on the host from the kept
+// patterns (C's row i is the union of B's rows k over A's entries (i, k),
+// sorted); C is then created like any matrix, with zero values, and the
+// plugin fills the values on the device.
+#include <algorithm>
+#include <cinttypes>
+#include <limits>
+#include <new>
+
+#include "validate.h"
+#include "validate_sparse.h"
+
+using namespace xhal;
+
+namespace {
+
+CsrPattern symbolic_product(const xhal_csr& a, const xhal_csr& b) {
+  CsrPattern c;
+  c.rows = a.rows;
+  c.cols = b.cols;
+  c.row_ptr.assign(a.rows + 1, 0);
+  // Marker per column of C: the last row that saw it (a dense "seen" set
+  // that never needs clearing).
+  std::vector<int64_t> last_row(b.cols, -1);
+  std::vector<int64_t> row_cols;
+  for (int64_t i = 0; i < a.rows; ++i) {
+    row_cols.clear();
+    for (int64_t ka = a.row_ptr[i]; ka < a.row_ptr[i + 1]; ++ka) {
+      const int64_t k = a.col_idx[ka];
+      for (int64_t kb = b.row_ptr[k]; kb < b.row_ptr[k + 1]; ++kb) {
+        const int64_t j = b.col_idx[kb];
+        if (last_row[j] != i) {
+          last_row[j] = i;
+          row_cols.push_back(j);
+        }
+      }
+    }
+    std::sort(row_cols.begin(), row_cols.end());
+    c.col_idx.insert(c.col_idx.end(), row_cols.begin(), row_cols.end());
+    c.row_ptr[i + 1] = static_cast<int64_t>(c.col_idx.size());
+  }
+  c.nnz = static_cast<int64_t>(c.col_idx.size());
+  return c;
+}
+
+}  // namespace
+
+extern "C" xhal_status_t xhal_spgemm(xhal_device_t device, xhal_csr_t a, xhal_csr_t b,
+                                     xhal_csr_t* out_c) {
+  clear_error();
+  if (xhal_status_t s = check_device(device); s != XHAL_OK) return s;
+  if (xhal_status_t s = check_matrix(device, "a", a); s != XHAL_OK) return s;
+  if (xhal_status_t s = check_matrix(device, "b", b); s != XHAL_OK) return s;
+  if (!out_c) return fail(XHAL_INVALID_ARGUMENT, "argument 'out_c': NULL");
+  if (a->cols != b->rows)
+    return fail(XHAL_SHAPE_MISMATCH,
+                "argument 'b': shape [%" PRId64 ", %" PRId64 "] but A is [%" PRId64 ", %" PRId64
+                "] (A.cols must equal B.rows)",
+                b->rows, b->cols, a->rows, a->cols);
+  if (xhal_status_t s = check_supported(device, XHAL_OP_SPGEMM,
+                                        device->api->spgemm_numeric != nullptr &&
+                                            device->api->csr_create != nullptr,
+                                        XHAL_DTYPE_F32, "a");
+      s != XHAL_OK)
+    return s;
+  xhal_csr* c = nullptr;
+  try {
+    CsrPattern p = symbolic_product(*a, *b);
+    // C keeps the narrower index type when both inputs use it and it fits.
+    const bool narrow = a->index_dtype == XHAL_DTYPE_I32 && b->index_dtype == XHAL_DTYPE_I32 &&
+                        p.nnz <= std::numeric_limits<int32_t>::max();
+    if (xhal_status_t s = make_csr(device, std::move(p), narrow ? XHAL_DTYPE_I32 : XHAL_DTYPE_I64,
+                                   CsrValues{}, &c);
+        s != XHAL_OK)
+      return s;
+  } catch (const std::bad_alloc&) {
+    return fail(XHAL_OUT_OF_MEMORY, "spgemm of [%" PRId64 ", %" PRId64 "] x [%" PRId64 ", %" PRId64
+                                    "]: host memory exhausted for C's pattern",
+                a->rows, a->cols, b->rows, b->cols);
+  }
+  xhal_status_t s = XHAL_PLUGIN_CALL(device, spgemm_numeric, a->plugin_matrix, b->plugin_matrix,
+                                     c->plugin_matrix);
+  if (s != XHAL_OK) {
+    const std::string message = xhal_last_error();
+    xhal_csr_release(c);  // clears the message; put the plugin's back
+    return fail(s, "%s", message.c_str());
+  }
+  // Values were computed on the device: csr_solve cannot vouch for them.
+  c->values_known = false;
+  c->first_zero_diag_row = -1;
+  *out_c = c;
+  return XHAL_OK;
+}

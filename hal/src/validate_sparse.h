@@ -1,0 +1,42 @@
+// CSR pattern validation and analysis shared by xhal_csr_create and
+// xhal_spgemm (sparse_csr.cpp).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "internal.h"
+
+namespace xhal {
+
+struct CsrPattern {
+  int64_t rows = 0, cols = 0, nnz = 0;
+  std::vector<int64_t> row_ptr;  // [rows + 1]
+  std::vector<int64_t> col_idx;  // [nnz]
+};
+
+// row_ptr[0] == 0, monotone, every row_ptr <= nnz, row_ptr[rows] == nnz;
+// columns in [0, cols), strictly increasing within a row. Else
+// XHAL_INVALID_STRUCTURE naming the first offending row (`arg` prefixes it).
+xhal_status_t validate_csr_pattern(const CsrPattern& p, const char* arg);
+
+// Where a new matrix's values come from.
+struct CsrValues {
+  const float* host = nullptr;          // nnz floats, or
+  const xhal_buffer* device = nullptr;  // a buffer of >= nnz floats, or neither: zeros
+};
+
+// Analyses a validated pattern (row_idx, transpose, triangle and diagonal
+// facts), allocates and fills the values buffer and calls the plugin's
+// csr_create. The caller has checked that csr_create is present.
+xhal_status_t make_csr(xhal_device* device, CsrPattern&& pattern, xhal_dtype_t index_dtype,
+                       CsrValues values, xhal_csr** out);
+
+// Row of the first stored diagonal entry equal to zero in `values`, or -1.
+int64_t first_zero_diagonal(const xhal_csr& m, const float* values);
+
+// Null handle (XHAL_INVALID_ARGUMENT) or matrix of another device
+// (XHAL_WRONG_DEVICE).
+xhal_status_t check_matrix(xhal_device* device, const char* name, const xhal_csr* m);
+
+}  // namespace xhal
