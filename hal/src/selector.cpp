@@ -50,7 +50,7 @@ std::string parse_term(std::string_view term, SelectorTerm* out) {
   out->backend = std::string(backend);
   if (colon == std::string_view::npos) return "";
   const std::string_view device = term.substr(colon + 1);
-  if (device.empty()) return "missing device after ':'";
+  if (device.empty() || device.back() == ':') return "missing device after ':'";
   if (device == "*") return "";
   if (all_digits(device)) {
     uint32_t index = 0;
