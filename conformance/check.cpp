@@ -1,7 +1,9 @@
 #include "check.h"
 
 #include "report.h"
+#include "runner.h"
 
+#include <algorithm>
 #include <atomic>
 #include <bit>
 #include <cmath>
@@ -154,8 +156,44 @@ Level Grader::finish() {
   if (bit_exact_ && !accurate_) level = Level::kNone;
   record_level(level);
   EXPECT_NE(level, Level::kNone) << "neither bit-exact nor accurate:" << details_;
+  if (require_bit_exact())
+    EXPECT_NE(level, Level::kAccurate) << "accurate but not bit-exact (--require-bit-exact):" << details_;
   if (level == Level::kAccurate) std::printf("  [accurate, not bit-exact]%s\n", details_.c_str());
   return level;
+}
+
+xhal_buffer_t poisoned_buffer(xhal_device_t dev, uint64_t bytes) {
+  xhal_buffer_t b = nullptr;
+  EXPECT_EQ(xhal_buffer_allocate(dev, bytes, &b), XHAL_OK) << xhal_last_error();
+  if (b) poison(b);
+  return b;
+}
+
+bool all_poison(const std::vector<float>& v) {
+  return std::all_of(v.begin(), v.end(), [](float f) { return is_poison(f); });
+}
+
+namespace {
+void make_plan_into(xhal_device_t dev, const std::vector<int64_t>& idx, uint64_t num_rows, xhal_dtype_t dtype,
+                    xhal_index_plan_t* out) {
+  std::vector<int32_t> idx32(idx.begin(), idx.end());
+  const void* data = dtype == XHAL_DTYPE_I32 ? static_cast<const void*>(idx32.data()) : idx.data();
+  ASSERT_EQ(xhal_index_plan_create(dev, data, dtype, idx.size(), num_rows, out), XHAL_OK) << xhal_last_error();
+}
+}  // namespace
+
+xhal_index_plan_t make_plan(xhal_device_t dev, const std::vector<int64_t>& idx, uint64_t num_rows,
+                            xhal_dtype_t dtype) {
+  xhal_index_plan_t plan = nullptr;
+  make_plan_into(dev, idx, num_rows, dtype, &plan);
+  return plan;
+}
+
+uint32_t device_dtypes(xhal_device_t dev, xhal_op_t op) {
+  xhal_device_info_t info{};
+  info.struct_size = sizeof info;
+  if (xhal_device_query(dev, &info) != XHAL_OK) return 0;
+  return (info.supported_ops >> op & 1) ? info.op_dtypes[op] : 0;
 }
 
 bool device_supports(xhal_device_t dev, xhal_op_t op, xhal_dtype_t dtype) {

@@ -63,6 +63,23 @@ inline std::vector<float> download_f32(xhal_buffer_t buf, size_t count, uint64_t
   return download<float>(buf, count, offset);
 }
 
+// A freshly allocated buffer of `bytes`, filled with the poison pattern.
+xhal_buffer_t poisoned_buffer(xhal_device_t dev, uint64_t bytes);
+// True when every float of `v` still holds the poison pattern.
+bool all_poison(const std::vector<float>& v);
+
+// RAII index plan.
+struct PlanGuard {
+  xhal_index_plan_t plan = nullptr;
+  ~PlanGuard() { if (plan) xhal_index_plan_release(plan); }
+};
+// Builds a plan from int64 indices (or int32 when `dtype` says so); ASSERTs.
+xhal_index_plan_t make_plan(xhal_device_t dev, const std::vector<int64_t>& idx, uint64_t num_rows,
+                            xhal_dtype_t dtype = XHAL_DTYPE_I64);
+
+// Dtypes (bit per xhal_dtype_t) the device claims for `op`.
+uint32_t device_dtypes(xhal_device_t dev, xhal_op_t op);
+
 // True when the device implements `op` for `dtype`.
 bool device_supports(xhal_device_t dev, xhal_op_t op, xhal_dtype_t dtype = XHAL_DTYPE_F32);
 

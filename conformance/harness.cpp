@@ -15,8 +15,16 @@ std::vector<DeviceParam>& device_list() {
 constexpr uint32_t kPoisonBits = 0x7fc0dead;
 }  // namespace
 
+namespace {
+bool g_require_bit_exact = false;
+}
+void set_require_bit_exact(bool on) { g_require_bit_exact = on; }
+bool require_bit_exact() { return g_require_bit_exact; }
+
 void set_selected_devices(std::vector<DeviceParam> devices) { device_list() = std::move(devices); }
 std::vector<DeviceParam> selected_devices() { return device_list(); }
+
+void PrintTo(const DeviceParam& param, std::ostream* os) { *os << param.name; }
 
 std::string device_param_name(const ::testing::TestParamInfo<DeviceParam>& info) {
   std::string s = info.param.name;

@@ -21,6 +21,8 @@ struct DeviceParam {
   std::string name;    // "cpu:0" (also the report's device field)
 };
 std::vector<DeviceParam> selected_devices();
+// gtest prints a parameter as its device name (not as raw bytes).
+void PrintTo(const DeviceParam& param, std::ostream* os);
 std::string device_param_name(const ::testing::TestParamInfo<DeviceParam>& info);
 
 // Conformance level an op's test demonstrated (the report keeps the best

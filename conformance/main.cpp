@@ -25,10 +25,12 @@ struct Options {
   std::string report_path;
   std::string xfail_path;
   bool help = false;
+  bool require_bit_exact = false;
 };
 
 const char* kUsage =
     "usage: xhal-conformance [--device SELECTOR] [--plugin PATH] [--report FILE]\n"
+    "                        [--require-bit-exact]"
     "                        [--expected-failures FILE] [--gtest_* ...]\n"
     "  --device SELECTOR         test only the devices matching SELECTOR (grammar of\n"
     "                            XHAL_DEVICE, docs/device-selection.md); default:\n"
@@ -36,6 +38,7 @@ const char* kUsage =
     "  --plugin PATH             load only this plugin file (or folder), as a vendor\n"
     "                            testing its own backend\n"
     "  --report FILE             write the JSON report to FILE\n"
+    "  --require-bit-exact       fail op tests that reach only the accurate level\n"
     "  --expected-failures FILE  lines `<test-glob> [device-glob]`; a listed failing\n"
     "                            test does not fail the run, a listed passing one does\n"
     "Exit: 0 all passed (or no device), 1 a test failed or an expected failure\n"
@@ -75,6 +78,8 @@ bool parse_options(int* argc, char** argv, Options* o) {
     } else if ((r = value("--expected-failures", &v)) != 0) {
       if (r < 0) return false;
       o->xfail_path = v;
+    } else if (a == "--require-bit-exact") {
+      o->require_bit_exact = true;
     } else if (a == "--help" || a == "-h") {
       o->help = true;
       argv[kept++] = argv[i];  // gtest prints its flags too
@@ -217,6 +222,7 @@ int main(int argc, char** argv) {
     return code;
   }
   set_selected_devices(std::move(devices));
+  set_require_bit_exact(o.require_bit_exact);
   std::printf("data seed base: %llu (XHAL_CONF_SEED=%llu reproduces this run's data)\n",
               static_cast<unsigned long long>(seed_base()), static_cast<unsigned long long>(seed_base()));
 

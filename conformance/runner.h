@@ -11,4 +11,8 @@ namespace xhal::conf {
 // XHAL_CONF_INSTANTIATE).
 void set_selected_devices(std::vector<DeviceParam> devices);
 
+// --require-bit-exact: an op result that is only accurate fails the test.
+void set_require_bit_exact(bool on);
+bool require_bit_exact();
+
 }  // namespace xhal::conf
