@@ -1,0 +1,1 @@
+#include "ops_test_support.h"

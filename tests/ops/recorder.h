@@ -1,0 +1,63 @@
+// What the recording fake plugin (libxhal-recorder.so) saw: every slot call
+// in order, with its arguments copied, plus copies of the index plans and
+// CSR patterns the core built. The tests read it through the exported
+// xhal_recorder_state() of the loaded module.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "xhal/xhal_plugin.h"
+
+namespace xhal::recorder {
+
+struct Call {
+  std::string slot;
+  // Tensor arguments in slot order; a NULL tensor (csr_solve_backward's ga)
+  // is recorded with rank 99.
+  std::vector<xhal_plugin_tensor_t> tensors;
+  float alpha = 0, beta = 0, eps = 0;
+  int trans = -1, triangle = -1, diagonal = -1;
+  // buffer_* slots: buffers, offsets and size.
+  void* src = nullptr;
+  void* dst = nullptr;
+  uint64_t src_offset = 0, dst_offset = 0, size = 0;
+  void* plan_or_matrix = nullptr;
+};
+
+struct Plan {
+  uint64_t count = 0, num_rows = 0, max_sources_per_row = 0;
+  std::vector<int64_t> indices, row_ptr, row_sources;
+};
+
+struct Matrix {
+  int64_t rows = 0, cols = 0, nnz = 0;
+  std::vector<int64_t> row_ptr, col_idx, row_idx, t_row_ptr, t_col_idx, t_perm;
+  void* values_buffer = nullptr;
+};
+
+struct State {
+  std::vector<Call> calls;
+  std::vector<Plan> plans;
+  std::vector<Matrix> matrices;
+  int64_t live_plans = 0, live_matrices = 0, live_buffers = 0;
+  // Next op slot (not buffer slot) fails with this status when not XHAL_OK.
+  xhal_status_t fail_next_op = XHAL_OK;
+
+  void clear() { calls.clear(); plans.clear(); matrices.clear(); }
+  size_t count(const std::string& slot) const {
+    size_t n = 0;
+    for (const Call& c : calls) n += c.slot == slot;
+    return n;
+  }
+  const Call* last(const std::string& slot) const {
+    for (auto it = calls.rbegin(); it != calls.rend(); ++it)
+      if (it->slot == slot) return &*it;
+    return nullptr;
+  }
+};
+
+}  // namespace xhal::recorder
+
+extern "C" typedef xhal::recorder::State* (*xhal_recorder_state_fn)(void);
