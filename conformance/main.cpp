@@ -30,7 +30,7 @@ struct Options {
 
 const char* kUsage =
     "usage: xhal-conformance [--device SELECTOR] [--plugin PATH] [--report FILE]\n"
-    "                        [--require-bit-exact]"
+    "                        [--require-bit-exact]\n"
     "                        [--expected-failures FILE] [--gtest_* ...]\n"
     "  --device SELECTOR         test only the devices matching SELECTOR (grammar of\n"
     "                            XHAL_DEVICE, docs/device-selection.md); default:\n"
