@@ -31,7 +31,10 @@ fs::path libxhal_folder() {
   std::error_code ec;
   const fs::path self = boost::dll::this_line_location(ec);
   if (ec) return {};
-  return self.parent_path();
+  // dladdr reports the path as it was loaded (e.g. bin/../lib); tidy it.
+  std::error_code canonical_ec;
+  const fs::path tidy = fs::weakly_canonical(self, canonical_ec);
+  return (canonical_ec ? self : tidy).parent_path();
 }
 
 class CandidateList {
