@@ -1,0 +1,181 @@
+// softmax forward and backward over the last dim.
+#include <cmath>
+#include <limits>
+
+#include "check.h"
+#include "reference/canonical.h"
+#include "reference/f64.h"
+
+namespace xhal::conf {
+namespace {
+
+class SoftmaxTest : public DeviceTest {};
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+// Runs softmax_forward twice (two poisoned outputs) on x [rows, n] and grades.
+void check_forward(xhal_device_t dev, const std::vector<float>& x, int64_t rows, int64_t n) {
+  BufferGuard g;
+  size_t count = static_cast<size_t>(rows * n);
+  xhal_buffer_t xb = g.add(upload(dev, x));
+  xhal_buffer_t y1 = g.add(poisoned_buffer(dev, count * 4 + 64)), y2 = g.add(poisoned_buffer(dev, count * 4));
+  ASSERT_NE(y2, nullptr);
+  xhal_tensor_t xt = tensor(xb, XHAL_DTYPE_F32, {rows, n});
+  xhal_tensor_t t1 = tensor(y1, XHAL_DTYPE_F32, {rows, n}), t2 = tensor(y2, XHAL_DTYPE_F32, {rows, n});
+  xhal_counters_t before = counters(dev);
+  ASSERT_EQ(xhal_softmax_forward(dev, &xt, &t1), XHAL_OK) << xhal_last_error();
+  ASSERT_EQ(xhal_softmax_forward(dev, &xt, &t2), XHAL_OK) << xhal_last_error();
+  ASSERT_EQ(xhal_device_synchronize(dev), XHAL_OK);
+  xhal_counters_t after = counters(dev);
+  XHAL_CONF_EXPECT_NO_HOST_TRANSFER(before, after);
+  std::vector<float> canonical(count);
+  canon::softmax_forward(x.data(), rows, n, canonical.data());
+  Grader grader;
+  grader.output("y", download_f32(y1, count), download_f32(y2, count), canonical,
+                ref64::softmax_forward(x.data(), rows, n), tol::kSoftmaxForward);
+  grader.finish();
+  EXPECT_TRUE(all_poison(download_f32(y1, 16, count * 4))) << "wrote past y";
+}
+
+void check_backward(xhal_device_t dev, const std::vector<float>& y, const std::vector<float>& dy, int64_t rows,
+                    int64_t n) {
+  BufferGuard g;
+  size_t count = static_cast<size_t>(rows * n);
+  xhal_buffer_t yb = g.add(upload(dev, y)), dyb = g.add(upload(dev, dy));
+  xhal_buffer_t d1 = g.add(poisoned_buffer(dev, count * 4)), d2 = g.add(poisoned_buffer(dev, count * 4));
+  ASSERT_NE(d2, nullptr);
+  xhal_tensor_t yt = tensor(yb, XHAL_DTYPE_F32, {rows, n}), dyt = tensor(dyb, XHAL_DTYPE_F32, {rows, n});
+  xhal_tensor_t t1 = tensor(d1, XHAL_DTYPE_F32, {rows, n}), t2 = tensor(d2, XHAL_DTYPE_F32, {rows, n});
+  xhal_counters_t before = counters(dev);
+  ASSERT_EQ(xhal_softmax_backward(dev, &yt, &dyt, &t1), XHAL_OK) << xhal_last_error();
+  ASSERT_EQ(xhal_softmax_backward(dev, &yt, &dyt, &t2), XHAL_OK) << xhal_last_error();
+  ASSERT_EQ(xhal_device_synchronize(dev), XHAL_OK);
+  xhal_counters_t after = counters(dev);
+  XHAL_CONF_EXPECT_NO_HOST_TRANSFER(before, after);
+  std::vector<float> canonical(count);
+  canon::softmax_backward(y.data(), dy.data(), rows, n, canonical.data());
+  Grader grader;
+  grader.output("dx", download_f32(d1, count), download_f32(d2, count), canonical,
+                ref64::softmax_backward(y.data(), dy.data(), rows, n), tol::kSoftmaxBackward);
+  grader.finish();
+}
+
+TEST_P(SoftmaxTest, ForwardRandomRows) {
+  record_op(XHAL_OP_SOFTMAX_FORWARD);
+  check_forward(dev, random_floats(37 * 2500, fresh_seed(), -8.0f, 8.0f), 37, 2500);
+  check_forward(dev, random_floats(64 * 1024, fresh_seed(), -8.0f, 8.0f), 64, 1024);  // one full chunk
+  check_forward(dev, random_floats(5 * 33, fresh_seed(), -8.0f, 8.0f), 5, 33);
+}
+
+TEST_P(SoftmaxTest, ForwardLargeTinyEqualAndInfiniteEntries) {
+  record_op(XHAL_OP_SOFTMAX_FORWARD);
+  const int64_t n = 3000;
+  std::vector<float> x;
+  auto row = [&](std::vector<float> r) { x.insert(x.end(), r.begin(), r.end()); };
+  row(random_floats(n, fresh_seed(), 60.0f, 88.0f));        // large: exp would overflow unshifted
+  row(random_floats(n, fresh_seed(), -1e-30f, 1e-30f));     // tiny: all nearly equal
+  row(std::vector<float>(n, 3.25f));                        // equal
+  std::vector<float> r = random_floats(n, fresh_seed(), -5.0f, 5.0f);
+  for (int64_t i = 0; i < n; i += 3) r[i] = -kInf;          // -inf entries give exact 0
+  row(r);
+  row(std::vector<float>(n, -kInf));                        // all -inf: NaN row
+  r = random_floats(n, fresh_seed(), -120.0f, -90.0f);      // subnormal exps beside one 0
+  r[1777] = 0.0f;
+  row(r);
+  r = random_floats(n, fresh_seed(), -3.0f, 3.0f);          // -inf only in the last chunk
+  r[n - 1] = -kInf;
+  row(r);
+  check_forward(dev, x, 7, n);
+}
+
+TEST_P(SoftmaxTest, ForwardRowOf200001Columns) {
+  record_op(XHAL_OP_SOFTMAX_FORWARD);
+  check_forward(dev, random_floats(200001, fresh_seed(), -10.0f, 10.0f), 1, 200001);
+  check_forward(dev, random_floats(2 * 70001, fresh_seed(), -10.0f, 10.0f), 2, 70001);
+}
+
+TEST_P(SoftmaxTest, ForwardSingleRowSingleElementAndEmpty) {
+  record_op(XHAL_OP_SOFTMAX_FORWARD);
+  check_forward(dev, {-3.5f}, 1, 1);
+  check_forward(dev, random_floats(7, fresh_seed()), 1, 7);
+  BufferGuard g;
+  xhal_buffer_t xb = g.add(poisoned_buffer(dev, 16)), yb = g.add(poisoned_buffer(dev, 16));
+  xhal_tensor_t xt = tensor(xb, XHAL_DTYPE_F32, {0, 5}), yt = tensor(yb, XHAL_DTYPE_F32, {0, 5});
+  EXPECT_EQ(xhal_softmax_forward(dev, &xt, &yt), XHAL_OK) << xhal_last_error();
+  EXPECT_TRUE(all_poison(download_f32(yb, 4)));
+}
+
+TEST_P(SoftmaxTest, ForwardInPlace) {
+  record_op(XHAL_OP_SOFTMAX_FORWARD);
+  const int64_t rows = 9, n = 1500;
+  std::vector<float> x = random_floats(rows * n, fresh_seed(), -6.0f, 6.0f);
+  BufferGuard g;
+  xhal_buffer_t b = g.add(upload(dev, x));
+  xhal_tensor_t t = tensor(b, XHAL_DTYPE_F32, {rows, n});
+  ASSERT_EQ(xhal_softmax_forward(dev, &t, &t), XHAL_OK) << xhal_last_error();
+  std::vector<float> canonical(x.size());
+  canon::softmax_forward(x.data(), rows, n, canonical.data());
+  std::vector<float> got = download_f32(b, x.size());
+  AccuracyCompare acc = compare_f64(got, ref64::softmax_forward(x.data(), rows, n), tol::kSoftmaxForward);
+  EXPECT_TRUE(acc.ok) << acc.first;
+  record_level(compare_bits(got, canonical).equal ? Level::kBitExact : acc.ok ? Level::kAccurate : Level::kNone);
+}
+
+TEST_P(SoftmaxTest, BackwardRandomRows) {
+  record_op(XHAL_OP_SOFTMAX_BACKWARD);
+  for (auto [rows, n] : {std::pair<int64_t, int64_t>{37, 2500}, {3, 200001}, {1, 1}, {70, 33}}) {
+    std::vector<float> x = random_floats(rows * n, fresh_seed(), -6.0f, 6.0f), y(rows * n);
+    canon::softmax_forward(x.data(), rows, n, y.data());
+    check_backward(dev, y, random_floats(rows * n, fresh_seed(), -2.0f, 2.0f), rows, n);
+  }
+}
+
+TEST_P(SoftmaxTest, BackwardInPlaceOnDy) {
+  record_op(XHAL_OP_SOFTMAX_BACKWARD);
+  const int64_t rows = 4, n = 3000;
+  std::vector<float> x = random_floats(rows * n, fresh_seed(), -6.0f, 6.0f), y(rows * n), want(rows * n);
+  canon::softmax_forward(x.data(), rows, n, y.data());
+  std::vector<float> dy = random_floats(rows * n, fresh_seed());
+  BufferGuard g;
+  xhal_buffer_t yb = g.add(upload(dev, y)), dyb = g.add(upload(dev, dy));
+  xhal_tensor_t yt = tensor(yb, XHAL_DTYPE_F32, {rows, n}), dyt = tensor(dyb, XHAL_DTYPE_F32, {rows, n});
+  ASSERT_EQ(xhal_softmax_backward(dev, &yt, &dyt, &dyt), XHAL_OK) << xhal_last_error();
+  canon::softmax_backward(y.data(), dy.data(), rows, n, want.data());
+  std::vector<float> got = download_f32(dyb, want.size());
+  AccuracyCompare acc = compare_f64(got, ref64::softmax_backward(y.data(), dy.data(), rows, n), tol::kSoftmaxBackward);
+  EXPECT_TRUE(acc.ok) << acc.first;
+  record_level(compare_bits(got, want).equal ? Level::kBitExact : acc.ok ? Level::kAccurate : Level::kNone);
+}
+
+// The device's forward then backward against central finite differences of
+// the float64 forward: catches a backward formula that matches a wrong
+// reference.
+TEST_P(SoftmaxTest, BackwardMatchesFiniteDifferences) {
+  record_op(XHAL_OP_SOFTMAX_BACKWARD);
+  const int64_t rows = 3, n = 9;
+  std::vector<float> x = random_floats(rows * n, fresh_seed(), -3.0f, 3.0f);
+  std::vector<float> dy = random_floats(rows * n, fresh_seed());
+  BufferGuard g;
+  xhal_buffer_t xb = g.add(upload(dev, x)), dyb = g.add(upload(dev, dy));
+  xhal_buffer_t yb = g.add(poisoned_buffer(dev, x.size() * 4)), dxb = g.add(poisoned_buffer(dev, x.size() * 4));
+  xhal_tensor_t xt = tensor(xb, XHAL_DTYPE_F32, {rows, n}), yt = tensor(yb, XHAL_DTYPE_F32, {rows, n});
+  xhal_tensor_t dyt = tensor(dyb, XHAL_DTYPE_F32, {rows, n}), dxt = tensor(dxb, XHAL_DTYPE_F32, {rows, n});
+  ASSERT_EQ(xhal_softmax_forward(dev, &xt, &yt), XHAL_OK) << xhal_last_error();
+  ASSERT_EQ(xhal_softmax_backward(dev, &yt, &dyt, &dxt), XHAL_OK) << xhal_last_error();
+  std::vector<float> dx = download_f32(dxb, x.size());
+  std::vector<double> xd(x.begin(), x.end()), dyd(dy.begin(), dy.end());
+  for (size_t i = 0; i < x.size(); ++i) {
+    double h = 1e-5, keep = xd[i];
+    xd[i] = keep + h;
+    double up = ref64::softmax_loss(xd, dyd, rows, n);
+    xd[i] = keep - h;
+    double down = ref64::softmax_loss(xd, dyd, rows, n);
+    xd[i] = keep;
+    EXPECT_NEAR(dx[i], (up - down) / (2 * h), 1e-4) << "element " << i;
+  }
+}
+
+XHAL_CONF_INSTANTIATE(SoftmaxTest);
+
+}  // namespace
+}  // namespace xhal::conf
