@@ -176,21 +176,14 @@ using namespace xhal;
 
 namespace {
 
-// Reads `count` indices of `dtype` from a host array or a device buffer and
-// widens them. `what` is the desc field ("row_ptr").
-xhal_status_t read_indices(xhal_device* device, const char* what, const void* host,
-                           xhal_buffer* buffer, xhal_dtype_t dtype, int64_t count,
-                           std::vector<int64_t>* out) {
-  const uint64_t isz = xhal_dtype_size(dtype);
-  const uint64_t bytes = static_cast<uint64_t>(count) * isz;
-  std::vector<std::byte> staged;
-  const void* src = host;
-  if (!host) {
-    if (count == 0) {
-      out->clear();
-      return XHAL_OK;
-    }
-    if (!buffer)
+// A desc array given as a device buffer: present, of this device, large
+// enough. Checked for every array before any is read. `what` is the desc
+// field ("row_ptr").
+xhal_status_t check_index_source(xhal_device* device, const char* what, const void* host,
+                                 xhal_buffer* buffer, xhal_dtype_t dtype, int64_t count) {
+  if (host || count == 0) return XHAL_OK;
+  const uint64_t bytes = static_cast<uint64_t>(count) * xhal_dtype_size(dtype);
+  if (!buffer)
       return fail(XHAL_INVALID_ARGUMENT, "argument 'desc': %s and %s_buffer are both NULL", what,
                   what);
     if (xhal_status_t s = check_buffer(buffer, what); s != XHAL_OK) return s;
@@ -202,6 +195,21 @@ xhal_status_t read_indices(xhal_device* device, const char* what, const void* ho
       return fail(XHAL_OUT_OF_RANGE,
                   "argument 'desc': %s_buffer has %" PRIu64 " bytes but %" PRId64 " %s need %" PRIu64,
                   what, buffer->size, count, xhal_dtype_name(dtype), bytes);
+  return XHAL_OK;
+}
+
+// Reads `count` indices of `dtype` from a host array or a (checked) device
+// buffer and widens them.
+xhal_status_t read_indices(xhal_device* device, const void* host, xhal_buffer* buffer,
+                           xhal_dtype_t dtype, int64_t count, std::vector<int64_t>* out) {
+  const uint64_t bytes = static_cast<uint64_t>(count) * xhal_dtype_size(dtype);
+  std::vector<std::byte> staged;
+  const void* src = host;
+  if (!host) {
+    if (count == 0) {
+      out->clear();
+      return XHAL_OK;
+    }
     staged.resize(bytes);
     if (xhal_status_t s = XHAL_PLUGIN_CALL(device, buffer_read, buffer->plugin_buffer, 0,
                                            staged.data(), bytes);
@@ -262,6 +270,14 @@ xhal_status_t xhal_csr_create(xhal_device_t device, const xhal_csr_desc_t* desc,
                   " f32 values need %" PRIu64,
                   d.values_buffer->size, d.nnz, value_bytes);
   }
+  if (xhal_status_t s = check_index_source(device, "row_ptr", d.row_ptr, d.row_ptr_buffer,
+                                           d.index_dtype, d.rows + 1);
+      s != XHAL_OK)
+    return s;
+  if (xhal_status_t s = check_index_source(device, "col_idx", d.col_idx, d.col_idx_buffer,
+                                           d.index_dtype, d.nnz);
+      s != XHAL_OK)
+    return s;
   if (xhal_status_t s = check_slot(device, device->api->csr_create != nullptr, "CSR matrices");
       s != XHAL_OK)
     return s;
@@ -271,11 +287,11 @@ xhal_status_t xhal_csr_create(xhal_device_t device, const xhal_csr_desc_t* desc,
     p.rows = d.rows;
     p.cols = d.cols;
     p.nnz = d.nnz;
-    if (xhal_status_t s = read_indices(device, "row_ptr", d.row_ptr, d.row_ptr_buffer,
+    if (xhal_status_t s = read_indices(device, d.row_ptr, d.row_ptr_buffer,
                                        d.index_dtype, d.rows + 1, &p.row_ptr);
         s != XHAL_OK)
       return s;
-    if (xhal_status_t s = read_indices(device, "col_idx", d.col_idx, d.col_idx_buffer,
+    if (xhal_status_t s = read_indices(device, d.col_idx, d.col_idx_buffer,
                                        d.index_dtype, d.nnz, &p.col_idx);
         s != XHAL_OK)
       return s;
