@@ -6,7 +6,8 @@
 
 namespace xhal::cpu {
 
-// Reports a failure's message through the core (set by init).
+// Reports a failure's message through the core's host table (host.cpp).
+void set_host(const xhal_plugin_host_t* host);
 void set_error(const char* message);
 
 // ---- buffers (buffers.cpp) ----

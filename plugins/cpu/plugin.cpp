@@ -17,8 +17,6 @@
 namespace xhal::cpu {
 namespace {
 
-std::atomic<const xhal_plugin_host_t*> g_host{nullptr};
-
 struct CpuContext {
   xhal_plugin_device_info_t info{};
 };
@@ -68,7 +66,7 @@ void fill_device_info(xhal_plugin_device_info_t* info) {
 
 xhal_status_t init(const xhal_plugin_host_t* host, void** out_context, char* out_note,
                    size_t note_capacity) {
-  g_host.store(host, std::memory_order_release);
+  set_host(host);
   auto* context = new (std::nothrow) CpuContext;
   if (context == nullptr) return XHAL_OUT_OF_MEMORY;
   fill_device_info(&context->info);
@@ -170,11 +168,6 @@ xhal_plugin_api_t make_api() {
 }
 
 }  // namespace
-
-void set_error(const char* message) {
-  const xhal_plugin_host_t* host = g_host.load(std::memory_order_acquire);
-  if (host != nullptr && host->set_error != nullptr) host->set_error(message);
-}
 
 }  // namespace xhal::cpu
 

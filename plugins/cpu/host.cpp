@@ -1,0 +1,19 @@
+// The core's services as the kernels see them: set by init, read by any
+// thread that reports a failure.
+#include <atomic>
+
+#include "dense_ops.h"
+
+namespace xhal::cpu {
+namespace {
+std::atomic<const xhal_plugin_host_t*> g_host{nullptr};
+}  // namespace
+
+void set_host(const xhal_plugin_host_t* host) { g_host.store(host, std::memory_order_release); }
+
+void set_error(const char* message) {
+  const xhal_plugin_host_t* host = g_host.load(std::memory_order_acquire);
+  if (host != nullptr && host->set_error != nullptr) host->set_error(message);
+}
+
+}  // namespace xhal::cpu

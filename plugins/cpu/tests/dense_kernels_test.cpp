@@ -1,0 +1,495 @@
+// Kernel tests of the CPU plugin's dense ops, called directly (no core):
+// every result is compared bit for bit with a scalar transcription of
+// docs/semantics.md written here (plain loops, canonical.h's tree_sum and
+// canonical_exp), on sizes that hit full chunks, ragged tails, odd block
+// counts and the hub path of index_add.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "canonical.h"
+#include "cpu_plugin.h"
+#include "dense_ops.h"
+#include "reductions.h"
+
+namespace xhal::cpu {
+namespace {
+
+// ---- plumbing ---------------------------------------------------------------
+struct HostTensor {
+  std::vector<float> data;
+  CpuBuffer buffer;
+  xhal_plugin_tensor_t t{};
+  HostTensor(std::vector<int64_t> shape, std::vector<float> values) : data(std::move(values)) {
+    buffer.data = reinterpret_cast<std::byte*>(data.data());
+    buffer.size = data.size() * sizeof(float);
+    t.buffer = &buffer;
+    t.dtype = XHAL_DTYPE_F32;
+    t.rank = static_cast<uint32_t>(shape.size());
+    int64_t stride = 1;
+    for (int k = static_cast<int>(shape.size()) - 1; k >= 0; --k) {
+      t.shape[k] = shape[k];
+      t.strides[k] = stride;
+      stride *= shape[k];
+    }
+  }
+};
+
+std::vector<float> random_floats(size_t n, uint32_t seed, float lo = -3.0f, float hi = 3.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
+
+// Equal bits, or both NaN.
+void expect_same_bits(const std::vector<float>& got, const std::vector<float>& want,
+                      const char* what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (std::isnan(got[i]) && std::isnan(want[i])) continue;
+    ASSERT_EQ(std::bit_cast<uint32_t>(got[i]), std::bit_cast<uint32_t>(want[i]))
+        << what << " at " << i << ": got " << got[i] << " want " << want[i];
+  }
+}
+
+// ---- scalar transcription of the spec ----------------------------------------
+float ref_tree(std::vector<float> v) {
+  size_t p = 1;
+  while (p < v.size()) p <<= 1;
+  v.resize(std::max<size_t>(p, 1), 0.0f);
+  return tree_sum(v.data(), v.size() == 0 ? 0 : v.size());
+}
+
+template <class Term>
+float ref_rowsum(int64_t n, Term term) {
+  std::vector<float> chunks;
+  for (int64_t c = 0; c * 1024 < n; ++c) {
+    std::vector<float> a(128, 0.0f);
+    for (int t = 0; t < 8; ++t)
+      for (int l = 0; l < 128; ++l) {
+        const int64_t i = c * 1024 + t * 128 + l;
+        a[l] = a[l] + (i < n ? term(i) : 0.0f);
+      }
+    chunks.push_back(ref_tree(a));
+  }
+  return ref_tree(chunks);
+}
+
+float ref_max(float a, float b) {
+  if (std::isnan(a) || std::isnan(b)) return NAN;
+  return a > b ? a : b;
+}
+
+std::pair<float, float> ref_combine(std::pair<float, float> a, std::pair<float, float> b) {
+  const float m = ref_max(a.first, b.first);
+  if (m == -INFINITY) return {m, 0.0f};
+  return {m, a.second * canonical_exp(a.first - m) + b.second * canonical_exp(b.first - m)};
+}
+
+std::vector<float> ref_softmax_row(const float* x, int64_t n) {
+  std::vector<std::pair<float, float>> stats;
+  for (int64_t c = 0; c * 1024 < n; ++c) {
+    float m = -INFINITY;
+    for (int64_t i = c * 1024; i < std::min(n, c * 1024 + 1024); ++i) m = ref_max(m, x[i]);
+    std::vector<float> a(128, 0.0f);
+    for (int t = 0; t < 8; ++t)
+      for (int l = 0; l < 128; ++l) {
+        const int64_t i = c * 1024 + t * 128 + l;
+        if (i < n) a[l] = a[l] + canonical_exp(x[i] - m);
+      }
+    stats.push_back({m, m == -INFINITY ? 0.0f : ref_tree(a)});
+  }
+  size_t p = 1;
+  while (p < stats.size()) p <<= 1;
+  stats.resize(p, {-INFINITY, 0.0f});
+  for (size_t w = p; w > 1; w >>= 1)
+    for (size_t i = 0; i < w / 2; ++i) stats[i] = ref_combine(stats[2 * i], stats[2 * i + 1]);
+  const float inv = 1.0f / stats[0].second;
+  std::vector<float> y(n);
+  for (int64_t i = 0; i < n; ++i) y[i] = canonical_exp(x[i] - stats[0].first) * inv;
+  return y;
+}
+
+// colsum (3.5) of term(r, j).
+template <class Term>
+std::vector<float> ref_colsum(int64_t rows, int64_t n, Term term) {
+  std::vector<float> out(n);
+  for (int64_t j = 0; j < n; ++j) {
+    std::vector<float> blocks;
+    for (int64_t b = 0; b * 32 < rows; ++b) {
+      float p = 0.0f;
+      for (int64_t r = b * 32; r < std::min(rows, b * 32 + 32); ++r) p = p + term(r, j);
+      blocks.push_back(p);
+    }
+    out[j] = ref_tree(blocks);
+  }
+  return out;
+}
+
+float ref_segsum(const std::vector<float>& terms) {
+  std::vector<float> chunks;
+  for (size_t c = 0; c < terms.size(); c += 32) {
+    float s = 0.0f;
+    for (size_t k = c; k < std::min(terms.size(), c + 32); ++k) s = s + terms[k];
+    chunks.push_back(s);
+  }
+  return ref_tree(chunks);
+}
+
+CpuDevice g_device;
+
+// ---- xhal_exp -----------------------------------------------------------------
+TEST(CpuDense, VectorExpMatchesScalarBits) {
+  std::vector<float> x = random_floats(1 << 16, 1, -110.0f, 95.0f);
+  const float specials[] = {0.0f, -0.0f, 88.72283f, 0x1.62e42ep+6f, 0x1.62e430p+6f,
+                            -0x1.9fe368p+6f, -0x1.9fe36ap+6f, -87.5f, -100.0f, -103.9f,
+                            INFINITY, -INFINITY, NAN, 1e-30f, -1e-40f, 0.5f};
+  x.insert(x.begin(), std::begin(specials), std::end(specials));
+  while (x.size() % kLanes) x.push_back(1.0f);
+  for (size_t i = 0; i < x.size(); i += kLanes) {
+    float out[kLanes];
+    store(out, exp_v(load(x.data() + i)));
+    for (int l = 0; l < kLanes; ++l) {
+      const float want = canonical_exp(x[i + l]);
+      if (std::isnan(want)) {
+        EXPECT_TRUE(std::isnan(out[l]));
+        continue;
+      }
+      ASSERT_EQ(std::bit_cast<uint32_t>(out[l]), std::bit_cast<uint32_t>(want)) << "x=" << x[i + l];
+    }
+  }
+}
+
+// ---- row ops --------------------------------------------------------------------
+class RowSizes : public ::testing::TestWithParam<std::pair<int64_t, int64_t>> {};
+
+TEST_P(RowSizes, SoftmaxForwardBackwardMatchSpec) {
+  const auto [rows, n] = GetParam();
+  HostTensor x({rows, n}, random_floats(rows * n, 2, -20.0f, 20.0f));
+  // Row 0 gets special entries: -inf, huge and tiny values, ties.
+  x.data[0] = -INFINITY;
+  if (n > 3) x.data[1] = 80.0f, x.data[2] = 80.0f, x.data[3] = -1e30f;
+  HostTensor y({rows, n}, std::vector<float>(rows * n));
+  ASSERT_EQ(softmax_forward(&g_device, &x.t, &y.t), XHAL_OK);
+  std::vector<float> want;
+  for (int64_t r = 0; r < rows; ++r) {
+    auto row = ref_softmax_row(x.data.data() + r * n, n);
+    want.insert(want.end(), row.begin(), row.end());
+  }
+  expect_same_bits(y.data, want, "softmax y");
+
+  HostTensor dy({rows, n}, random_floats(rows * n, 3));
+  HostTensor dx({rows, n}, std::vector<float>(rows * n));
+  ASSERT_EQ(softmax_backward(&g_device, &y.t, &dy.t, &dx.t), XHAL_OK);
+  std::vector<float> want_dx(rows * n);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* yr = y.data.data() + r * n;
+    const float* dyr = dy.data.data() + r * n;
+    const float d = ref_rowsum(n, [&](int64_t i) { return yr[i] * dyr[i]; });
+    for (int64_t i = 0; i < n; ++i) want_dx[r * n + i] = yr[i] * (dyr[i] - d);
+  }
+  expect_same_bits(dx.data, want_dx, "softmax dx");
+}
+
+TEST_P(RowSizes, RmsNormForwardBackwardMatchSpec) {
+  const auto [rows, n] = GetParam();
+  const float eps = 1e-5f;
+  HostTensor x({rows, n}, random_floats(rows * n, 4));
+  HostTensor gamma({n}, random_floats(n, 5));
+  HostTensor y({rows, n}, std::vector<float>(rows * n));
+  HostTensor rstd({rows}, std::vector<float>(rows));
+  ASSERT_EQ(rms_norm_forward(&g_device, &x.t, &gamma.t, eps, &y.t, &rstd.t), XHAL_OK);
+  std::vector<float> want_y(rows * n), want_rstd(rows);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x.data.data() + r * n;
+    const float ms = ref_rowsum(n, [&](int64_t i) { return xr[i] * xr[i]; }) / (float)n;
+    want_rstd[r] = 1.0f / std::sqrt(ms + eps);
+    for (int64_t i = 0; i < n; ++i) want_y[r * n + i] = (xr[i] * want_rstd[r]) * gamma.data[i];
+  }
+  expect_same_bits(rstd.data, want_rstd, "rms rstd");
+  expect_same_bits(y.data, want_y, "rms y");
+
+  HostTensor dy({rows, n}, random_floats(rows * n, 6));
+  HostTensor dx({rows, n}, std::vector<float>(rows * n));
+  HostTensor dgamma({n}, std::vector<float>(n));
+  ASSERT_EQ(rms_norm_backward(&g_device, &x.t, &gamma.t, &rstd.t, &dy.t, &dx.t, &dgamma.t),
+            XHAL_OK);
+  auto xh = [&](int64_t r, int64_t i) { return x.data[r * n + i] * rstd.data[r]; };
+  std::vector<float> want_dx(rows * n);
+  for (int64_t r = 0; r < rows; ++r) {
+    auto g = [&](int64_t i) { return dy.data[r * n + i] * gamma.data[i]; };
+    const float c = ref_rowsum(n, [&](int64_t i) { return g(i) * xh(r, i); }) / (float)n;
+    for (int64_t i = 0; i < n; ++i) want_dx[r * n + i] = (g(i) - xh(r, i) * c) * rstd.data[r];
+  }
+  expect_same_bits(dx.data, want_dx, "rms dx");
+  expect_same_bits(dgamma.data,
+                   ref_colsum(rows, n, [&](int64_t r, int64_t j) { return dy.data[r * n + j] * xh(r, j); }),
+                   "rms dgamma");
+}
+
+TEST_P(RowSizes, LayerNormForwardBackwardMatchSpec) {
+  const auto [rows, n] = GetParam();
+  const float eps = 1e-5f;
+  // An offset mean makes the two-pass variance matter.
+  HostTensor x({rows, n}, random_floats(rows * n, 7, 99.0f, 101.0f));
+  HostTensor gamma({n}, random_floats(n, 8));
+  HostTensor beta({n}, random_floats(n, 9));
+  HostTensor y({rows, n}, std::vector<float>(rows * n));
+  HostTensor mean({rows}, std::vector<float>(rows));
+  HostTensor rstd({rows}, std::vector<float>(rows));
+  ASSERT_EQ(layer_norm_forward(&g_device, &x.t, &gamma.t, &beta.t, eps, &y.t, &mean.t, &rstd.t),
+            XHAL_OK);
+  std::vector<float> want_y(rows * n), want_mean(rows), want_rstd(rows);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x.data.data() + r * n;
+    const float mu = ref_rowsum(n, [&](int64_t i) { return xr[i]; }) / (float)n;
+    const float var = ref_rowsum(n, [&](int64_t i) { float d = xr[i] - mu; return d * d; }) / (float)n;
+    want_mean[r] = mu;
+    want_rstd[r] = 1.0f / std::sqrt(var + eps);
+    for (int64_t i = 0; i < n; ++i)
+      want_y[r * n + i] = ((xr[i] - mu) * want_rstd[r]) * gamma.data[i] + beta.data[i];
+  }
+  expect_same_bits(mean.data, want_mean, "ln mean");
+  expect_same_bits(rstd.data, want_rstd, "ln rstd");
+  expect_same_bits(y.data, want_y, "ln y");
+
+  HostTensor dy({rows, n}, random_floats(rows * n, 10));
+  HostTensor dx({rows, n}, std::vector<float>(rows * n));
+  HostTensor dgamma({n}, std::vector<float>(n));
+  HostTensor dbeta({n}, std::vector<float>(n));
+  ASSERT_EQ(layer_norm_backward(&g_device, &x.t, &gamma.t, &mean.t, &rstd.t, &dy.t, &dx.t,
+                                &dgamma.t, &dbeta.t),
+            XHAL_OK);
+  auto xh = [&](int64_t r, int64_t i) { return (x.data[r * n + i] - mean.data[r]) * rstd.data[r]; };
+  std::vector<float> want_dx(rows * n);
+  for (int64_t r = 0; r < rows; ++r) {
+    auto g = [&](int64_t i) { return dy.data[r * n + i] * gamma.data[i]; };
+    const float a = ref_rowsum(n, g) / (float)n;
+    const float b = ref_rowsum(n, [&](int64_t i) { return g(i) * xh(r, i); }) / (float)n;
+    for (int64_t i = 0; i < n; ++i)
+      want_dx[r * n + i] = ((g(i) - a) - xh(r, i) * b) * rstd.data[r];
+  }
+  expect_same_bits(dx.data, want_dx, "ln dx");
+  expect_same_bits(dgamma.data,
+                   ref_colsum(rows, n, [&](int64_t r, int64_t j) { return dy.data[r * n + j] * xh(r, j); }),
+                   "ln dgamma");
+  expect_same_bits(dbeta.data,
+                   ref_colsum(rows, n, [&](int64_t r, int64_t j) { return dy.data[r * n + j]; }),
+                   "ln dbeta");
+}
+
+// Full chunks, ragged tails, a single element, odd block counts (3 blocks of
+// 32 rows with a short last one), one long row past 200,000 columns.
+INSTANTIATE_TEST_SUITE_P(Shapes, RowSizes,
+                         ::testing::Values(std::pair<int64_t, int64_t>{1, 1},
+                                           std::pair<int64_t, int64_t>{3, 5},
+                                           std::pair<int64_t, int64_t>{70, 1024},
+                                           std::pair<int64_t, int64_t>{33, 1025},
+                                           std::pair<int64_t, int64_t>{65, 3000},
+                                           std::pair<int64_t, int64_t>{2, 200001}));
+
+TEST(CpuDense, SoftmaxAllMinusInfRowIsNanAndInPlaceWorks) {
+  const int64_t n = 2048;
+  HostTensor x({2, n}, random_floats(2 * n, 11));
+  for (int64_t i = 0; i < n; ++i) x.data[i] = -INFINITY;
+  std::vector<float> want = ref_softmax_row(x.data.data(), n);
+  auto row1 = ref_softmax_row(x.data.data() + n, n);
+  want.insert(want.end(), row1.begin(), row1.end());
+  ASSERT_EQ(softmax_forward(&g_device, &x.t, &x.t), XHAL_OK);  // y == x
+  EXPECT_TRUE(std::isnan(x.data[0]));
+  expect_same_bits(x.data, want, "in-place softmax");
+}
+
+// ---- index ops -------------------------------------------------------------------
+struct Plan {
+  std::vector<int64_t> idx, row_ptr, sources;
+  void* handle = nullptr;
+  Plan(std::vector<int64_t> indices, int64_t num_rows) : idx(std::move(indices)) {
+    row_ptr.assign(num_rows + 1, 0);
+    for (int64_t i : idx) ++row_ptr[i + 1];
+    for (int64_t r = 0; r < num_rows; ++r) row_ptr[r + 1] += row_ptr[r];
+    sources.resize(idx.size());
+    std::vector<int64_t> fill(row_ptr.begin(), row_ptr.end() - 1);
+    for (size_t i = 0; i < idx.size(); ++i) sources[fill[idx[i]]++] = static_cast<int64_t>(i);
+    xhal_plugin_index_plan_desc_t desc{};
+    desc.count = idx.size();
+    desc.num_rows = num_rows;
+    desc.indices = idx.data();
+    desc.row_ptr = row_ptr.data();
+    desc.row_sources = sources.data();
+    EXPECT_EQ(index_plan_create(&g_device, &desc, &handle), XHAL_OK);
+  }
+  ~Plan() { index_plan_destroy(&g_device, handle); }
+};
+
+TEST(CpuDense, IndexSelectGathersRepeatedRowsOfEveryWidth) {
+  for (const int64_t w : {1, 2, 3, 64, 257}) {
+    const int64_t rows = 50;
+    HostTensor src({rows, w}, random_floats(rows * w, 12));
+    std::vector<int64_t> idx = {3, 3, 0, 49, 7, 3, 49};
+    Plan plan(idx, rows);
+    HostTensor out({static_cast<int64_t>(idx.size()), w}, std::vector<float>(idx.size() * w));
+    ASSERT_EQ(index_select(&g_device, plan.handle, &src.t, &out.t), XHAL_OK);
+    std::vector<float> want;
+    for (int64_t i : idx) want.insert(want.end(), src.data.begin() + i * w, src.data.begin() + (i + 1) * w);
+    expect_same_bits(out.data, want, "gather");
+  }
+}
+
+TEST(CpuDense, IndexSelectMovesOneAndEightByteElements) {
+  std::vector<uint8_t> bytes(40);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i * 7);
+  CpuBuffer sb{reinterpret_cast<std::byte*>(bytes.data()), bytes.size()};
+  std::vector<uint8_t> out_bytes(3 * 4, 0);
+  CpuBuffer ob{reinterpret_cast<std::byte*>(out_bytes.data()), out_bytes.size()};
+  xhal_plugin_tensor_t s{&sb, 0, XHAL_DTYPE_U8, 2, {10, 4}, {4, 1}};
+  xhal_plugin_tensor_t o{&ob, 0, XHAL_DTYPE_U8, 2, {3, 4}, {4, 1}};
+  Plan plan({9, 0, 9}, 10);
+  ASSERT_EQ(index_select(&g_device, plan.handle, &s, &o), XHAL_OK);
+  for (int k = 0; k < 4; ++k) {
+    EXPECT_EQ(out_bytes[k], bytes[36 + k]);
+    EXPECT_EQ(out_bytes[4 + k], bytes[k]);
+    EXPECT_EQ(out_bytes[8 + k], bytes[36 + k]);
+  }
+  std::vector<int64_t> wide = {10, -20, 30, INT64_MIN};
+  CpuBuffer wb{reinterpret_cast<std::byte*>(wide.data()), 32};
+  std::vector<int64_t> wide_out(2);
+  CpuBuffer wob{reinterpret_cast<std::byte*>(wide_out.data()), 16};
+  xhal_plugin_tensor_t ws{&wb, 0, XHAL_DTYPE_I64, 2, {4, 1}, {1, 1}};
+  xhal_plugin_tensor_t wo{&wob, 0, XHAL_DTYPE_I64, 2, {2, 1}, {1, 1}};
+  Plan wplan({3, 1}, 4);
+  ASSERT_EQ(index_select(&g_device, wplan.handle, &ws, &wo), XHAL_OK);
+  EXPECT_EQ(wide_out[0], INT64_MIN);
+  EXPECT_EQ(wide_out[1], -20);
+}
+
+// Duplicates, untouched rows (left exactly as they were, NaN included), and
+// a hub row with enough sources to take the parallel subtree path.
+TEST(CpuDense, IndexAddFollowsSegsumOrderIncludingHubs) {
+  for (const int64_t hub_sources : {int64_t{5}, int64_t{33}, int64_t{3000}, int64_t{40000}}) {
+    const int64_t num_rows = 100, w = 300;
+    std::mt19937 rng(13);
+    std::vector<int64_t> idx;
+    for (int64_t i = 0; i < hub_sources; ++i) idx.push_back(0);
+    for (int64_t i = 0; i < 500; ++i) idx.push_back(1 + rng() % 60);  // rows 61..99 untouched
+    std::shuffle(idx.begin(), idx.end(), rng);
+    const int64_t count = static_cast<int64_t>(idx.size());
+    Plan plan(idx, num_rows);
+    // Magnitudes spread over many binades so that any change of order shows.
+    HostTensor src({count, w}, random_floats(count * w, 14));
+    for (size_t i = 0; i < src.data.size(); i += 7) src.data[i] *= 1e6f;
+    HostTensor dst({num_rows, w}, random_floats(num_rows * w, 15));
+    dst.data[99 * w] = NAN;
+    const std::vector<float> before = dst.data;
+    const float alpha = 0.75f;
+    ASSERT_EQ(index_add(&g_device, plan.handle, alpha, &src.t, &dst.t), XHAL_OK);
+    std::vector<float> want = before;
+    for (int64_t r = 0; r < num_rows; ++r) {
+      std::vector<int64_t> sources;
+      for (int64_t i = 0; i < count; ++i)
+        if (idx[i] == r) sources.push_back(i);
+      if (sources.empty()) continue;
+      for (int64_t j = 0; j < w; ++j) {
+        std::vector<float> terms;
+        for (int64_t i : sources) terms.push_back(src.data[i * w + j]);
+        want[r * w + j] = before[r * w + j] + alpha * ref_segsum(terms);
+      }
+    }
+    expect_same_bits(dst.data, want, "index_add");
+  }
+}
+
+// ---- permute ----------------------------------------------------------------------
+// dst = src viewed with (shape, strides), walked in row-major dst order.
+std::vector<float> ref_strided(const std::vector<float>& src, const std::vector<int64_t>& shape,
+                               const std::vector<int64_t>& strides, int64_t offset) {
+  int64_t total = 1;
+  for (auto d : shape) total *= d;
+  std::vector<float> out(total);
+  for (int64_t o = 0; o < total; ++o) {
+    int64_t rest = o, s = offset;
+    for (int k = static_cast<int>(shape.size()) - 1; k >= 0; --k) {
+      s += (rest % shape[k]) * strides[k];
+      rest /= shape[k];
+    }
+    out[o] = src[s];
+  }
+  return out;
+}
+
+void run_permute(const std::vector<float>& data, std::vector<int64_t> shape,
+                 std::vector<int64_t> strides, int64_t offset, const char* what) {
+  std::vector<float> src_data = data;
+  CpuBuffer sb{reinterpret_cast<std::byte*>(src_data.data()), src_data.size() * 4};
+  xhal_plugin_tensor_t s{};
+  s.buffer = &sb;
+  s.offset = offset * 4;
+  s.dtype = XHAL_DTYPE_F32;
+  s.rank = static_cast<uint32_t>(shape.size());
+  for (size_t k = 0; k < shape.size(); ++k) s.shape[k] = shape[k], s.strides[k] = strides[k];
+  HostTensor d(shape, std::vector<float>(ref_strided(data, shape, strides, offset).size(), -7.0f));
+  ASSERT_EQ(permute(&g_device, &s, &d.t), XHAL_OK);
+  expect_same_bits(d.data, ref_strided(data, shape, strides, offset), what);
+}
+
+std::vector<float> iota(int64_t n) {
+  std::vector<float> v(n);
+  for (int64_t i = 0; i < n; ++i) v[i] = static_cast<float>(i);
+  return v;
+}
+
+TEST(CpuDense, PermuteSwapOfOuterDimsPutsOneAtOneZeroZero) {
+  // src [2,3,4] contiguous, perm (2,1,0): dst [4,3,2], dst[i][j][k] = src[k][j][i].
+  std::vector<float> src = iota(24);
+  std::vector<float> dst(24, -1.0f);
+  CpuBuffer sb{reinterpret_cast<std::byte*>(src.data()), 96};
+  HostTensor d({4, 3, 2}, dst);
+  xhal_plugin_tensor_t s{&sb, 0, XHAL_DTYPE_F32, 3, {4, 3, 2}, {1, 4, 12}};
+  ASSERT_EQ(permute(&g_device, &s, &d.t), XHAL_OK);
+  EXPECT_EQ(d.data[1 * 6 + 0 * 2 + 0], 1.0f);  // dst[1][0][0] = src[0][0][1]
+  EXPECT_EQ(d.data[0 * 6 + 0 * 2 + 1], 12.0f); // dst[0][0][1] = src[1][0][0]
+  EXPECT_EQ(d.data[3 * 6 + 2 * 2 + 1], 23.0f);
+}
+
+TEST(CpuDense, PermuteTransposesRaggedTilesAndBatches) {
+  // Last-two-dims transposes with sizes that are not tile multiples.
+  for (auto [b, r, c] : {std::tuple<int64_t, int64_t, int64_t>{1, 1, 7}, {1, 130, 67},
+                         {3, 65, 129}, {2, 5, 3}}) {
+    const std::vector<float> data = iota(b * r * c);
+    // dst [b, c, r] from src [b, r, c]
+    run_permute(data, {b, c, r}, {r * c, 1, c}, 0, "transpose");
+  }
+}
+
+TEST(CpuDense, PermuteHandlesStridedViewsUpToRankEight) {
+  const std::vector<float> data = iota(6000);
+  // A stepped view without any unit stride, at an offset.
+  run_permute(data, {5, 7, 9}, {700, 3, 70}, 11, "stepped view");
+  // Rank 8, dims permuted and a broadcast (stride 0) dim.
+  run_permute(data, {2, 2, 3, 2, 2, 1, 3, 2}, {1, 0, 900, 3, 60, 1, 240, 6}, 5, "rank 8");
+  // Contiguous runs with permuted outer dims.
+  run_permute(data, {4, 5, 30}, {30, 120, 1}, 0, "runs");
+}
+
+TEST(CpuDense, PermuteEightByteElements) {
+  std::vector<double> data(12);
+  for (int i = 0; i < 12; ++i) data[i] = i + 0.5;
+  std::vector<double> out(12, 0.0);
+  CpuBuffer sb{reinterpret_cast<std::byte*>(data.data()), 96};
+  CpuBuffer ob{reinterpret_cast<std::byte*>(out.data()), 96};
+  xhal_plugin_tensor_t s{&sb, 0, XHAL_DTYPE_F64, 2, {4, 3}, {1, 4}};  // transpose of [3,4]
+  xhal_plugin_tensor_t o{&ob, 0, XHAL_DTYPE_F64, 2, {4, 3}, {3, 1}};
+  ASSERT_EQ(permute(&g_device, &s, &o), XHAL_OK);
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 3; ++j) EXPECT_EQ(out[i * 3 + j], data[j * 4 + i]);
+}
+
+}  // namespace
+}  // namespace xhal::cpu
