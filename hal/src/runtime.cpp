@@ -7,8 +7,13 @@
 #include "loader.h"
 #include "runtime_state.h"
 
+extern "C" int __cxa_atexit(void (*function)(void*), void* argument, void* dso_handle);
+extern "C" void* __dso_handle;
+
 namespace xhal {
 namespace {
+
+void shutdown_at_exit(void*);
 
 // GPUs first, then other accelerators, the CPU last.
 int kind_rank(xhal_device_kind_t kind) {
@@ -122,11 +127,15 @@ xhal_status_t start_locked(Runtime& rt, const char* selector_text, const char* s
     rt.devices.push_back(std::move(d));
   }
   rt.running = true;
+  // Registered after the plugins were opened, so it runs before their own
+  // static destructors; tied to libxhal so a dlclose of libxhal runs it too.
+  __cxa_atexit(&shutdown_at_exit, nullptr, &__dso_handle);
   return XHAL_OK;
 }
 
-// Lets the app leak handles without crashing at exit: then nothing unloads.
-__attribute__((destructor)) void shutdown_at_unload() {
+// At exit (or when libxhal is unloaded) the runtime shuts down, unless the
+// app still holds devices: then nothing is unloaded under its feet.
+void shutdown_at_exit(void*) {
   Runtime& rt = runtime();
   std::unique_lock lock(rt.mutex, std::try_to_lock);
   if (!lock.owns_lock() || !rt.running) return;
