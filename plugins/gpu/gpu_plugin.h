@@ -1,0 +1,102 @@
+// Host-side objects of the GPU plugin (one source for CUDA and ROCm) and
+// the slot functions each op file defines. All device work of a device runs
+// on its one in-order stream; a mutex serialises slots of one device because
+// they share its scratch memory and counters.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "gpu_port.h"
+#include "xhal/xhal_plugin.h"
+
+namespace xhal::gpu {
+
+struct Device {
+  int ordinal = 0;
+  gpuStream_t stream = nullptr;
+  std::mutex mutex;
+  std::atomic<uint64_t> h2d_transfers{0}, h2d_bytes{0}, d2h_transfers{0}, d2h_bytes{0},
+      launches{0};
+  void* scratch = nullptr;  // grown on demand, used within one slot call
+  size_t scratch_size = 0;
+};
+
+struct Buffer {
+  void* ptr = nullptr;
+  uint64_t size = 0;
+};
+
+// Sets the plugin message through the host (printf-style) and returns st.
+xhal_status_t fail(xhal_status_t st, const char* fmt, ...);
+// Maps a runtime error of `what` to a status with a message.
+xhal_status_t runtime_error(gpuError_t e, const char* what);
+// After launches: reports a launch failure as XHAL_PLUGIN_ERROR.
+xhal_status_t check_launch(Device* d, const char* op, int launches = 1);
+// Scratch memory of at least `bytes` on the device (waits for the stream
+// when it has to grow).
+xhal_status_t scratch(Device* d, size_t bytes, void** out);
+// Uploads host data into a new device allocation (counted as a transfer).
+xhal_status_t upload(Device* d, const void* host, size_t bytes, void** out);
+
+inline char* tensor_ptr(const xhal_plugin_tensor_t* t) {
+  return static_cast<char*>(static_cast<Buffer*>(t->buffer)->ptr) + t->offset;
+}
+inline float* tensor_f32(const xhal_plugin_tensor_t* t) {
+  return reinterpret_cast<float*>(tensor_ptr(t));
+}
+inline int64_t tensor_elems(const xhal_plugin_tensor_t* t) {
+  int64_t n = 1;
+  for (uint32_t i = 0; i < t->rank; ++i) n *= t->shape[i];
+  return n;
+}
+size_t dtype_size(xhal_dtype_t t);
+
+// Grid size for a grid-stride loop over `items` with `block` threads.
+inline unsigned grid_for(int64_t items, int block) {
+  int64_t g = (items + block - 1) / block;
+  if (g < 1) g = 1;
+  if (g > (int64_t{1} << 20)) g = int64_t{1} << 20;
+  return static_cast<unsigned>(g);
+}
+
+// ---- slots (defined in ops_*.cpp) ----
+xhal_status_t index_plan_create(void*, const xhal_plugin_index_plan_desc_t*, void**);
+void index_plan_destroy(void*, void*);
+xhal_status_t index_select(void*, void*, const xhal_plugin_tensor_t*, const xhal_plugin_tensor_t*);
+xhal_status_t index_add(void*, void*, float, const xhal_plugin_tensor_t*,
+                        const xhal_plugin_tensor_t*);
+xhal_status_t permute(void*, const xhal_plugin_tensor_t*, const xhal_plugin_tensor_t*);
+xhal_status_t softmax_forward(void*, const xhal_plugin_tensor_t*, const xhal_plugin_tensor_t*);
+xhal_status_t softmax_backward(void*, const xhal_plugin_tensor_t*, const xhal_plugin_tensor_t*,
+                               const xhal_plugin_tensor_t*);
+xhal_status_t rms_norm_forward(void*, const xhal_plugin_tensor_t*, const xhal_plugin_tensor_t*,
+                               float, const xhal_plugin_tensor_t*, const xhal_plugin_tensor_t*);
+xhal_status_t rms_norm_backward(void*, const xhal_plugin_tensor_t*, const xhal_plugin_tensor_t*,
+                                const xhal_plugin_tensor_t*, const xhal_plugin_tensor_t*,
+                                const xhal_plugin_tensor_t*, const xhal_plugin_tensor_t*);
+xhal_status_t layer_norm_forward(void*, const xhal_plugin_tensor_t*, const xhal_plugin_tensor_t*,
+                                 const xhal_plugin_tensor_t*, float, const xhal_plugin_tensor_t*,
+                                 const xhal_plugin_tensor_t*, const xhal_plugin_tensor_t*);
+xhal_status_t layer_norm_backward(void*, const xhal_plugin_tensor_t*, const xhal_plugin_tensor_t*,
+                                  const xhal_plugin_tensor_t*, const xhal_plugin_tensor_t*,
+                                  const xhal_plugin_tensor_t*, const xhal_plugin_tensor_t*,
+                                  const xhal_plugin_tensor_t*, const xhal_plugin_tensor_t*);
+xhal_status_t csr_create(void*, const xhal_plugin_csr_desc_t*, void**);
+void csr_destroy(void*, void*);
+xhal_status_t spmv(void*, void*, xhal_transpose_t, float, const xhal_plugin_tensor_t*, float,
+                   const xhal_plugin_tensor_t*);
+xhal_status_t spmm(void*, void*, xhal_transpose_t, float, const xhal_plugin_tensor_t*, float,
+                   const xhal_plugin_tensor_t*);
+xhal_status_t csr_solve(void*, void*, xhal_transpose_t, xhal_triangle_t, xhal_diagonal_t,
+                        const xhal_plugin_tensor_t*, const xhal_plugin_tensor_t*);
+xhal_status_t csr_solve_backward(void*, void*, xhal_transpose_t, xhal_triangle_t,
+                                 xhal_diagonal_t, const xhal_plugin_tensor_t*,
+                                 const xhal_plugin_tensor_t*, const xhal_plugin_tensor_t*,
+                                 const xhal_plugin_tensor_t*);
+xhal_status_t spgemm_numeric(void*, void*, void*, void*);
+
+}  // namespace xhal::gpu

@@ -1,0 +1,558 @@
+// Softmax, RMSNorm and LayerNorm forward and backward on the GPU, in the
+// canonical orders of docs/semantics.md 3.2-3.6 (see docs/gpu.md for the
+// mapping). A row of up to 32 chunks (32768 elements) is held in registers
+// by one block of 1, 4 or 32 warps; longer rows are cut into segments of 32
+// chunks, one block each, whose partial statistics go through scratch
+// memory between launches (one launch per sequential reduction, then one
+// that applies).
+#include "gpu_plugin.h"
+#include "tree_device.h"
+
+namespace xhal::gpu {
+namespace {
+
+constexpr int kMaxInputs = 2;
+
+struct Sum2 {
+  float a, b;
+};
+struct Sum2Op {
+  using T = Sum2;
+  __device__ static Sum2 identity() { return {0.0f, 0.0f}; }
+  __device__ static Sum2 combine(Sum2 x, Sum2 y) { return {xadd(x.a, y.a), xadd(x.b, y.b)}; }
+  __device__ static Sum2 shfl_down(Sum2 v, int d) {
+    return {xhal_shfl_down(v.a, d), xhal_shfl_down(v.b, d)};
+  }
+  __device__ static Sum2 shfl(Sum2 v, int s) { return {xhal_shfl(v.a, s), xhal_shfl(v.b, s)}; }
+};
+
+// Registers of one warp's chunk: up to three inputs, 8 float4 each.
+struct ChunkRegs {
+  float4 in[kMaxInputs][8];
+};
+
+// rowsum of one chunk from a term function term(t, component, element).
+template <class F>
+__device__ __forceinline__ float chunk_sum_of(F term) {
+  float a[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+  for (int t = 0; t < 8; ++t)
+#pragma unroll
+    for (int q = 0; q < 4; ++q) a[q] = xadd(a[q], term(t, q));
+  return warp_tree_sum(xadd(xadd(a[0], a[1]), xadd(a[2], a[3])));
+}
+
+__device__ __forceinline__ float comp(const float4& v, int q) {
+  return q == 0 ? v.x : q == 1 ? v.y : q == 2 ? v.z : v.w;
+}
+__device__ __forceinline__ float& comp(float4& v, int q) {
+  return q == 0 ? v.x : q == 1 ? v.y : q == 2 ? v.z : v.w;
+}
+
+// Four consecutive per-column values (gamma, beta) from p[i..i+4), 0 past n;
+// these stay in L1/L2, so they are re-read rather than held in registers.
+__device__ __forceinline__ float4 col4(const float* p, int64_t i, int64_t n) {
+  if (i + 3 < n && (reinterpret_cast<uintptr_t>(p + i) & 15) == 0)
+    return *reinterpret_cast<const float4*>(p + i);
+  return make_float4(i < n ? p[i] : 0.0f, i + 1 < n ? p[i + 1] : 0.0f, i + 2 < n ? p[i + 2] : 0.0f,
+                     i + 3 < n ? p[i + 3] : 0.0f);
+}
+__device__ __forceinline__ int64_t elem(int64_t i0, int t) {
+  return i0 + t * 128 + 4 * (threadIdx.x & 31);
+}
+
+// ---- the six row ops as bodies of the generic kernel ----
+// Each body: Op (statistic), kPhases (sequential reductions), kInputs,
+// pointers of inputs (row-major [rows, n] or [n] when per_column), pads,
+// chunk_stat(phase) and apply.
+
+struct SoftmaxFwd {
+  using Op = MaxSumOp;
+  static constexpr int kPhases = 1, kInputs = 1;
+  const float* x;
+  float* y;
+  __device__ const float* input(int) const { return x; }
+  __device__ static float pad(int) { return neg_inf(); }
+  __device__ MaxSum chunk_stat(int, const ChunkRegs& r, const MaxSum*, int64_t, int64_t,
+                               int64_t) const {
+    return chunk_maxsum(r.in[0]);
+  }
+  __device__ void apply(ChunkRegs& r, const MaxSum* tot, int64_t, int64_t, int64_t i0, float4* out) const {
+    const float inv = xdiv(1.0f, tot[0].s);
+#pragma unroll
+    for (int t = 0; t < 8; ++t)
+#pragma unroll
+      for (int q = 0; q < 4; ++q)
+        comp(out[t], q) = xmul(canonical_exp(xsub(comp(r.in[0][t], q), tot[0].m)), inv);
+  }
+  __device__ float* output() const { return y; }
+  __device__ void row_out(int64_t, const MaxSum*, int64_t) const {}
+};
+
+struct SoftmaxBwd {
+  using Op = SumOp;
+  static constexpr int kPhases = 1, kInputs = 2;
+  const float* y;
+  const float* dy;
+  float* dx;
+  __device__ const float* input(int i) const { return i == 0 ? y : dy; }
+  __device__ static float pad(int) { return 0.0f; }
+  __device__ float chunk_stat(int, const ChunkRegs& r, const float*, int64_t, int64_t,
+                              int64_t) const {
+    return chunk_sum_of([&](int t, int q) { return xmul(comp(r.in[0][t], q), comp(r.in[1][t], q)); });
+  }
+  __device__ void apply(ChunkRegs& r, const float* tot, int64_t, int64_t, int64_t i0, float4* out) const {
+#pragma unroll
+    for (int t = 0; t < 8; ++t)
+#pragma unroll
+      for (int q = 0; q < 4; ++q)
+        comp(out[t], q) = xmul(comp(r.in[0][t], q), xsub(comp(r.in[1][t], q), tot[0]));
+  }
+  __device__ float* output() const { return dx; }
+  __device__ void row_out(int64_t, const float*, int64_t) const {}
+};
+
+struct RmsFwd {
+  using Op = SumOp;
+  static constexpr int kPhases = 1, kInputs = 1;
+  const float* x;
+  const float* gamma;
+  float eps;
+  float* y;
+  float* rstd;
+  __device__ const float* input(int) const { return x; }
+  __device__ static float pad(int) { return 0.0f; }
+  __device__ float chunk_stat(int, const ChunkRegs& r, const float*, int64_t, int64_t,
+                              int64_t) const {
+    return chunk_sum_of([&](int t, int q) { return xmul(comp(r.in[0][t], q), comp(r.in[0][t], q)); });
+  }
+  __device__ float rs(const float* tot, int64_t n) const {
+    return xdiv(1.0f, xsqrt(xadd(xdiv(tot[0], static_cast<float>(n)), eps)));
+  }
+  __device__ void apply(ChunkRegs& r, const float* tot, int64_t, int64_t n, int64_t i0, float4* out) const {
+    const float s = rs(tot, n);
+#pragma unroll
+    for (int t = 0; t < 8; ++t) {
+      const float4 g = col4(gamma, elem(i0, t), n);
+#pragma unroll
+      for (int q = 0; q < 4; ++q) comp(out[t], q) = xmul(xmul(comp(r.in[0][t], q), s), comp(g, q));
+    }
+  }
+  __device__ float* output() const { return y; }
+  __device__ void row_out(int64_t row, const float* tot, int64_t n) const { rstd[row] = rs(tot, n); }
+};
+
+struct RmsBwd {
+  using Op = SumOp;
+  static constexpr int kPhases = 1, kInputs = 2;
+  const float* x;
+  const float* dy;
+  const float* gamma;
+  const float* rstd;
+  float* dx;
+  __device__ const float* input(int i) const { return i == 0 ? x : dy; }
+  __device__ static float pad(int) { return 0.0f; }
+  __device__ float chunk_stat(int, const ChunkRegs& r, const float*, int64_t row, int64_t n,
+                              int64_t i0) const {
+    const float s = rstd[row];
+    float4 gm[8];
+#pragma unroll
+    for (int t = 0; t < 8; ++t) gm[t] = col4(gamma, elem(i0, t), n);
+    return chunk_sum_of([&](int t, int q) {
+      const float xh = xmul(comp(r.in[0][t], q), s);
+      const float g = xmul(comp(r.in[1][t], q), comp(gm[t], q));
+      return xmul(g, xh);
+    });
+  }
+  __device__ void apply(ChunkRegs& r, const float* tot, int64_t row, int64_t n, int64_t i0, float4* out) const {
+    const float s = rstd[row];
+    const float c = xdiv(tot[0], static_cast<float>(n));
+#pragma unroll
+    for (int t = 0; t < 8; ++t) {
+      const float4 gm = col4(gamma, elem(i0, t), n);
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        const float xh = xmul(comp(r.in[0][t], q), s);
+        const float g = xmul(comp(r.in[1][t], q), comp(gm, q));
+        comp(out[t], q) = xmul(xsub(g, xmul(xh, c)), s);
+      }
+    }
+  }
+  __device__ float* output() const { return dx; }
+  __device__ void row_out(int64_t, const float*, int64_t) const {}
+};
+
+struct LnFwd {
+  using Op = SumOp;
+  static constexpr int kPhases = 2, kInputs = 1;
+  const float* x;
+  const float* gamma;
+  const float* beta;
+  float eps;
+  float* y;
+  float* mean;
+  float* rstd;
+  __device__ const float* input(int) const { return x; }
+  __device__ static float pad(int) { return 0.0f; }
+  __device__ float chunk_stat(int phase, const ChunkRegs& r, const float* tot, int64_t, int64_t n,
+                              int64_t i0) const {
+    if (phase == 0) return chunk_sum_of([&](int t, int q) { return comp(r.in[0][t], q); });
+    const float mu = xdiv(tot[0], static_cast<float>(n));
+    return chunk_sum_of([&](int t, int q) {
+      const float d = xsub(comp(r.in[0][t], q), mu);
+      return elem(i0, t) + q < n ? xmul(d, d) : 0.0f;
+    });
+  }
+  __device__ float rs(const float* tot, int64_t n) const {
+    return xdiv(1.0f, xsqrt(xadd(xdiv(tot[1], static_cast<float>(n)), eps)));
+  }
+  __device__ void apply(ChunkRegs& r, const float* tot, int64_t, int64_t n, int64_t i0, float4* out) const {
+    const float mu = xdiv(tot[0], static_cast<float>(n));
+    const float s = rs(tot, n);
+#pragma unroll
+    for (int t = 0; t < 8; ++t) {
+      const float4 g = col4(gamma, elem(i0, t), n), b = col4(beta, elem(i0, t), n);
+#pragma unroll
+      for (int q = 0; q < 4; ++q)
+        comp(out[t], q) = xadd(xmul(xmul(xsub(comp(r.in[0][t], q), mu), s), comp(g, q)), comp(b, q));
+    }
+  }
+  __device__ float* output() const { return y; }
+  __device__ void row_out(int64_t row, const float* tot, int64_t n) const {
+    mean[row] = xdiv(tot[0], static_cast<float>(n));
+    rstd[row] = rs(tot, n);
+  }
+};
+
+struct LnBwd {
+  using Op = Sum2Op;
+  static constexpr int kPhases = 1, kInputs = 2;
+  const float* x;
+  const float* dy;
+  const float* gamma;
+  const float* mean;
+  const float* rstd;
+  float* dx;
+  __device__ const float* input(int i) const { return i == 0 ? x : dy; }
+  __device__ static float pad(int) { return 0.0f; }
+  __device__ Sum2 chunk_stat(int, const ChunkRegs& r, const Sum2*, int64_t row, int64_t n,
+                             int64_t i0) const {
+    const float mu = mean[row], s = rstd[row];
+    float4 gm[8];
+#pragma unroll
+    for (int t = 0; t < 8; ++t) gm[t] = col4(gamma, elem(i0, t), n);
+    const float a =
+        chunk_sum_of([&](int t, int q) { return xmul(comp(r.in[1][t], q), comp(gm[t], q)); });
+    const float b = chunk_sum_of([&](int t, int q) {
+      const float xh = xmul(xsub(comp(r.in[0][t], q), mu), s);
+      const float g = xmul(comp(r.in[1][t], q), comp(gm[t], q));
+      return elem(i0, t) + q < n ? xmul(g, xh) : 0.0f;
+    });
+    return {a, b};
+  }
+  __device__ void apply(ChunkRegs& r, const Sum2* tot, int64_t row, int64_t n, int64_t i0, float4* out) const {
+    const float mu = mean[row], s = rstd[row];
+    const float a = xdiv(tot[0].a, static_cast<float>(n));
+    const float b = xdiv(tot[0].b, static_cast<float>(n));
+#pragma unroll
+    for (int t = 0; t < 8; ++t) {
+      const float4 gm = col4(gamma, elem(i0, t), n);
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        const float xh = xmul(xsub(comp(r.in[0][t], q), mu), s);
+        const float g = xmul(comp(r.in[1][t], q), comp(gm, q));
+        comp(out[t], q) = xmul(xsub(xsub(g, a), xmul(xh, b)), s);
+      }
+    }
+  }
+  __device__ float* output() const { return dx; }
+  __device__ void row_out(int64_t, const Sum2*, int64_t) const {}
+};
+
+// The generic row kernel. split == 0: one block per row (W * 1024 >= n).
+// split > 0: `split` blocks per row; phase p < kPhases writes partials of
+// reduction p into ws[p], phase kPhases applies.
+template <class B, int W, bool VEC>
+__global__ void __launch_bounds__(W * 32)
+row_kernel(B body, int64_t rows, int64_t n, int split, int phase, typename B::Op::T* ws) {
+  using Op = typename B::Op;
+  using T = typename Op::T;
+  __shared__ T sh[W + 2];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int per_row = split ? split : 1;
+  const int seg = static_cast<int>(blockIdx.x % per_row);
+  const int64_t step = gridDim.x / per_row;
+  for (int64_t row = blockIdx.x / per_row; row < rows; row += step) {
+    const int64_t chunk = static_cast<int64_t>(seg) * W + warp;
+    const int64_t i0 = chunk * kChunk;
+    ChunkRegs r;
+#pragma unroll
+    for (int k = 0; k < B::kInputs; ++k) {
+      const float* base = body.input(k) + row * n;
+#pragma unroll
+      for (int t = 0; t < 8; ++t) r.in[k][t] = load4<VEC>(base, i0 + t * 128 + 4 * lane, n, B::pad(k));
+    }
+    T tot[B::kPhases];
+    if (!split) {
+#pragma unroll
+      for (int p = 0; p < B::kPhases; ++p)
+        tot[p] = block_tree<Op, W, 1>(body.chunk_stat(p, r, tot, row, n, i0), sh);
+    } else {
+      for (int p = 0; p < phase && p < B::kPhases; ++p) {
+        const T* part = ws + (p * rows + row) * split;
+        tot[p] = warp_tree_of<Op>([&](int64_t i) { return part[i]; }, split);
+      }
+      if (phase < B::kPhases) {
+        const T c = block_tree<Op, W, 1>(body.chunk_stat(phase, r, tot, row, n, i0), sh);
+        if (threadIdx.x == 0) ws[(phase * rows + row) * split + seg] = c;
+        continue;
+      }
+    }
+    float4 out[8];
+    body.apply(r, tot, row, n, i0, out);
+    float* orow = body.output() + row * n;
+#pragma unroll
+    for (int t = 0; t < 8; ++t) {
+      const int64_t i = i0 + t * 128 + 4 * lane;
+      if (VEC) {
+        if (i < n) *reinterpret_cast<float4*>(orow + i) = out[t];
+      } else {
+#pragma unroll
+        for (int q = 0; q < 4; ++q)
+          if (i + q < n) orow[i + q] = comp(out[t], q);
+      }
+    }
+    if (seg == 0 && threadIdx.x == 0) body.row_out(row, tot, n);
+  }
+}
+
+template <class B, int W, bool VEC>
+void launch_rows(Device* d, const B& body, int64_t rows, int64_t n, int split, int phase,
+                 typename B::Op::T* ws) {
+  const int64_t per_row = split ? split : 1;
+  int64_t grid_rows = rows < (int64_t{1} << 20) / per_row ? rows : (int64_t{1} << 20) / per_row;
+  if (grid_rows < 1) grid_rows = 1;
+  row_kernel<B, W, VEC><<<static_cast<unsigned>(grid_rows * per_row), W * 32, 0, d->stream>>>(
+      body, rows, n, split, phase, ws);
+}
+
+// Widest block: one input row in registers allows 1024 threads (32 floats
+// each); two inputs need 64 floats per thread, so blocks of 256.
+template <class B>
+constexpr int kBigW = B::kInputs >= 2 ? 8 : 32;
+
+template <class B, bool VEC>
+void launch_rows_w(Device* d, const B& body, int64_t rows, int64_t n, int split, int phase,
+                   typename B::Op::T* ws) {
+  if (split)
+    launch_rows<B, kBigW<B>, VEC>(d, body, rows, n, split, phase, ws);
+  else if (n <= kChunk)
+    launch_rows<B, 1, VEC>(d, body, rows, n, 0, 0, ws);
+  else if (n <= 4 * kChunk)
+    launch_rows<B, 4, VEC>(d, body, rows, n, 0, 0, ws);
+  else
+    launch_rows<B, kBigW<B>, VEC>(d, body, rows, n, 0, 0, ws);
+}
+
+bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+template <class B>
+xhal_status_t run_rows(Device* d, const B& body, int64_t rows, int64_t n, bool vec,
+                       const char* op) {
+  if (rows == 0 || n == 0) return XHAL_OK;
+  vec = vec && n % 4 == 0;
+  using T = typename B::Op::T;
+  const int64_t seg_elems = int64_t{kBigW<B>} * kChunk;
+  if (n <= seg_elems) {
+    if (vec) launch_rows_w<B, true>(d, body, rows, n, 0, 0, nullptr);
+    else launch_rows_w<B, false>(d, body, rows, n, 0, 0, nullptr);
+    return check_launch(d, op);
+  }
+  const int64_t split64 = (n + seg_elems - 1) / seg_elems;
+  if (split64 > (1 << 20)) return fail(XHAL_UNSUPPORTED, "%s plugin: %s: rows of %lld elements are too long", XHAL_GPU_BACKEND_NAME, op, static_cast<long long>(n));
+  const int split = static_cast<int>(split64);
+  void* ws = nullptr;
+  xhal_status_t st = scratch(d, sizeof(T) * B::kPhases * rows * split, &ws);
+  if (st != XHAL_OK) return st;
+  for (int p = 0; p <= B::kPhases; ++p) {
+    if (vec) launch_rows_w<B, true>(d, body, rows, n, split, p, static_cast<T*>(ws));
+    else launch_rows_w<B, false>(d, body, rows, n, split, p, static_cast<T*>(ws));
+  }
+  return check_launch(d, op, B::kPhases + 1);
+}
+
+// ---- colsum (3.5): dgamma / dbeta ----
+// Stage 1: p[b][j] over rows 32b..32b+31 in order; stage 2: tree over b.
+template <bool kLayerNorm>
+__global__ void colsum_stage1(const float* x, const float* dy, const float* mean,
+                              const float* rstd, int64_t rows, int64_t n, int64_t nb, float* pg,
+                              float* pb) {
+  for (int64_t it = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; it < nb * n;
+       it += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t b = it / n, j = it % n;
+    float sg = 0.0f, sb = 0.0f;
+    const int64_t end = (b + 1) * 32 < rows ? (b + 1) * 32 : rows;
+    for (int64_t r = b * 32; r < end; ++r) {
+      const float xv = x[r * n + j], g = dy[r * n + j];
+      const float xh = kLayerNorm ? xmul(xsub(xv, mean[r]), rstd[r]) : xmul(xv, rstd[r]);
+      sg = xadd(sg, xmul(g, xh));
+      if (kLayerNorm) sb = xadd(sb, g);
+    }
+    pg[it] = sg;
+    if (kLayerNorm) pb[it] = sb;
+  }
+}
+
+__global__ void colsum_stage2(const float* p, int64_t nb, int64_t n, float* out) {
+  for (int64_t j = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; j < n;
+       j += int64_t{gridDim.x} * blockDim.x) {
+    int64_t pw = 1;
+    while (pw < nb) pw <<= 1;
+    out[j] = serial_tree<SumOp>([&](int64_t b) { return p[b * n + j]; }, 0, pw, nb);
+  }
+}
+
+xhal_status_t colsums(Device* d, bool layer_norm, const float* x, const float* dy,
+                      const float* mean, const float* rstd, int64_t rows, int64_t n, float* dgamma,
+                      float* dbeta) {
+  if (n == 0) return XHAL_OK;
+  if (rows == 0) {  // empty sums are +0
+    gpuMemsetAsync(dgamma, 0, n * 4, d->stream);
+    if (dbeta) gpuMemsetAsync(dbeta, 0, n * 4, d->stream);
+    return check_launch(d, "colsum", 0);
+  }
+  const int64_t nb = (rows + 31) / 32;
+  void* ws = nullptr;
+  xhal_status_t st = scratch(d, sizeof(float) * nb * n * (layer_norm ? 2 : 1), &ws);
+  if (st != XHAL_OK) return st;
+  float* pg = static_cast<float*>(ws);
+  float* pb = pg + nb * n;
+  if (layer_norm)
+    colsum_stage1<true><<<grid_for(nb * n, 256), 256, 0, d->stream>>>(x, dy, mean, rstd, rows, n,
+                                                                     nb, pg, pb);
+  else
+    colsum_stage1<false><<<grid_for(nb * n, 256), 256, 0, d->stream>>>(x, dy, mean, rstd, rows, n,
+                                                                      nb, pg, pb);
+  colsum_stage2<<<grid_for(n, 256), 256, 0, d->stream>>>(pg, nb, n, dgamma);
+  int launches = 2;
+  if (layer_norm && dbeta) {
+    colsum_stage2<<<grid_for(n, 256), 256, 0, d->stream>>>(pb, nb, n, dbeta);
+    ++launches;
+  }
+  return check_launch(d, "colsum", launches);
+}
+
+struct RowShape {
+  int64_t rows, n;
+};
+RowShape shape_of(const xhal_plugin_tensor_t* x) {
+  if (x->rank == 0) return {1, 1};
+  int64_t n = x->shape[x->rank - 1], rows = 1;
+  for (uint32_t i = 0; i + 1 < x->rank; ++i) rows *= x->shape[i];
+  return {rows, n};
+}
+
+Device* begin(void* device) {
+  auto* d = static_cast<Device*>(device);
+  gpuSetDevice(d->ordinal);
+  return d;
+}
+
+}  // namespace
+
+xhal_status_t softmax_forward(void* device, const xhal_plugin_tensor_t* x,
+                              const xhal_plugin_tensor_t* y) {
+  Device* d = begin(device);
+  std::lock_guard lock(d->mutex);
+  auto [rows, n] = shape_of(x);
+  SoftmaxFwd b{tensor_f32(x), tensor_f32(y)};
+  return run_rows(d, b, rows, n, aligned16(b.x) && aligned16(b.y), "softmax_forward");
+}
+
+xhal_status_t softmax_backward(void* device, const xhal_plugin_tensor_t* y,
+                               const xhal_plugin_tensor_t* dy, const xhal_plugin_tensor_t* dx) {
+  Device* d = begin(device);
+  std::lock_guard lock(d->mutex);
+  auto [rows, n] = shape_of(y);
+  SoftmaxBwd b{tensor_f32(y), tensor_f32(dy), tensor_f32(dx)};
+  return run_rows(d, b, rows, n, aligned16(b.y) && aligned16(b.dy) && aligned16(b.dx),
+                  "softmax_backward");
+}
+
+xhal_status_t rms_norm_forward(void* device, const xhal_plugin_tensor_t* x,
+                               const xhal_plugin_tensor_t* gamma, float eps,
+                               const xhal_plugin_tensor_t* y, const xhal_plugin_tensor_t* rstd) {
+  Device* d = begin(device);
+  std::lock_guard lock(d->mutex);
+  auto [rows, n] = shape_of(x);
+  RmsFwd b{tensor_f32(x), tensor_f32(gamma), eps, tensor_f32(y), tensor_f32(rstd)};
+  return run_rows(d, b, rows, n, aligned16(b.x) && aligned16(b.gamma) && aligned16(b.y),
+                  "rms_norm_forward");
+}
+
+xhal_status_t rms_norm_backward(void* device, const xhal_plugin_tensor_t* x,
+                                const xhal_plugin_tensor_t* gamma, const xhal_plugin_tensor_t* rstd,
+                                const xhal_plugin_tensor_t* dy, const xhal_plugin_tensor_t* dx,
+                                const xhal_plugin_tensor_t* dgamma) {
+  Device* d = begin(device);
+  std::lock_guard lock(d->mutex);
+  auto [rows, n] = shape_of(x);
+  // dgamma reads dy, so it runs before dx may overwrite dy (dx == dy allowed).
+  if (dgamma) {
+    xhal_status_t st = colsums(d, false, tensor_f32(x), tensor_f32(dy), nullptr, tensor_f32(rstd),
+                               rows, n, tensor_f32(dgamma), nullptr);
+    if (st != XHAL_OK) return st;
+  }
+  RmsBwd b{tensor_f32(x), tensor_f32(dy), tensor_f32(gamma), tensor_f32(rstd), tensor_f32(dx)};
+  return run_rows(d, b, rows, n,
+                  aligned16(b.x) && aligned16(b.dy) && aligned16(b.gamma) && aligned16(b.dx),
+                  "rms_norm_backward");
+}
+
+xhal_status_t layer_norm_forward(void* device, const xhal_plugin_tensor_t* x,
+                                 const xhal_plugin_tensor_t* gamma,
+                                 const xhal_plugin_tensor_t* beta, float eps,
+                                 const xhal_plugin_tensor_t* y, const xhal_plugin_tensor_t* mean,
+                                 const xhal_plugin_tensor_t* rstd) {
+  Device* d = begin(device);
+  std::lock_guard lock(d->mutex);
+  auto [rows, n] = shape_of(x);
+  LnFwd b{tensor_f32(x), tensor_f32(gamma), tensor_f32(beta), eps, tensor_f32(y),
+          tensor_f32(mean), tensor_f32(rstd)};
+  return run_rows(d, b, rows, n, aligned16(b.x) && aligned16(b.y), "layer_norm_forward");
+}
+
+xhal_status_t layer_norm_backward(void* device, const xhal_plugin_tensor_t* x,
+                                  const xhal_plugin_tensor_t* gamma,
+                                  const xhal_plugin_tensor_t* mean,
+                                  const xhal_plugin_tensor_t* rstd, const xhal_plugin_tensor_t* dy,
+                                  const xhal_plugin_tensor_t* dx,
+                                  const xhal_plugin_tensor_t* dgamma,
+                                  const xhal_plugin_tensor_t* dbeta) {
+  Device* d = begin(device);
+  std::lock_guard lock(d->mutex);
+  auto [rows, n] = shape_of(x);
+  if (dgamma || dbeta) {
+    // dbeta alone still needs a dgamma destination for stage 1: use scratch
+    // ordering by running stage 2 only where asked.
+    float* dg = dgamma ? tensor_f32(dgamma) : nullptr;
+    float* db = dbeta ? tensor_f32(dbeta) : nullptr;
+    xhal_status_t st;
+    if (dg) {
+      st = colsums(d, true, tensor_f32(x), tensor_f32(dy), tensor_f32(mean), tensor_f32(rstd),
+                   rows, n, dg, db);
+    } else {
+      // Only dbeta: write dgamma's tree into dbeta first, then overwrite.
+      st = colsums(d, true, tensor_f32(x), tensor_f32(dy), tensor_f32(mean), tensor_f32(rstd),
+                   rows, n, db, db);
+    }
+    if (st != XHAL_OK) return st;
+  }
+  LnBwd b{tensor_f32(x), tensor_f32(dy), tensor_f32(gamma), tensor_f32(mean), tensor_f32(rstd),
+          tensor_f32(dx)};
+  return run_rows(d, b, rows, n,
+                  aligned16(b.x) && aligned16(b.dy) && aligned16(b.gamma) && aligned16(b.dx),
+                  "layer_norm_backward");
+}
+
+}  // namespace xhal::gpu

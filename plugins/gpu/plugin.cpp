@@ -1,0 +1,345 @@
+// The plugin table, lifecycle, devices and buffers of the GPU plugin.
+// Built by nvcc (libxhal-cuda.so) or hipcc (libxhal-rocm.so); the backend
+// name comes from gpu_port.h.
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+
+#include "gpu_plugin.h"
+
+namespace xhal::gpu {
+namespace {
+
+const xhal_plugin_host_t* g_host = nullptr;
+
+struct Context {
+  int device_count = 0;
+  std::vector<gpuDeviceProp_t> props;
+};
+
+xhal_status_t init(const xhal_plugin_host_t* host, void** out_context, char* out_note,
+                   size_t note_capacity) {
+  g_host = host;
+  auto ctx = std::make_unique<Context>();
+  int count = 0;
+  gpuError_t e = gpuGetDeviceCount(&count);
+  if (e != gpuSuccess || count <= 0) {
+    if (out_note && note_capacity)
+      std::snprintf(out_note, note_capacity, "no %s device found: %s", XHAL_GPU_RUNTIME_NAME,
+                    e != gpuSuccess ? gpuGetErrorString(e) : "the runtime lists none");
+    gpuGetLastError();  // clear the sticky-free error so later calls are clean
+    count = 0;
+  }
+  ctx->device_count = count;
+  ctx->props.resize(count);
+  for (int i = 0; i < count; ++i) {
+    e = gpuGetDeviceProperties(&ctx->props[i], i);
+    if (e != gpuSuccess) return runtime_error(e, "reading device properties");
+  }
+  *out_context = ctx.release();
+  return XHAL_OK;
+}
+
+void shutdown(void* context) { delete static_cast<Context*>(context); }
+
+xhal_status_t device_count(void* context, uint32_t* out) {
+  *out = static_cast<uint32_t>(static_cast<Context*>(context)->device_count);
+  return XHAL_OK;
+}
+
+void format_uuid(const gpuDeviceProp_t& p, char* out, size_t cap) {
+#if defined(XHAL_GPU_HIP)
+  // HIP 5.2 has no uuid in its properties: the PCI location is stable.
+  std::snprintf(out, cap, "pci:%04x:%02x:%02x.0", p.pciDomainID, p.pciBusID, p.pciDeviceID);
+#else
+  const unsigned char* u = reinterpret_cast<const unsigned char*>(p.uuid.bytes);
+  std::snprintf(out, cap,
+                "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
+                u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13],
+                u[14], u[15]);
+#endif
+}
+
+xhal_status_t device_get_info(void* context, uint32_t index, xhal_plugin_device_info_t* info) {
+  auto* ctx = static_cast<Context*>(context);
+  if (index >= static_cast<uint32_t>(ctx->device_count))
+    return fail(XHAL_NOT_FOUND, "%s plugin: no device %u", XHAL_GPU_BACKEND_NAME, index);
+  const gpuDeviceProp_t& p = ctx->props[index];
+  std::snprintf(info->name, sizeof info->name, "%s", p.name);
+  format_uuid(p, info->stable_id, sizeof info->stable_id);
+  info->kind = XHAL_DEVICE_KIND_GPU;
+  info->memory_bytes = p.totalGlobalMem;
+  const uint32_t f32 = 1u << XHAL_DTYPE_F32;
+  const uint32_t any = f32 | (1u << XHAL_DTYPE_F16) | (1u << XHAL_DTYPE_BF16) |
+                       (1u << XHAL_DTYPE_I32) | (1u << XHAL_DTYPE_I64) | (1u << XHAL_DTYPE_U8) |
+                       (1u << XHAL_DTYPE_F64);
+  for (int op = 0; op < XHAL_OP_COUNT_; ++op) info->op_dtypes[op] = f32;
+  info->op_dtypes[XHAL_OP_INDEX_SELECT] = any;
+  info->op_dtypes[XHAL_OP_PERMUTE] = any;
+  return XHAL_OK;
+}
+
+xhal_status_t device_open(void* context, uint32_t index, void** out) {
+  auto* ctx = static_cast<Context*>(context);
+  if (index >= static_cast<uint32_t>(ctx->device_count))
+    return fail(XHAL_NOT_FOUND, "%s plugin: no device %u", XHAL_GPU_BACKEND_NAME, index);
+  auto d = std::make_unique<Device>();
+  d->ordinal = static_cast<int>(index);
+  gpuError_t e = gpuSetDevice(d->ordinal);
+  if (e == gpuSuccess) e = gpuStreamCreateWithFlags(&d->stream, gpuStreamNonBlocking);
+  if (e != gpuSuccess) return runtime_error(e, "opening the device");
+  *out = d.release();
+  return XHAL_OK;
+}
+
+void device_close(void* device) {
+  auto* d = static_cast<Device*>(device);
+  gpuSetDevice(d->ordinal);
+  gpuStreamSynchronize(d->stream);
+  if (d->scratch) gpuFree(d->scratch);
+  gpuStreamDestroy(d->stream);
+  delete d;
+}
+
+xhal_status_t device_synchronize(void* device) {
+  auto* d = static_cast<Device*>(device);
+  gpuSetDevice(d->ordinal);
+  gpuError_t e = gpuStreamSynchronize(d->stream);
+  if (e != gpuSuccess)
+    return fail(XHAL_DEVICE_LOST, "%s plugin: asynchronous device fault: %s",
+                XHAL_GPU_BACKEND_NAME, gpuGetErrorString(e));
+  return XHAL_OK;
+}
+
+xhal_status_t device_get_counters(void* device, xhal_counters_t* out) {
+  auto* d = static_cast<Device*>(device);
+  out->host_to_device_transfers = d->h2d_transfers;
+  out->host_to_device_bytes = d->h2d_bytes;
+  out->device_to_host_transfers = d->d2h_transfers;
+  out->device_to_host_bytes = d->d2h_bytes;
+  out->kernel_launches = d->launches;
+  return XHAL_OK;
+}
+
+xhal_status_t buffer_allocate(void* device, uint64_t size, void** out) {
+  auto* d = static_cast<Device*>(device);
+  gpuSetDevice(d->ordinal);
+  auto b = std::make_unique<Buffer>();
+  b->size = size;
+  if (size) {
+    gpuError_t e = gpuMalloc(&b->ptr, size);
+    if (e != gpuSuccess) {
+      gpuGetLastError();
+      if (e == gpuErrorMemoryAllocation)
+        return fail(XHAL_OUT_OF_MEMORY, "%s plugin: out of device memory allocating %llu bytes",
+                    XHAL_GPU_BACKEND_NAME, static_cast<unsigned long long>(size));
+      return runtime_error(e, "allocating a buffer");
+    }
+  }
+  *out = b.release();
+  return XHAL_OK;
+}
+
+void buffer_free(void* device, void* buffer) {
+  auto* d = static_cast<Device*>(device);
+  auto* b = static_cast<Buffer*>(buffer);
+  gpuSetDevice(d->ordinal);
+  if (b->ptr) {
+    gpuStreamSynchronize(d->stream);  // queued work may still use it
+    gpuFree(b->ptr);
+  }
+  delete b;
+}
+
+xhal_status_t buffer_write(void* device, void* dst, uint64_t offset, const void* src,
+                           uint64_t size) {
+  auto* d = static_cast<Device*>(device);
+  if (!size) return XHAL_OK;
+  gpuSetDevice(d->ordinal);
+  gpuError_t e = gpuMemcpyAsync(static_cast<char*>(static_cast<Buffer*>(dst)->ptr) + offset, src,
+                                size, gpuMemcpyHostToDevice, d->stream);
+  if (e == gpuSuccess) e = gpuStreamSynchronize(d->stream);
+  d->h2d_transfers++;
+  d->h2d_bytes += size;
+  return e == gpuSuccess ? XHAL_OK : runtime_error(e, "buffer_write");
+}
+
+xhal_status_t buffer_read(void* device, void* src, uint64_t offset, void* dst, uint64_t size) {
+  auto* d = static_cast<Device*>(device);
+  if (!size) return XHAL_OK;
+  gpuSetDevice(d->ordinal);
+  gpuError_t e =
+      gpuMemcpyAsync(dst, static_cast<const char*>(static_cast<Buffer*>(src)->ptr) + offset, size,
+                     gpuMemcpyDeviceToHost, d->stream);
+  if (e == gpuSuccess) e = gpuStreamSynchronize(d->stream);
+  d->d2h_transfers++;
+  d->d2h_bytes += size;
+  return e == gpuSuccess ? XHAL_OK : runtime_error(e, "buffer_read");
+}
+
+xhal_status_t buffer_copy(void* device, void* src, uint64_t src_offset, void* dst,
+                          uint64_t dst_offset, uint64_t size) {
+  auto* d = static_cast<Device*>(device);
+  if (!size) return XHAL_OK;
+  gpuSetDevice(d->ordinal);
+  gpuError_t e = gpuMemcpyAsync(static_cast<char*>(static_cast<Buffer*>(dst)->ptr) + dst_offset,
+                                static_cast<const char*>(static_cast<Buffer*>(src)->ptr) + src_offset,
+                                size, gpuMemcpyDeviceToDevice, d->stream);
+  return e == gpuSuccess ? XHAL_OK : runtime_error(e, "buffer_copy");
+}
+
+__global__ void fill_kernel(unsigned char* dst, uint64_t size, uint64_t pattern,
+                            uint32_t pattern_size) {
+  for (uint64_t i = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x; i < size;
+       i += uint64_t{gridDim.x} * blockDim.x)
+    dst[i] = static_cast<unsigned char>(pattern >> (8 * (i % pattern_size)));
+}
+
+__global__ void fill4_kernel(uint32_t* dst, uint64_t words, uint32_t pattern) {
+  for (uint64_t i = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x; i < words;
+       i += uint64_t{gridDim.x} * blockDim.x)
+    dst[i] = pattern;
+}
+
+xhal_status_t buffer_fill(void* device, void* dst, uint64_t offset, uint64_t size,
+                          const void* pattern, uint32_t pattern_size) {
+  auto* d = static_cast<Device*>(device);
+  if (!size) return XHAL_OK;
+  gpuSetDevice(d->ordinal);
+  uint64_t p = 0;
+  std::memcpy(&p, pattern, pattern_size);  // little endian: byte i of the pattern
+  unsigned char* base = static_cast<unsigned char*>(static_cast<Buffer*>(dst)->ptr) + offset;
+  if (pattern_size == 1) {
+    gpuError_t e = gpuMemsetAsync(base, static_cast<int>(p & 0xff), size, d->stream);
+    return e == gpuSuccess ? XHAL_OK : runtime_error(e, "buffer_fill");
+  }
+  if (pattern_size <= 4 && 4 % pattern_size == 0 && offset % 4 == 0 && size % 4 == 0 &&
+      reinterpret_cast<uintptr_t>(base) % 4 == 0) {
+    uint32_t w = 0;
+    for (int i = 0; i < 4; ++i) w |= static_cast<uint32_t>((p >> (8 * (i % pattern_size))) & 0xff) << (8 * i);
+    fill4_kernel<<<grid_for(size / 4, 256), 256, 0, d->stream>>>(reinterpret_cast<uint32_t*>(base),
+                                                                  size / 4, w);
+  } else {
+    fill_kernel<<<grid_for(size, 256), 256, 0, d->stream>>>(base, size, p, pattern_size);
+  }
+  return check_launch(d, "buffer_fill");
+}
+
+}  // namespace
+
+xhal_status_t fail(xhal_status_t st, const char* fmt, ...) {
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  if (g_host && g_host->set_error) g_host->set_error(msg);
+  return st;
+}
+
+xhal_status_t runtime_error(gpuError_t e, const char* what) {
+  gpuGetLastError();
+  return fail(e == gpuErrorMemoryAllocation ? XHAL_OUT_OF_MEMORY : XHAL_PLUGIN_ERROR,
+              "%s plugin: %s failed: %s", XHAL_GPU_BACKEND_NAME, what, gpuGetErrorString(e));
+}
+
+xhal_status_t check_launch(Device* d, const char* op, int launches) {
+  d->launches += launches;
+  gpuError_t e = gpuGetLastError();
+  if (e != gpuSuccess)
+    return fail(XHAL_PLUGIN_ERROR, "%s plugin: %s: kernel launch failed: %s",
+                XHAL_GPU_BACKEND_NAME, op, gpuGetErrorString(e));
+  return XHAL_OK;
+}
+
+xhal_status_t scratch(Device* d, size_t bytes, void** out) {
+  if (bytes > d->scratch_size) {
+    gpuStreamSynchronize(d->stream);
+    if (d->scratch) gpuFree(d->scratch);
+    d->scratch = nullptr;
+    d->scratch_size = 0;
+    gpuError_t e = gpuMalloc(&d->scratch, bytes);
+    if (e != gpuSuccess) return runtime_error(e, "allocating scratch memory");
+    d->scratch_size = bytes;
+  }
+  *out = d->scratch;
+  return XHAL_OK;
+}
+
+xhal_status_t upload(Device* d, const void* host, size_t bytes, void** out) {
+  *out = nullptr;
+  if (!bytes) return XHAL_OK;
+  gpuError_t e = gpuMalloc(out, bytes);
+  if (e != gpuSuccess) return runtime_error(e, "allocating plan memory");
+  e = gpuMemcpy(*out, host, bytes, gpuMemcpyHostToDevice);
+  d->h2d_transfers++;
+  d->h2d_bytes += bytes;
+  if (e != gpuSuccess) {
+    gpuFree(*out);
+    *out = nullptr;
+    return runtime_error(e, "uploading plan data");
+  }
+  return XHAL_OK;
+}
+
+size_t dtype_size(xhal_dtype_t t) {
+  switch (t) {
+    case XHAL_DTYPE_F16:
+    case XHAL_DTYPE_BF16: return 2;
+    case XHAL_DTYPE_I64:
+    case XHAL_DTYPE_F64: return 8;
+    case XHAL_DTYPE_U8: return 1;
+    default: return 4;
+  }
+}
+
+}  // namespace xhal::gpu
+
+namespace {
+using namespace xhal::gpu;
+
+const xhal_plugin_api_t kApi = [] {
+  xhal_plugin_api_t a{};
+  a.struct_size = sizeof(xhal_plugin_api_t);
+  a.abi_major = XHAL_PLUGIN_ABI_MAJOR;
+  a.abi_minor = XHAL_PLUGIN_ABI_MINOR;
+  a.backend_name = XHAL_GPU_BACKEND_NAME;
+  a.plugin_version = "0.1.0";
+  a.init = init;
+  a.shutdown = shutdown;
+  a.device_count = device_count;
+  a.device_get_info = device_get_info;
+  a.device_open = device_open;
+  a.device_close = device_close;
+  a.device_synchronize = device_synchronize;
+  a.device_get_counters = device_get_counters;
+  a.buffer_allocate = buffer_allocate;
+  a.buffer_free = buffer_free;
+  a.buffer_write = buffer_write;
+  a.buffer_read = buffer_read;
+  a.buffer_copy = buffer_copy;
+  a.buffer_fill = buffer_fill;
+  a.index_plan_create = index_plan_create;
+  a.index_plan_destroy = index_plan_destroy;
+  a.index_select = index_select;
+  a.index_add = index_add;
+  a.permute = permute;
+  a.softmax_forward = softmax_forward;
+  a.softmax_backward = softmax_backward;
+  a.rms_norm_forward = rms_norm_forward;
+  a.rms_norm_backward = rms_norm_backward;
+  a.layer_norm_forward = layer_norm_forward;
+  a.layer_norm_backward = layer_norm_backward;
+  a.csr_create = csr_create;
+  a.csr_destroy = csr_destroy;
+  a.spmv = spmv;
+  a.spmm = spmm;
+  a.csr_solve = csr_solve;
+  a.csr_solve_backward = csr_solve_backward;
+  a.spgemm_numeric = spgemm_numeric;
+  return a;
+}();
+}  // namespace
+
+extern "C" XHAL_PLUGIN_EXPORT const xhal_plugin_api_t* xhal_plugin_get_api(void) { return &kApi; }
