@@ -1,0 +1,103 @@
+// Implementation of bench_common.h.
+#include "bench_common.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+
+namespace xhal_bench {
+
+void check(xhal_status_t status, const char* what) {
+  if (status == XHAL_OK) return;
+  std::fprintf(stderr, "xhal-bench: %s failed: %s: %s\n", what, xhal_status_name(status),
+               xhal_last_error());
+  std::exit(1);
+}
+
+Buffer::Buffer(uint64_t bytes) : bytes_(bytes) {
+  check(xhal_buffer_allocate(device(), bytes, &handle_), "xhal_buffer_allocate");
+}
+
+Buffer::~Buffer() {
+  if (handle_ != nullptr) xhal_buffer_release(handle_);
+}
+
+namespace {
+// splitmix64: fast, and good enough for benchmark data.
+uint64_t next(uint64_t& state) {
+  uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+}  // namespace
+
+std::vector<float> random_floats(uint64_t count, uint64_t seed, float lo, float hi) {
+  std::vector<float> v(count);
+  uint64_t state = seed * 0x2545f4914f6cdd1dull + 1;
+  for (auto& x : v) {
+    const uint64_t r = next(state);
+    const float u = static_cast<float>(r >> 40) * 0x1p-24f;  // [0, 1)
+    const float magnitude = lo + (hi - lo) * u;
+    x = (r & 1) ? -magnitude : magnitude;
+  }
+  return v;
+}
+
+void fill_random(Buffer& buffer, uint64_t count, uint64_t seed, float lo, float hi) {
+  constexpr uint64_t kSlice = 1ull << 22;  // floats per upload
+  for (uint64_t start = 0; start < count; start += kSlice) {
+    const uint64_t n = std::min(kSlice, count - start);
+    const std::vector<float> host = random_floats(n, seed + start, lo, hi);
+    check(xhal_buffer_write(buffer.get(), start * sizeof(float), host.data(), n * sizeof(float)),
+          "xhal_buffer_write");
+  }
+}
+
+xhal_tensor_t tensor(const Buffer& buffer, std::initializer_list<int64_t> shape,
+                     xhal_dtype_t dtype) {
+  xhal_tensor_t t{};
+  const std::vector<int64_t> dims(shape);
+  check(xhal_tensor_init(buffer.get(), 0, dtype, static_cast<uint32_t>(dims.size()), dims.data(),
+                         &t),
+        "xhal_tensor_init");
+  return t;
+}
+
+double copy_gbps(uint64_t bytes_moved) {
+  static std::mutex mutex;
+  static std::map<uint64_t, double> measured;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = measured.find(bytes_moved); it != measured.end()) return it->second;
+  const uint64_t half = std::max<uint64_t>(bytes_moved / 2, 4);
+  Buffer src(half), dst(half);
+  fill_random(src, half / sizeof(float), 99);
+  check(xhal_buffer_copy(src.get(), 0, dst.get(), 0, half), "xhal_buffer_copy");  // first touch
+  check(xhal_device_synchronize(device()), "xhal_device_synchronize");
+  // Best of a few repetitions, at least ~0.2 s in all.
+  double best = 0.0;
+  const auto begin = std::chrono::steady_clock::now();
+  for (int rep = 0; rep < 50; ++rep) {
+    const auto t0 = std::chrono::steady_clock::now();
+    check(xhal_buffer_copy(src.get(), 0, dst.get(), 0, half), "xhal_buffer_copy");
+    check(xhal_device_synchronize(device()), "xhal_device_synchronize");
+    const auto t1 = std::chrono::steady_clock::now();
+    best = std::max(best, 2.0 * half * 1e-9 / std::chrono::duration<double>(t1 - t0).count());
+    if (rep >= 3 && std::chrono::duration<double>(t1 - begin).count() > 0.2) break;
+  }
+  measured[bytes_moved] = best;
+  return best;
+}
+
+void report_bytes(benchmark::State& state, uint64_t bytes_per_iteration, double seconds) {
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes_per_iteration));
+  if (seconds <= 0.0) return;
+  const double gbps = static_cast<double>(state.iterations()) * bytes_per_iteration * 1e-9 / seconds;
+  state.counters["GB/s"] = gbps;
+  state.counters["copy_ratio"] = gbps / copy_gbps(bytes_per_iteration);
+}
+
+}  // namespace xhal_bench
