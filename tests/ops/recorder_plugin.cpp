@@ -163,6 +163,8 @@ xhal_status_t buffer_fill(void* dev, void* dst, uint64_t offset, uint64_t size, 
 
 #ifndef RECORDER_MINIMAL
 xhal_status_t index_plan_create(void*, const xhal_plugin_index_plan_desc_t* d, void** out) {
+  record("index_plan_create");
+  if (xhal_status_t s = op_result(); s != XHAL_OK) return s;
   xhal::recorder::Plan p;
   p.count = d->count;
   p.num_rows = d->num_rows;
@@ -173,8 +175,8 @@ xhal_status_t index_plan_create(void*, const xhal_plugin_index_plan_desc_t* d, v
   g_state.plans.push_back(p);
   ++g_state.live_plans;
   *out = new int(0);
-  record("index_plan_create").plan_or_matrix = *out;
-  return op_result();
+  g_state.calls.back().plan_or_matrix = *out;
+  return XHAL_OK;
 }
 void index_plan_destroy(void*, void* plan) {
   --g_state.live_plans;
@@ -256,6 +258,8 @@ xhal_status_t layer_norm_backward(void*, const xhal_plugin_tensor_t* x,
 
 #ifndef RECORDER_MINIMAL
 xhal_status_t csr_create(void*, const xhal_plugin_csr_desc_t* d, void** out) {
+  record("csr_create");
+  if (xhal_status_t s = op_result(); s != XHAL_OK) return s;
   xhal::recorder::Matrix m;
   m.rows = d->rows;
   m.cols = d->cols;
@@ -270,8 +274,8 @@ xhal_status_t csr_create(void*, const xhal_plugin_csr_desc_t* d, void** out) {
   g_state.matrices.push_back(m);
   ++g_state.live_matrices;
   *out = new int(0);
-  record("csr_create").plan_or_matrix = *out;
-  return op_result();
+  g_state.calls.back().plan_or_matrix = *out;
+  return XHAL_OK;
 }
 void csr_destroy(void*, void* m) {
   --g_state.live_matrices;

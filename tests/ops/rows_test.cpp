@@ -154,6 +154,9 @@ TEST_F(RowsTest, EmptyInputs) {
       << xhal_last_error();
   EXPECT_EQ(rec->count("layer_norm_backward"), 0u);
   EXPECT_EQ(download<float>(gb, 8), std::vector<float>(8, 0.0f));
+  ASSERT_EQ(xhal_buffer_write(gb, 0, poison.data(), 32), XHAL_OK);
+  ASSERT_EQ(xhal_rms_norm_backward(dev, &x, &g, &r, &dy, &dx, &dg), XHAL_OK) << xhal_last_error();
+  EXPECT_EQ(download<float>(gb, 8), (std::vector<float>{0, 0, 0, 0, 7, 7, 7, 7}));
   xhal_tensor_t y = f32({0, 4});
   rec->clear();
   ASSERT_EQ(xhal_softmax_forward(dev, &x, &y), XHAL_OK);

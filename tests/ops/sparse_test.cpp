@@ -373,6 +373,26 @@ TEST_F(SparseTest, BackendWithoutSparseSlots) {
   EXPECT_TRUE(recmin->calls.empty());
 }
 
+TEST_F(SparseTest, PluginFailureAtCreationLeavesNothingBehind) {
+  const int64_t buffers = rec->live_buffers;
+  rec->fail_next_op = XHAL_OUT_OF_MEMORY;
+  xhal_csr_desc_t d = desc(3, 4, rp, ci);
+  xhal_csr_t m = nullptr;
+  EXPECT_EQ(xhal_csr_create(dev, &d, &m), XHAL_OUT_OF_MEMORY);
+  EXPECT_TRUE(message_has({"planted failure"}));
+  EXPECT_EQ(m, nullptr);
+  EXPECT_EQ(rec->live_buffers, buffers) << "the values buffer is freed";
+  EXPECT_EQ(rec->live_matrices, 0);
+  rec->fail_next_op = XHAL_PLUGIN_ERROR;
+  const V idx = {0};
+  xhal_index_plan_t p = nullptr;
+  EXPECT_EQ(xhal_index_plan_create(dev, idx.data(), XHAL_DTYPE_I64, 1, 1, &p), XHAL_PLUGIN_ERROR);
+  EXPECT_EQ(p, nullptr);
+  // Neither failure left a live object on the device.
+  EXPECT_EQ(xhal_device_release(dev), XHAL_OK) << xhal_last_error();
+  dev = nullptr;
+}
+
 TEST_F(SparseTest, MatricesAndPlansCountAsLiveObjects) {
   xhal_csr_t m = csr(3, 4, rp, ci, vals);
   EXPECT_EQ(xhal_device_release(dev), XHAL_BUSY) << "a live matrix keeps the device";
