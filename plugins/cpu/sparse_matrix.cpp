@@ -3,8 +3,6 @@
 // builds the level schedules of the triangular solves once per pattern.
 #include "sparse_matrix.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <climits>
 #include <cstdio>
@@ -16,11 +14,10 @@
 namespace xhal::cpu {
 
 template <typename I>
-SolveSchedule<I> build_solve_schedule(const CsrPattern<I>& p, bool ascending, int threads) {
-  SolveSchedule<I> s;
+SolveSchedule build_solve_schedule(const CsrPattern<I>& p, bool ascending) {
+  SolveSchedule s;
   const int64_t n = p.rows;
-  // level[k] = 1 + max level of the rows k depends on (0 when none): rows of
-  // one level only depend on earlier levels, so they can run together.
+  // level[k] = 1 + max level of the rows k depends on (0 when none).
   std::vector<I> level(static_cast<size_t>(n), 0);
   int64_t max_level = -1;
   auto visit = [&](int64_t k) {
@@ -37,33 +34,13 @@ SolveSchedule<I> build_solve_schedule(const CsrPattern<I>& p, bool ascending, in
   else
     for (int64_t k = n - 1; k >= 0; --k) visit(k);
   s.levels = max_level + 1;
-
-  // Counting sort by level; rows stay ascending within a level (locality).
-  std::vector<int64_t> start(static_cast<size_t>(s.levels) + 1, 0);
-  for (int64_t k = 0; k < n; ++k) ++start[static_cast<size_t>(level[k]) + 1];
-  for (int64_t l = 0; l < s.levels; ++l) start[l + 1] += start[l];
-  s.order.resize(static_cast<size_t>(n));
-  {
-    std::vector<int64_t> next(start.begin(), start.end() - 1);
-    for (int64_t k = 0; k < n; ++k) s.order[next[level[k]]++] = static_cast<I>(k);
-  }
-
-  for (int64_t l = 0; l < s.levels; ++l) {
-    const int64_t b = start[l], e = start[l + 1];
-    const bool parallel = threads > 1 && e - b >= kParallelLevelRows;
-    if (!parallel && !s.stages.empty() && !s.stages.back().parallel) {
-      s.stages.back().end = e;  // extend the current sequential run
-    } else {
-      s.stages.push_back({b, e, parallel});
-      s.any_parallel = s.any_parallel || parallel;
-    }
-  }
+  s.parallel = n >= 2 * kSolveBlockRows && n >= kParallelMinRowsPerLevel * s.levels;
   s.built = true;
   return s;
 }
 
-template SolveSchedule<int32_t> build_solve_schedule(const CsrPattern<int32_t>&, bool, int);
-template SolveSchedule<int64_t> build_solve_schedule(const CsrPattern<int64_t>&, bool, int);
+template SolveSchedule build_solve_schedule(const CsrPattern<int32_t>&, bool);
+template SolveSchedule build_solve_schedule(const CsrPattern<int64_t>&, bool);
 
 namespace {
 
@@ -83,16 +60,15 @@ void fill_patterns(CsrPatterns<I>& ps, const xhal_plugin_csr_desc_t* d, bool low
   copy_indices(ps.at.col_idx, d->t_col_idx, d->nnz);
   copy_indices(ps.at.perm, d->t_perm, d->nnz);
   if (d->rows != d->cols) return;  // no solves on a rectangular matrix
-  const int threads = omp_get_max_threads();
   // A lower: op(A) = A walks A's rows ascending, op(A) = A^T walks A^T's
   // rows descending; an upper A the other way round.
   if (lower) {
-    ps.a.ascending = build_solve_schedule(ps.a, true, threads);
-    ps.at.descending = build_solve_schedule(ps.at, false, threads);
+    ps.a.ascending = build_solve_schedule(ps.a, true);
+    ps.at.descending = build_solve_schedule(ps.at, false);
   }
   if (upper) {
-    ps.a.descending = build_solve_schedule(ps.a, false, threads);
-    ps.at.ascending = build_solve_schedule(ps.at, true, threads);
+    ps.a.descending = build_solve_schedule(ps.a, false);
+    ps.at.ascending = build_solve_schedule(ps.at, true);
   }
 }
 

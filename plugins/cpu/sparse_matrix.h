@@ -12,23 +12,17 @@
 
 namespace xhal::cpu {
 
-// One piece of a solve schedule: rows order[begin, end) either split over
-// the team (one level: the rows are independent) or walked in order by one
-// thread (a run of consecutive small levels, where a barrier per level would
-// cost more than it saves).
-struct SolveStage {
-  int64_t begin = 0, end = 0;
-  bool parallel = false;
-};
-
-// Rows of one pattern in dependency order for one solve direction.
-template <typename I>
+// How a triangular solve over one pattern runs. Rows are always walked in
+// their natural order (ascending for a lower solve, descending for an upper
+// one), cut into blocks dealt round-robin to the team; a thread waits for a
+// block of another thread only when a row needs one of its results (a
+// wavefront with per-thread progress counters, no barrier per level). A
+// pattern whose levels are too narrow for that to pay (a chain) runs on one
+// thread. The bits never depend on the schedule: each x[k] has one formula.
 struct SolveSchedule {
-  bool built = false;
-  int64_t levels = 0;
-  std::vector<I> order;
-  std::vector<SolveStage> stages;
-  bool any_parallel = false;
+  bool built = false;     // the pattern lies in this solve's triangle
+  int64_t levels = 0;     // length of the longest dependency chain
+  bool parallel = false;  // enough rows per level to share
 };
 
 // One CSR pattern: A itself, or A^T (then perm maps its entries to A's).
@@ -40,7 +34,7 @@ struct CsrPattern {
   std::vector<I> perm;     // A^T only: [nnz] index into A's values
   // Solves walking this pattern's rows: ascending (its strictly lower part
   // holds the dependencies) and descending (strictly upper part).
-  SolveSchedule<I> ascending, descending;
+  SolveSchedule ascending, descending;
 };
 
 template <typename I>
@@ -59,13 +53,14 @@ struct CsrMatrix {
   }
 };
 
-// Rows at least this long in a level make a parallel stage; smaller levels
-// are merged into sequential runs.
-inline constexpr int64_t kParallelLevelRows = 256;
+// Rows per wavefront block (a power of two), and the average rows per level
+// below which a solve stays on one thread.
+inline constexpr int64_t kSolveBlockRows = 128;
+inline constexpr int64_t kParallelMinRowsPerLevel = 16;
 
-// Builds the schedule of a solve over `p` walking rows ascending (lower) or
-// descending (upper). The pattern must lie in that triangle.
+// Analyses a solve over `p` walking rows ascending (lower) or descending
+// (upper). The pattern must lie in that triangle.
 template <typename I>
-SolveSchedule<I> build_solve_schedule(const CsrPattern<I>& p, bool ascending, int threads);
+SolveSchedule build_solve_schedule(const CsrPattern<I>& p, bool ascending);
 
 }  // namespace xhal::cpu

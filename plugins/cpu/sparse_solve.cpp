@@ -1,12 +1,14 @@
 // csr_solve and csr_solve_backward. A row k of op(A) gives
 //   x[k] = (b[k] - s) / op(A)[k,k]   (unit: b[k] - s),
 // s the segment sum of its off-diagonal terms in ascending column order.
-// Rows run in the level order built at creation: the rows of one level are
-// independent and split over the team, small levels run on one thread. The
-// bits do not depend on the schedule: each x[k] has one fixed formula.
+// Rows run in natural order as a wavefront over the team (sparse_matrix.h,
+// SolveSchedule); the bits do not depend on the schedule.
 #include <omp.h>
 
+#include <atomic>
+#include <bit>
 #include <cstdio>
+#include <thread>
 
 #include "dense_ops.h"
 #include "sparse_kernels.h"
@@ -27,7 +29,8 @@ struct RowSolver {
 
   float value(int64_t e) const { return kPermuted ? values[perm[e]] : values[e]; }
 
-  void operator()(int64_t k) const {
+  template <typename Wait>
+  void operator()(int64_t k, Wait& wait) const {
     int64_t rb = row_ptr[k], re = row_ptr[k + 1];
     int64_t diag = -1;
     if (ascending) {
@@ -35,6 +38,7 @@ struct RowSolver {
     } else {
       if (re > rb && static_cast<int64_t>(col[rb]) == k) diag = rb++;
     }
+    for (int64_t e = rb; e < re; ++e) wait(static_cast<int64_t>(col[e]));
     // A stored diagonal is checked present by the core; a missing one reads
     // as the 0 it is, giving the IEEE quotient.
     const float d = kUnit ? 1.0f : (diag >= 0 ? value(diag) : 0.0f);
@@ -50,40 +54,92 @@ struct RowSolver {
   }
 };
 
-template <typename I, typename Row>
-void run_schedule(const SolveSchedule<I>& sched, const Row& row, int64_t work) {
-  const I* order = sched.order.data();
-  if (!sched.any_parallel || work < kParallelMinWork || omp_get_max_threads() < 2) {
-    for (const SolveStage& st : sched.stages)
-      for (int64_t i = st.begin; i < st.end; ++i) row(order[i]);
+struct NoWait {
+  void operator()(int64_t) const {}
+};
+
+constexpr int kMaxTeam = 64;
+constexpr int kBlockShift = std::countr_zero(static_cast<uint64_t>(kSolveBlockRows));
+static_assert((int64_t{1} << kBlockShift) == kSolveBlockRows, "block rows: a power of two");
+
+// Blocks of rows a team member has finished; each in its own cache line.
+struct alignas(64) BlocksDone {
+  std::atomic<int64_t> count{0};
+};
+
+inline void spin_pause() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+// Before a row reads x[j], waits until the block holding row j is finished.
+// Blocks are dealt round-robin in walking order, so block q belongs to
+// member q % team as its (q / team)-th block; a member's own earlier rows
+// are always done.
+struct WaitForRow {
+  const BlocksDone* done;
+  int team, self;
+  int64_t n;
+  bool ascending;
+  int64_t seen[kMaxTeam] = {};  // last count read per member
+
+  void operator()(int64_t j) {
+    const int64_t q = (ascending ? j : n - 1 - j) >> kBlockShift;
+    const int owner = static_cast<int>(q % team);
+    if (owner == self) return;
+    const int64_t need = q / team + 1;
+    if (seen[owner] >= need) return;
+    int64_t now;
+    for (int spins = 0; (now = done[owner].count.load(std::memory_order_acquire)) < need; ++spins) {
+      if (spins < 4096)
+        spin_pause();
+      else
+        std::this_thread::yield();  // another process may hold the core
+    }
+    seen[owner] = now;
+  }
+};
+
+template <typename Row>
+void run_rows(const SolveSchedule& sched, int64_t n, bool ascending, const Row& row,
+              int64_t work) {
+  const int threads = std::min(omp_get_max_threads(), kMaxTeam);
+  if (!sched.parallel || work < kParallelMinWork || threads < 2) {
+    NoWait none;
+    if (ascending)
+      for (int64_t k = 0; k < n; ++k) row(k, none);
+    else
+      for (int64_t k = n - 1; k >= 0; --k) row(k, none);
     return;
   }
-#pragma omp parallel
+  BlocksDone done[kMaxTeam];
+  const int64_t blocks = (n + kSolveBlockRows - 1) / kSolveBlockRows;
+#pragma omp parallel num_threads(threads)
   {
-    for (const SolveStage& st : sched.stages) {
-      if (st.parallel) {
-#pragma omp for schedule(static)
-        for (int64_t i = st.begin; i < st.end; ++i) row(order[i]);
-      } else {
-#pragma omp single
-        for (int64_t i = st.begin; i < st.end; ++i) row(order[i]);
-      }
+    WaitForRow wait{done, omp_get_num_threads(), omp_get_thread_num(), n, ascending};
+    int64_t finished = 0;
+    for (int64_t q = wait.self; q < blocks; q += wait.team) {
+      const int64_t end = std::min(n, (q + 1) * kSolveBlockRows);
+      for (int64_t pos = q * kSolveBlockRows; pos < end; ++pos)
+        row(ascending ? pos : n - 1 - pos, wait);
+      done[wait.self].count.store(++finished, std::memory_order_release);
     }
   }
 }
 
 template <typename I, bool kPermuted>
-void solve_pattern(const CsrPattern<I>& p, const SolveSchedule<I>& sched, const float* values,
+void solve_pattern(const CsrPattern<I>& p, const SolveSchedule& sched, const float* values,
                    bool ascending, bool unit, const Columns& b, const Columns& x) {
   const int64_t work = (static_cast<int64_t>(p.row_ptr[p.rows]) + p.rows) * x.k;
   if (unit) {
     RowSolver<I, kPermuted, true> row{p.row_ptr.data(), p.col_idx.data(), p.perm.data(), values,
                                       ascending, b, x};
-    run_schedule(sched, row, work);
+    run_rows(sched, p.rows, ascending, row, work);
   } else {
     RowSolver<I, kPermuted, false> row{p.row_ptr.data(), p.col_idx.data(), p.perm.data(), values,
                                        ascending, b, x};
-    run_schedule(sched, row, work);
+    run_rows(sched, p.rows, ascending, row, work);
   }
 }
 

@@ -4,6 +4,7 @@
 // plain row-by-row walk on trees wide enough to run in parallel.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -260,10 +261,10 @@ TEST(SparseKernels, SpgemmAddsProductsInAscendingK) {
   EXPECT_EQ(c3.values, (std::vector<float>{3, 6}));
 }
 
-// ---- schedules: level order against a plain walk ----
+// ---- schedules: the wavefront against a plain walk ----
 
 // Random tree of n reaches numbered so that each reach drains to a lower
-// number (window parents give depth ~ 2n/window, wide levels).
+// number within `window` (depth about 2n/window levels).
 TestMatrix random_tree(int64_t n, int64_t window, uint32_t seed) {
   std::mt19937 rng(seed);
   std::vector<int64_t> rp{0}, ci;
@@ -282,12 +283,35 @@ TestMatrix random_tree(int64_t n, int64_t window, uint32_t seed) {
   return TestMatrix(n, n, rp, ci, v);
 }
 
-// Straight canonical walk (no schedule) of op(A) x = b, k = 1.
+// Random lower-triangular matrix: up to 40 entries per row (long rows take
+// the chunked sum), columns anywhere below the diagonal.
+TestMatrix random_lower(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> w(-1.0f, 1.0f);
+  std::vector<int64_t> rp{0}, ci;
+  std::vector<float> v;
+  for (int64_t i = 0; i < n; ++i) {
+    std::vector<int64_t> c;
+    const int64_t m = std::min<int64_t>(i, rng() % 41);
+    for (int64_t t = 0; t < m; ++t) c.push_back(static_cast<int64_t>(rng() % i));
+    std::sort(c.begin(), c.end());
+    c.erase(std::unique(c.begin(), c.end()), c.end());
+    for (int64_t j : c) {
+      ci.push_back(j);
+      v.push_back(w(rng) / 8.0f);
+    }
+    ci.push_back(i);
+    v.push_back(2.0f + w(rng));
+    rp.push_back(static_cast<int64_t>(ci.size()));
+  }
+  return TestMatrix(n, n, rp, ci, v);
+}
+
+// Straight canonical walk (no schedule) of op(A) X = B, X [n, k].
 std::vector<float> plain_solve(const TestMatrix& a, bool transposed, bool unit,
-                               const std::vector<float>& b) {
+                               const std::vector<float>& b, int64_t k) {
   const int64_t n = a.rows;
-  // Build op(A) rows explicitly.
-  std::vector<std::vector<std::pair<int64_t, float>>> rows(n);
+  std::vector<std::vector<std::pair<int64_t, float>>> rows(n);  // op(A), ascending columns
   for (int64_t i = 0; i < n; ++i)
     for (int64_t e = a.row_ptr[i]; e < a.row_ptr[i + 1]; ++e) {
       if (transposed)
@@ -295,19 +319,22 @@ std::vector<float> plain_solve(const TestMatrix& a, bool transposed, bool unit,
       else
         rows[i].push_back({a.col_idx[e], a.values[e]});
     }
-  std::vector<float> x(n, 0.0f);
+  std::vector<float> x(n * k, 0.0f);
   for (int64_t step = 0; step < n; ++step) {
-    const int64_t k = transposed ? n - 1 - step : step;
-    std::vector<float> terms;
-    float d = 0.0f;
-    for (auto [j, val] : rows[k]) {
-      if (j == k)
-        d = val;
-      else
-        terms.push_back(val * x[j]);
+    const int64_t r = transposed ? n - 1 - step : step;
+    for (int64_t c = 0; c < k; ++c) {
+      std::vector<float> terms;
+      float d = 0.0f;
+      for (auto [j, val] : rows[r]) {
+        if (j == r)
+          d = val;
+        else
+          terms.push_back(val * x[j * k + c]);
+      }
+      const float s =
+          segsum(static_cast<int64_t>(terms.size()), [&](int64_t t) { return terms[t]; });
+      x[r * k + c] = unit ? b[r * k + c] - s : (b[r * k + c] - s) / d;
     }
-    const float s = segsum(static_cast<int64_t>(terms.size()), [&](int64_t t) { return terms[t]; });
-    x[k] = unit ? b[k] - s : (b[k] - s) / d;
   }
   return x;
 }
@@ -318,37 +345,54 @@ void expect_same_bits(const std::vector<float>& got, const std::vector<float>& w
     ASSERT_TRUE(same_bits(got[i], want[i])) << "at " << i << ": " << got[i] << " vs " << want[i];
 }
 
-bool schedules_run_in_parallel(const TestMatrix& a) {
+bool solves_run_in_parallel(const TestMatrix& a) {
   return with_patterns(*static_cast<const CsrMatrix*>(a.handle), [](const auto& ps) {
-    return ps.a.ascending.any_parallel && ps.at.descending.any_parallel;
+    return ps.a.ascending.parallel && ps.at.descending.parallel;
   });
 }
 
-TEST(SparseKernels, LevelScheduleMatchesPlainWalkOnWideTree) {
-  TestMatrix a = random_tree(200000, 4096, 7);
-  ASSERT_TRUE(schedules_run_in_parallel(a));
+void expect_solves_match_plain_walk(TestMatrix& a, int64_t k) {
   std::mt19937 rng(3);
   std::uniform_real_distribution<float> u(-1, 1);
-  std::vector<float> bh(a.rows);
+  std::vector<float> bh(a.rows * k);
   for (auto& e : bh) e = u(rng);
   for (bool transposed : {false, true}) {
-    auto b = cols(bh, 1);
-    auto x = cols(std::vector<float>(a.rows, 0.0f), 1);
+    auto b = cols(bh, k);
+    auto x = cols(std::vector<float>(bh.size(), 0.0f), k);
     ASSERT_EQ(csr_solve(&a.device, a.handle, transposed ? XHAL_TRANSPOSE : XHAL_TRANSPOSE_NONE,
                         XHAL_TRIANGLE_LOWER, XHAL_DIAGONAL_STORED, &b.t, &x.t),
               XHAL_OK);
-    expect_same_bits(x.data, plain_solve(a, transposed, false, bh));
+    expect_same_bits(x.data, plain_solve(a, transposed, false, bh, k));
   }
 }
 
-TEST(SparseKernels, LevelScheduleMatchesPlainWalkOnChain) {
+TEST(SparseKernels, WavefrontMatchesPlainWalkOnRiverTrees) {
+  // Window 64: parents mostly in the block before, so members wait on each
+  // other all the time; window 4096: wide levels.
+  for (int64_t window : {64, 4096}) {
+    TestMatrix a = random_tree(200000, window, 7);
+    ASSERT_TRUE(solves_run_in_parallel(a)) << window;
+    expect_solves_match_plain_walk(a, 1);
+  }
+}
+
+TEST(SparseKernels, WavefrontMatchesPlainWalkOnRandomLower) {
+  TestMatrix a = random_lower(30000, 5);
+  ASSERT_TRUE(solves_run_in_parallel(a));
+  expect_solves_match_plain_walk(a, 1);
+  expect_solves_match_plain_walk(a, 3);
+}
+
+TEST(SparseKernels, ChainRunsOnOneThreadAndMatchesPlainWalk) {
   TestMatrix a = random_tree(50000, 1, 11);  // window 1: a single chain
+  EXPECT_FALSE(with_patterns(*static_cast<const CsrMatrix*>(a.handle),
+                             [](const auto& ps) { return ps.a.ascending.parallel; }));
   std::vector<float> bh(a.rows, 0.25f);
   auto b = cols(bh, 1);
   ASSERT_EQ(csr_solve(&a.device, a.handle, XHAL_TRANSPOSE, XHAL_TRIANGLE_LOWER, XHAL_DIAGONAL_UNIT,
                       &b.t, &b.t),
             XHAL_OK);
-  expect_same_bits(b.data, plain_solve(a, true, true, bh));
+  expect_same_bits(b.data, plain_solve(a, true, true, bh, 1));
 }
 
 TEST(SparseKernels, WrongTriangleIsRefused) {
