@@ -6,12 +6,27 @@
 #include <cstring>
 #include <memory>
 
+#include <dlfcn.h>
+
 #include "gpu_plugin.h"
 
 namespace xhal::gpu {
 namespace {
 
 const xhal_plugin_host_t* g_host = nullptr;
+
+#if defined(XHAL_GPU_HIP)
+#define XHAL_GPU_DRIVER_LIB "libhsa-runtime64.so.1"
+#else
+#define XHAL_GPU_DRIVER_LIB "libcuda.so.1"
+#endif
+
+// The runtime's "driver version is insufficient" also means "no driver".
+bool driver_missing() {
+  void* h = dlopen(XHAL_GPU_DRIVER_LIB, RTLD_LAZY | RTLD_LOCAL);
+  if (h) dlclose(h);
+  return h == nullptr;
+}
 
 struct Context {
   int device_count = 0;
@@ -26,8 +41,9 @@ xhal_status_t init(const xhal_plugin_host_t* host, void** out_context, char* out
   gpuError_t e = gpuGetDeviceCount(&count);
   if (e != gpuSuccess || count <= 0) {
     if (out_note && note_capacity)
-      std::snprintf(out_note, note_capacity, "no %s device found: %s", XHAL_GPU_RUNTIME_NAME,
-                    e != gpuSuccess ? gpuGetErrorString(e) : "the runtime lists none");
+      std::snprintf(out_note, note_capacity, "no %s device found: %s%s", XHAL_GPU_RUNTIME_NAME,
+                    e != gpuSuccess ? gpuGetErrorString(e) : "the runtime lists none",
+                    driver_missing() ? " (no driver library " XHAL_GPU_DRIVER_LIB " on this machine)" : "");
     gpuGetLastError();  // clear the sticky-free error so later calls are clean
     count = 0;
   }

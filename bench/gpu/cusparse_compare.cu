@@ -1,0 +1,374 @@
+// xhal's sparse ops on the cuda device against cuSPARSE on the same GPU, the
+// same matrices and the same process:
+//   river: a 10^6-reach river network (50 basins, long mainstems, thousands
+//          of levels), routing matrix I - 0.5 * upstream, lower triangular;
+//   random: 10^6 x 10^6, 10 entries per row (10^7 non-zeros); its lower
+//          triangle with a unit-dominant diagonal for the solve.
+// SpMV, SpSV (cuSPARSE analysis amortised over 100 solves; xhal's analysis
+// happens once in csr_create and is amortised the same way), and the
+// per-call cost of an op through the C ABI against a bare kernel launch.
+// Usage: cusparse_compare [out.json]   (XHAL_DEVICE picks the device)
+#include <cusparse.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "xhal/xhal.h"
+
+#define CK(x)                                                                               \
+  do {                                                                                      \
+    cudaError_t e_ = (x);                                                                   \
+    if (e_ != cudaSuccess) {                                                                \
+      std::fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_));       \
+      std::exit(1);                                                                         \
+    }                                                                                       \
+  } while (0)
+#define CS(x)                                                                               \
+  do {                                                                                      \
+    cusparseStatus_t s_ = (x);                                                              \
+    if (s_ != CUSPARSE_STATUS_SUCCESS) {                                                    \
+      std::fprintf(stderr, "%s:%d cusparse %d\n", __FILE__, __LINE__, static_cast<int>(s_)); \
+      std::exit(1);                                                                         \
+    }                                                                                       \
+  } while (0)
+#define XK(x)                                                                               \
+  do {                                                                                      \
+    xhal_status_t s_ = (x);                                                                 \
+    if (s_ != XHAL_OK) {                                                                    \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, xhal_status_name(s_),      \
+                   xhal_last_error());                                                      \
+      std::exit(1);                                                                         \
+    }                                                                                       \
+  } while (0)
+
+using Clock = std::chrono::steady_clock;
+static double ms_since(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
+
+struct Csr {
+  int64_t n = 0;
+  std::vector<int32_t> rp, ci;
+  std::vector<float> v;
+};
+
+// River network: nodes numbered outlet-first inside each basin; the parent
+// of node i is a few nodes before it, giving long chains (depth ~ size/7).
+static Csr river(int64_t n, int basins, std::mt19937_64& rng) {
+  std::vector<int64_t> parent(n, -1);
+  const int64_t per = n / basins;
+  std::geometric_distribution<int> step(0.2);
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t start = (i / per) * per;
+    if (i == start) continue;
+    parent[i] = std::max<int64_t>(start, i - 1 - step(rng));
+  }
+  // Renumber upstream-first: i' = n-1-i, so a parent has a larger index and
+  // the row of a reach lists its tributaries (columns < row): lower.
+  std::vector<std::vector<int32_t>> up(n);
+  for (int64_t i = 0; i < n; ++i)
+    if (parent[i] >= 0) up[n - 1 - parent[i]].push_back(static_cast<int32_t>(n - 1 - i));
+  Csr a;
+  a.n = n;
+  a.rp.push_back(0);
+  for (int64_t r = 0; r < n; ++r) {
+    std::sort(up[r].begin(), up[r].end());
+    for (int32_t c : up[r]) {
+      a.ci.push_back(c);
+      a.v.push_back(-0.5f);
+    }
+    a.ci.push_back(static_cast<int32_t>(r));
+    a.v.push_back(1.0f);
+    a.rp.push_back(static_cast<int32_t>(a.ci.size()));
+  }
+  return a;
+}
+
+// Random n x n with `per_row` entries per row; lower: columns in [0, r) plus
+// the diagonal.
+static Csr random_matrix(int64_t n, int per_row, bool lower, std::mt19937_64& rng) {
+  Csr a;
+  a.n = n;
+  a.rp.push_back(0);
+  std::uniform_real_distribution<float> val(-1.0f, 1.0f);
+  std::vector<int32_t> cols;
+  for (int64_t r = 0; r < n; ++r) {
+    cols.clear();
+    const int64_t limit = lower ? r : n;
+    const int want = lower ? std::min<int64_t>(per_row - 1, r) : per_row;
+    std::uniform_int_distribution<int64_t> col(0, std::max<int64_t>(limit - 1, 0));
+    while (static_cast<int>(cols.size()) < want) {
+      const int32_t c = static_cast<int32_t>(col(rng));
+      if (std::find(cols.begin(), cols.end(), c) == cols.end()) cols.push_back(c);
+    }
+    if (lower) cols.push_back(static_cast<int32_t>(r));
+    std::sort(cols.begin(), cols.end());
+    for (int32_t c : cols) {
+      a.ci.push_back(c);
+      a.v.push_back(c == r ? static_cast<float>(per_row) : val(rng) / per_row);
+    }
+    a.rp.push_back(static_cast<int32_t>(a.ci.size()));
+  }
+  return a;
+}
+
+static int levels_of(const Csr& a) {
+  std::vector<int> lv(a.n, 0);
+  int m = 0;
+  for (int64_t r = 0; r < a.n; ++r) {
+    for (int32_t e = a.rp[r]; e < a.rp[r + 1]; ++e)
+      if (a.ci[e] != r) lv[r] = std::max(lv[r], lv[a.ci[e]] + 1);
+    m = std::max(m, lv[r]);
+  }
+  return m + 1;
+}
+
+struct Result {
+  std::string name;
+  double xhal_ms, cusparse_ms;
+  std::string note;
+};
+static std::vector<Result> g_results;
+
+static void report(const std::string& name, double x, double c, const std::string& note) {
+  std::printf("%-34s xhal %9.4f ms   cuSPARSE %9.4f ms   speedup %5.2fx  %s\n", name.c_str(), x,
+              c, c / x, note.c_str());
+  g_results.push_back({name, x, c, note});
+}
+
+static xhal_tensor_t vec(xhal_buffer_t b, int64_t n) {
+  xhal_tensor_t t{};
+  t.buffer = b;
+  t.dtype = XHAL_DTYPE_F32;
+  t.rank = 1;
+  t.shape[0] = n;
+  return t;
+}
+
+static void compare(const char* label, const Csr& a, bool solve, xhal_device_t dev,
+                    cusparseHandle_t h) {
+  const int64_t n = a.n, nnz = static_cast<int64_t>(a.ci.size());
+  std::printf("== %s: n %lld, nnz %lld%s\n", label, (long long)n, (long long)nnz,
+              solve ? (", levels " + std::to_string(levels_of(a))).c_str() : "");
+  std::vector<float> hx(n);
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (auto& v : hx) v = u(rng);
+
+  // ---- xhal ----
+  xhal_csr_desc_t desc{};
+  desc.struct_size = sizeof desc;
+  desc.rows = n;
+  desc.cols = n;
+  desc.nnz = nnz;
+  desc.index_dtype = XHAL_DTYPE_I32;
+  desc.row_ptr = a.rp.data();
+  desc.col_idx = a.ci.data();
+  desc.values = a.v.data();
+  xhal_csr_t m;
+  auto t0 = Clock::now();
+  XK(xhal_csr_create(dev, &desc, &m));
+  XK(xhal_device_synchronize(dev));
+  const double create_ms = ms_since(t0);
+  xhal_buffer_t bx, by;
+  XK(xhal_buffer_allocate(dev, n * 4, &bx));
+  XK(xhal_buffer_allocate(dev, n * 4, &by));
+  XK(xhal_buffer_write(bx, 0, hx.data(), n * 4));
+  xhal_tensor_t tx = vec(bx, n), ty = vec(by, n);
+  auto time_xhal = [&](auto&& op, int reps) {
+    for (int i = 0; i < 3; ++i) op();
+    XK(xhal_device_synchronize(dev));
+    auto t = Clock::now();
+    for (int i = 0; i < reps; ++i) op();
+    XK(xhal_device_synchronize(dev));
+    return ms_since(t) / reps;
+  };
+  const double x_spmv = time_xhal([&] { XK(xhal_spmv(dev, m, XHAL_TRANSPOSE_NONE, 1.0f, &tx, 0.0f, &ty)); }, 50);
+  double x_solve = 0, x_solve_t = 0, x_bwd = 0;
+  if (solve) {
+    x_solve = time_xhal([&] {
+      XK(xhal_csr_solve(dev, m, XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_LOWER, XHAL_DIAGONAL_STORED, &tx, &ty));
+    }, 100);
+    x_solve_t = time_xhal([&] {
+      XK(xhal_csr_solve(dev, m, XHAL_TRANSPOSE, XHAL_TRIANGLE_LOWER, XHAL_DIAGONAL_STORED, &tx, &ty));
+    }, 100);
+    xhal_buffer_t bg, bga;
+    XK(xhal_buffer_allocate(dev, n * 4, &bg));
+    XK(xhal_buffer_allocate(dev, nnz * 4, &bga));
+    xhal_tensor_t tg = vec(bg, n), tga = vec(bga, nnz);
+    x_bwd = time_xhal([&] {
+      XK(xhal_csr_solve_backward(dev, m, XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_LOWER,
+                                 XHAL_DIAGONAL_STORED, &ty, &tx, &tg, &tga));
+    }, 50);
+    XK(xhal_buffer_release(bg));
+    XK(xhal_buffer_release(bga));
+  }
+
+  // ---- cuSPARSE on its own copies of the same data ----
+  int32_t *drp, *dci;
+  float *dv, *dx, *dy;
+  CK(cudaMalloc(&drp, (n + 1) * 4));
+  CK(cudaMalloc(&dci, nnz * 4));
+  CK(cudaMalloc(&dv, nnz * 4));
+  CK(cudaMalloc(&dx, n * 4));
+  CK(cudaMalloc(&dy, n * 4));
+  CK(cudaMemcpy(drp, a.rp.data(), (n + 1) * 4, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(dci, a.ci.data(), nnz * 4, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(dv, a.v.data(), nnz * 4, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(dx, hx.data(), n * 4, cudaMemcpyHostToDevice));
+  cusparseSpMatDescr_t A;
+  cusparseDnVecDescr_t X, Y;
+  CS(cusparseCreateCsr(&A, n, n, nnz, drp, dci, dv, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I,
+                       CUSPARSE_INDEX_BASE_ZERO, CUDA_R_32F));
+  CS(cusparseCreateDnVec(&X, n, dx, CUDA_R_32F));
+  CS(cusparseCreateDnVec(&Y, n, dy, CUDA_R_32F));
+  const float one = 1.0f, zero = 0.0f;
+  size_t bsz = 0;
+  CS(cusparseSpMV_bufferSize(h, CUSPARSE_OPERATION_NON_TRANSPOSE, &one, A, X, &zero, Y, CUDA_R_32F,
+                             CUSPARSE_SPMV_ALG_DEFAULT, &bsz));
+  void* buf = nullptr;
+  CK(cudaMalloc(&buf, std::max<size_t>(bsz, 16)));
+  auto time_cuda = [&](auto&& op, int reps) {
+    for (int i = 0; i < 3; ++i) op();
+    CK(cudaDeviceSynchronize());
+    auto t = Clock::now();
+    for (int i = 0; i < reps; ++i) op();
+    CK(cudaDeviceSynchronize());
+    return ms_since(t) / reps;
+  };
+  const double c_spmv = time_cuda([&] {
+    CS(cusparseSpMV(h, CUSPARSE_OPERATION_NON_TRANSPOSE, &one, A, X, &zero, Y, CUDA_R_32F,
+                    CUSPARSE_SPMV_ALG_DEFAULT, buf));
+  }, 50);
+  const double bytes = nnz * 8.0 + (n + 1) * 4.0 + 2.0 * n * 4;  // values+cols, row_ptr, x, y
+  char note[160];
+  std::snprintf(note, sizeof note, "(xhal %.2f TB/s counting nnz*8 + x + y)",
+                bytes / (x_spmv * 1e-3) / 1e12);
+  report(std::string(label) + " SpMV", x_spmv, c_spmv, note);
+  if (solve) {
+    for (int tr = 0; tr < 2; ++tr) {
+      const auto op = tr ? CUSPARSE_OPERATION_TRANSPOSE : CUSPARSE_OPERATION_NON_TRANSPOSE;
+      cusparseSpSVDescr_t sv;
+      CS(cusparseSpSV_createDescr(&sv));
+      cusparseFillMode_t fill = CUSPARSE_FILL_MODE_LOWER;
+      cusparseDiagType_t diag = CUSPARSE_DIAG_TYPE_NON_UNIT;
+      CS(cusparseSpMatSetAttribute(A, CUSPARSE_SPMAT_FILL_MODE, &fill, sizeof fill));
+      CS(cusparseSpMatSetAttribute(A, CUSPARSE_SPMAT_DIAG_TYPE, &diag, sizeof diag));
+      size_t ssz = 0;
+      CS(cusparseSpSV_bufferSize(h, op, &one, A, X, Y, CUDA_R_32F, CUSPARSE_SPSV_ALG_DEFAULT, sv, &ssz));
+      void* sbuf;
+      CK(cudaMalloc(&sbuf, std::max<size_t>(ssz, 16)));
+      CK(cudaDeviceSynchronize());
+      auto t = Clock::now();
+      CS(cusparseSpSV_analysis(h, op, &one, A, X, Y, CUDA_R_32F, CUSPARSE_SPSV_ALG_DEFAULT, sv, sbuf));
+      CK(cudaDeviceSynchronize());
+      const double analysis = ms_since(t);
+      const double c_solve = time_cuda([&] {
+        CS(cusparseSpSV_solve(h, op, &one, A, X, Y, CUDA_R_32F, CUSPARSE_SPSV_ALG_DEFAULT, sv));
+      }, 100);
+      const double xs = tr ? x_solve_t : x_solve;
+      std::snprintf(note, sizeof note,
+                    "(amortised /100: xhal %.4f incl. csr_create %.1f ms, cuSPARSE %.4f incl. analysis %.1f ms)",
+                    xs + create_ms / 100, create_ms, c_solve + analysis / 100, analysis);
+      report(std::string(label) + (tr ? " SpSV A^T" : " SpSV A"), xs, c_solve + analysis / 100, note);
+      if (tr) {
+        std::snprintf(note, sizeof note, "(xhal: gb solve + ga on device; cuSPARSE: A^T SpSV only)");
+        report(std::string(label) + " solve backward", x_bwd, c_solve + analysis / 100, note);
+      }
+      CS(cusparseSpSV_destroyDescr(sv));
+      CK(cudaFree(sbuf));
+    }
+  }
+  CS(cusparseDestroySpMat(A));
+  CS(cusparseDestroyDnVec(X));
+  CS(cusparseDestroyDnVec(Y));
+  for (void* p : {(void*)drp, (void*)dci, (void*)dv, (void*)dx, (void*)dy, buf}) CK(cudaFree(p));
+  XK(xhal_buffer_release(bx));
+  XK(xhal_buffer_release(by));
+  XK(xhal_csr_release(m));
+}
+
+__global__ void empty_kernel(float* p) {
+  if (p && threadIdx.x == 1024) p[0] = 0;
+}
+
+static void call_overhead(xhal_device_t dev) {
+  // Bare launches of an empty kernel on a stream, 20000 times.
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  const int reps = 20000;
+  for (int i = 0; i < 100; ++i) empty_kernel<<<1, 32, 0, s>>>(nullptr);
+  CK(cudaStreamSynchronize(s));
+  auto t = Clock::now();
+  for (int i = 0; i < reps; ++i) empty_kernel<<<1, 32, 0, s>>>(nullptr);
+  const double launch_us = ms_since(t) * 1000 / reps;
+  CK(cudaStreamSynchronize(s));
+  // The smallest op through the C ABI: softmax of one row of 32.
+  xhal_buffer_t b;
+  XK(xhal_buffer_allocate(dev, 256, &b));
+  XK(xhal_buffer_fill(b, 0, 256, "\0\0\x80\x3f", 4));
+  xhal_tensor_t x{};
+  x.buffer = b;
+  x.dtype = XHAL_DTYPE_F32;
+  x.rank = 2;
+  x.shape[0] = 1;
+  x.shape[1] = 32;
+  xhal_tensor_t y = x;
+  y.offset = 128;
+  for (int i = 0; i < 100; ++i) XK(xhal_softmax_forward(dev, &x, &y));
+  XK(xhal_device_synchronize(dev));
+  t = Clock::now();
+  for (int i = 0; i < reps; ++i) XK(xhal_softmax_forward(dev, &x, &y));
+  const double op_us = ms_since(t) * 1000 / reps;
+  XK(xhal_device_synchronize(dev));
+  std::printf("== per-call cost (host time per enqueue, %d calls)\n", reps);
+  std::printf("bare kernel launch %.3f us, xhal_softmax_forward [1,32] %.3f us, overhead %.3f us\n",
+              launch_us, op_us, op_us - launch_us);
+  g_results.push_back({"C-ABI per-call overhead (us)", op_us - launch_us, launch_us,
+                       "xhal_ms column: op minus bare launch, in us; cusparse_ms column: bare launch, in us"});
+  XK(xhal_buffer_release(b));
+  CK(cudaStreamDestroy(s));
+}
+
+int main(int argc, char** argv) {
+  xhal_device_t dev;
+  XK(xhal_device_open(nullptr, &dev));
+  xhal_device_info_t info{};
+  info.struct_size = sizeof info;
+  XK(xhal_device_query(dev, &info));
+  std::printf("xhal device: %s %s (%s)\n", info.backend, info.name, info.stable_id);
+  cusparseHandle_t h;
+  CS(cusparseCreate(&h));
+  std::mt19937_64 rng(2026);
+  call_overhead(dev);
+  {
+    Csr r = river(1000000, 50, rng);
+    compare("river 1e6", r, true, dev, h);
+  }
+  {
+    Csr g = random_matrix(1000000, 10, false, rng);
+    compare("random 1e7 nnz", g, false, dev, h);
+  }
+  {
+    Csr l = random_matrix(1000000, 10, true, rng);
+    compare("random lower 1e7 nnz", l, true, dev, h);
+  }
+  if (argc > 1) {
+    FILE* f = std::fopen(argv[1], "w");
+    std::fprintf(f, "[\n");
+    for (size_t i = 0; i < g_results.size(); ++i)
+      std::fprintf(f, "  {\"name\": \"%s\", \"xhal_ms\": %.6f, \"cusparse_ms\": %.6f, \"note\": \"%s\"}%s\n",
+                   g_results[i].name.c_str(), g_results[i].xhal_ms, g_results[i].cusparse_ms,
+                   g_results[i].note.c_str(), i + 1 < g_results.size() ? "," : "");
+    std::fprintf(f, "]\n");
+    std::fclose(f);
+  }
+  cusparseDestroy(h);
+  XK(xhal_device_release(dev));
+  return 0;
+}

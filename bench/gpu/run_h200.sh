@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# The whole H200 device call of issue 5, run from the repository root on the
+# device machine with the build folder carried (cmake --preset cuda, or a
+# lean configure: -DXHAL_ENABLE_CUDA=ON -DXHAL_BUILD_TESTS=OFF):
+#   bench/gpu/run_h200.sh [BUILD_DIR] [quick]
+# Writes under $OUT (at most 8 files): run.log (xhal-info, conformance and
+# sanitizer output), conformance-cuda.json, xhal-bench.json, torch.json,
+# cusparse.json. "quick" runs only xhal-info, the conformance suite and the
+# sanitizers.
+set -u
+B=${1:-build-cuda}
+MODE=${2:-full}
+OUT=${OUT:-/tmp/xhal-out}
+mkdir -p "$OUT"
+LOG=$OUT/run.log
+export LD_LIBRARY_PATH=$PWD/$B/lib:$PWD/$B/extra-lib:${LD_LIBRARY_PATH:-}
+export XHAL_DEVICE=cuda
+section() { echo; echo "===== $* ($(date -u +%H:%M:%S))"; } >>"$LOG"
+
+section "machine"
+{ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv
+  date -u; uname -r; } >>"$LOG" 2>&1
+
+section "xhal-info"
+"$B/bin/xhal-info" >>"$LOG" 2>&1
+
+section "xhal-conformance --device cuda --report conformance-cuda.json"
+"$B/bin/xhal-conformance" --device cuda --report "$OUT/conformance-cuda.json" \
+  --gtest_brief=1 >>"$LOG" 2>&1
+echo "conformance exit code $?" >>"$LOG"
+
+# A representative subset under the sanitizers (they slow kernels ~100x).
+SUBSET='*Buffer*:*Index*:*Permute*:*Softmax*:*RmsNorm*:*LayerNorm*:*Spmv*:*Solve*:*Spgemm*'
+section "compute-sanitizer memcheck (subset)"
+compute-sanitizer --tool memcheck --error-exitcode 17 \
+  "$B/bin/xhal-conformance" --device cuda --gtest_brief=1 --gtest_filter="$SUBSET" \
+  >>"$LOG" 2>&1
+echo "memcheck exit code $?" >>"$LOG"
+section "compute-sanitizer racecheck (subset)"
+compute-sanitizer --tool racecheck --error-exitcode 17 \
+  "$B/bin/xhal-conformance" --device cuda --gtest_brief=1 --gtest_filter="$SUBSET" \
+  >>"$LOG" 2>&1
+echo "racecheck exit code $?" >>"$LOG"
+[ "$MODE" = quick ] && exit 0
+
+section "xhal-bench (XHAL_DEVICE=cuda)"
+if [ -x "$B/bin/xhal-bench" ]; then
+  "$B/bin/xhal-bench" --benchmark_out="$OUT/xhal-bench.json" --benchmark_out_format=json \
+    --benchmark_min_time=0.2s >>"$LOG" 2>&1
+  echo "xhal-bench exit code $?" >>"$LOG"
+else
+  echo "no xhal-bench in $B/bin" >>"$LOG"
+fi
+
+section "torch_compare.py"
+PYTHONUNBUFFERED=1 python3 bench/gpu/torch_compare.py "$OUT/torch.json" >>"$LOG" 2>&1
+echo "torch_compare exit code $?" >>"$LOG"
+
+section "cusparse_compare"
+CC=$B/bin/cusparse_compare
+if [ ! -x "$CC" ]; then
+  nvcc -std=c++17 -O2 -arch=sm_90 -Ihal/include bench/gpu/cusparse_compare.cu -o /tmp/cusparse_compare \
+    -L"$B/lib" -lxhal -lcusparse >>"$LOG" 2>&1 && CC=/tmp/cusparse_compare
+fi
+"$CC" "$OUT/cusparse.json" >>"$LOG" 2>&1
+echo "cusparse_compare exit code $?" >>"$LOG"
+section "done"
