@@ -252,9 +252,9 @@ xhal_status_t xhal_csr_create(xhal_device_t device, const xhal_csr_desc_t* desc,
                 "argument 'desc': rows = %" PRId64 ", cols = %" PRId64 ", nnz = %" PRId64
                 " (%s is negative)",
                 d.rows, d.cols, d.nnz, d.rows < 0 ? "rows" : d.cols < 0 ? "cols" : "nnz");
-  if (d.index_dtype != XHAL_DTYPE_I32 && d.index_dtype != XHAL_DTYPE_I64)
+  if (const uint32_t raw = raw_enum(d.index_dtype); raw != XHAL_DTYPE_I32 && raw != XHAL_DTYPE_I64)
     return fail(XHAL_INVALID_ARGUMENT, "argument 'desc': index_dtype %s, expected i32 or i64",
-                xhal_dtype_name(d.index_dtype));
+                is_dtype(raw) ? xhal_dtype_name(static_cast<xhal_dtype_t>(raw)) : std::to_string(raw).c_str());
   if (d.rows >= (int64_t(1) << 40) || d.nnz >= (int64_t(1) << 40) || d.cols >= (int64_t(1) << 40))
     return fail(XHAL_OUT_OF_RANGE, "argument 'desc': rows, cols or nnz beyond 2^40");
   const uint64_t value_bytes = static_cast<uint64_t>(d.nnz) * sizeof(float);

@@ -85,10 +85,10 @@ xhal_status_t check_tensor(xhal_device* device, const char* name, const xhal_ten
                 name, buf->device ? buf->device->backend.c_str() : "?",
                 buf->device ? buf->device->backend_index : 0u, device->backend.c_str(),
                 device->backend_index);
+  const uint32_t raw_dtype = raw_enum(t->dtype);
+  if (!is_dtype(raw_dtype))
+    return fail(XHAL_INVALID_ARGUMENT, "argument '%s': dtype %u is not a dtype", name, raw_dtype);
   const uint32_t esize = xhal_dtype_size(t->dtype);
-  if (esize == 0)
-    return fail(XHAL_INVALID_ARGUMENT, "argument '%s': dtype %d is not a dtype", name,
-                static_cast<int>(t->dtype));
   if (!(allowed_dtypes & dtype_bit(t->dtype)))
     return fail(XHAL_INVALID_ARGUMENT, "argument '%s': dtype %s not allowed, op %s takes %s",
                 name, xhal_dtype_name(t->dtype), op, dtype_list(allowed_dtypes).c_str());

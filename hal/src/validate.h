@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <initializer_list>
 #include <span>
 #include <string>
@@ -26,6 +27,19 @@ std::string shape_string(uint32_t rank, const int64_t* shape);
 inline std::string shape_string(std::span<const int64_t> shape) {
   return shape_string(static_cast<uint32_t>(shape.size()), shape.data());
 }
+
+// The integer behind an enum field a caller filled in. C lets any value into
+// an enum; in C++ loading one outside the enum's range is undefined, so a
+// field is read as bytes until it has been checked.
+template <typename E>
+inline uint32_t raw_enum(const E& field) {
+  static_assert(sizeof(E) == sizeof(uint32_t));
+  uint32_t v;
+  std::memcpy(&v, &field, sizeof v);
+  return v;
+}
+// A dtype value that names a real dtype (xhal_dtype_size > 0).
+inline bool is_dtype(uint32_t raw) { return raw > XHAL_DTYPE_INVALID && raw < XHAL_DTYPE_COUNT_; }
 
 // Layouts a tensor argument may have.
 enum class Layout {
