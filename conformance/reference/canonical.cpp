@@ -1,5 +1,6 @@
 #include "reference/canonical.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -138,7 +139,7 @@ void softmax_stats(const float* x, size_t n, float* out_m, float* out_s) {
     for (size_t l = 0; l < kLanes; ++l)
       for (size_t t = 0; t < kSteps; ++t) {
         size_t i = c * kChunk + t * kLanes + l;
-        if (i < n) a[l] = a[l] + xhal_exp(x[i] - m);
+        if (i < n) a[l] = a[l] + (m == kNegInf ? 0.0f : xhal_exp(x[i] - m));
       }
     st[c] = {m, m == kNegInf ? 0.0f : tree(a)};
   }
@@ -155,10 +156,20 @@ void softmax_stats(const float* x, size_t n, float* out_m, float* out_s) {
 void softmax_forward(const float* x, size_t rows, size_t n, float* y) {
   for (size_t r = 0; r < rows; ++r) {
     const float* xr = x + r * n;
-    float m, s;
-    softmax_stats(xr, n, &m, &s);
-    float inv = 1.0f / s;
-    for (size_t i = 0; i < n; ++i) y[r * n + i] = xhal_exp(xr[i] - m) * inv;
+    float big_m, big_s;
+    softmax_stats(xr, n, &big_m, &big_s);
+    const float inv = 1.0f / big_s;
+    // Each chunk reuses its own exponentials, scaled once (semantics 3.3).
+    for (size_t c = 0; c * kChunk < n; ++c) {
+      const size_t end = std::min(n, (c + 1) * kChunk);
+      float m = kNegInf;
+      for (size_t i = c * kChunk; i < end; ++i) m = nan_max(m, xr[i]);
+      const float scale = xhal_exp(m - big_m) * inv;
+      for (size_t i = c * kChunk; i < end; ++i) {
+        const float e = m == kNegInf ? 0.0f : xhal_exp(xr[i] - m);
+        y[r * n + i] = e * scale;
+      }
+    }
   }
 }
 
