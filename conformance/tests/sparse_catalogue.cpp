@@ -4,27 +4,38 @@
 // a message naming the argument (the first offending row for a pattern),
 // and writes nothing: every buffer involved is byte-identical afterwards.
 //
-// Mutation checks (each planted, seen to fail, then undone; run on cpu with
-// --gtest_filter='*Sparse*', XHAL_CONF_REQUIRE_BIT_EXACT=1 where noted "bits"):
-//  reference/sparse_reference.cpp
-//   - segsum: chunk of 16 instead of 32               -> bits: Spmv (hub rows), SolveBackward k=40
-//   - segsum: no chunking (one sequential sum)        -> bits: Spmv/Spmm hubs, Solve hub row
-//   - tree_sum: pad with nothing, fold odd tail last  -> bits: Spmv hubs (19 chunks)
-//   - spmm: ascending row order reversed in a row     -> bits: Spmv, Spmm, Csr*, Spgemm usable
-//   - spmm: beta == 0 reads y (NaN leaks)             -> Spmv beta 0 cases fail (NaN, bound)
-//   - spmm: alpha*(t + beta*y) instead of (alpha*t)+(beta*y) -> bits: Spmv alpha/beta
-//   - transpose: rows of A^T in descending A row      -> bits: Spmv A^T, Solve A^T
-//   - solve: upper solved in ascending rows           -> Solve residual and bits fail
-//   - solve: x = (b - s) * (1 / diag)                 -> bits: Solve stored
-//   - solve: unit diagonal divides by stored value    -> Solve unit fails (residual, bits)
-//   - backward: ga = +segsum (sign)                   -> SolveBackward finite differences fail
-//   - backward: ga unit diagonal not +0               -> SolveBackward FD unit check fails
-//   - backward: (i, j) not swapped for op = A^T       -> SolveBackward FD fails
-//   - spgemm: segsum instead of sequential sum        -> bits: Spgemm long inner products
-//   - spgemm_pattern: drops cancelled entries         -> Spgemm pattern ASSERT fails
-//  this file: each expected status changed in turn in a copy of the table
-//   (INVALID_STRUCTURE -> SHAPE_MISMATCH, ALIASING -> OK, ...) -> the case fails.
-//  Results of the runs are in the sparse conformance report of this change.
+// Mutation checks. Each bug was planted, the sparse tests run on cpu
+// (--gtest_filter='*Sparse*'), the failing tests noted, the bug undone.
+// "bits": fails with XHAL_CONF_REQUIRE_BIT_EXACT=1; without it the op's
+// level drops to "accurate" in the report (checked for segsum chunk 16).
+//  Canonical / float64 references (reference/sparse_reference.cpp):
+//   segsum chunk 16 instead of 32           bits: Spmv, Spmm, Csr*, Solve, SolveBackward, Spgemm usable
+//   segsum without chunks                   bits: same set
+//   tree_sum as a sequential sum            bits: Spmv, Spmm, Solve, SolveBackward (>= 4 chunks)
+//   a CSR row summed in descending column   bits: Spmv, Spmm, Csr*, Spgemm usable
+//   alpha * (t + (beta/alpha) * y)          bits: Spmv/Spmm AlphaBeta
+//   A^T rows in descending A row            bits: Spmv, Spmm, Solve, SolveBackward (+ FD), Spgemm
+//   upper solve in ascending rows           Solve (residual) and SolveBackward (FD) fail outright
+//   x = (b - s) * (1 / diag)                bits: Solve*, SolveBackward*, Csr SetValues*
+//   unit diagonal divides by the stored one Solve (residual), SolveBackward FD
+//   ga = +segsum                            SolveBackward FD, bits
+//   unit-diagonal ga by the formula, not +0 SolveBackward FD (exact +0 check), bits
+//   ga's (i, j) not swapped for op = A^T    SolveBackward FD, bits
+//   spgemm values by segsum, not sequential bits: Spgemm long inner products
+//   spgemm drops a cancelled entry          Spgemm CancellationKeepsExplicitZero
+//   float64 solve: upper in ascending rows  SolveBackward FD
+//   float64 spmm ignores beta * y           Spmv/Spmm AlphaBeta (bound)
+//  Device side (a private copy of plugins/cpu, run with --plugin):
+//   spmv reads y when beta == 0 (NaN leaks) Spmv, Spmm, Csr*, EmptyRowsGiveSignedZero, SolveThenMultiply
+//   A^T without the entry permutation       Spmv, Spmm, Adjoint, SolveThenMultiply, Spgemm usable
+//   ga's (i, j) not swapped for op = A^T    SolveBackward FD, bits, river
+//   unit-diagonal ga by the formula         SolveBackward FD, bits
+//   one device-to-host transfer in spmv     every test that runs spmv (counter check)
+//  This file: expected statuses changed in a copy of each table
+//   (INVALID_STRUCTURE -> SHAPE_MISMATCH, row -> row + 1, ALIASING -> OK,
+//   SHAPE_MISMATCH -> INVALID_ARGUMENT, INVALID_ARGUMENT -> UNSUPPORTED):
+//   the matching test fails; a case made valid (y [5] -> [6]) fails both
+//   its status and "a buffer changed although the call failed".
 #include <regex>
 
 #include "../reference/sparse_device_helpers.h"
@@ -154,6 +165,65 @@ TEST_P(SparseCatalogue, BadPatternsRejectedAtCreate) {
         EXPECT_EQ(m, nullptr) << "a matrix handle was returned";
         if (m) xhal_csr_release(m);
       }
+}
+
+// Descriptor faults other than the pattern: short device buffers
+// (XHAL_OUT_OF_RANGE naming the buffer), missing arrays, negative sizes,
+// a struct_size too small for the fields.
+TEST_P(SparseCatalogue, BadDescriptorsRejectedAtCreate) {
+  Rng rng(fresh_seed());
+  SCOPED_TRACE(seed_note(rng));
+  const Csr a = base_lower(rng);
+  const auto rp = index_bytes(a.row_ptr, XHAL_DTYPE_I64), ci = index_bytes(a.col_idx, XHAL_DTYPE_I64);
+  BufferGuard g;
+  const xhal_buffer_t rp_buf = g.add(upload(dev, rp.data(), rp.size()));
+  const xhal_buffer_t ci_buf = g.add(upload(dev, ci.data(), ci.size()));
+  const xhal_buffer_t v_buf = g.add(upload(dev, a.values));
+  const xhal_buffer_t rp_short = g.add(upload(dev, rp.data(), rp.size() - 8));
+  const xhal_buffer_t ci_short = g.add(upload(dev, ci.data(), ci.size() - 8));
+  const xhal_buffer_t v_short = g.add(upload(dev, a.values.data(), (a.values.size() - 1) * 4));
+  auto desc = [&](xhal_buffer_t r, xhal_buffer_t c, xhal_buffer_t v) {
+    xhal_csr_desc_t d{};
+    d.struct_size = sizeof(d);
+    d.rows = a.rows;
+    d.cols = a.cols;
+    d.nnz = a.nnz();
+    d.index_dtype = XHAL_DTYPE_I64;
+    d.row_ptr_buffer = r;
+    d.col_idx_buffer = c;
+    d.values_buffer = v;
+    return d;
+  };
+  struct Case {
+    std::string name;
+    xhal_csr_desc_t d;
+    xhal_status_t expected;
+    std::string mention;
+  };
+  std::vector<Case> cases = {
+      {"row_ptr_buffer one index short", desc(rp_short, ci_buf, v_buf), XHAL_OUT_OF_RANGE, "row_ptr"},
+      {"col_idx_buffer one index short", desc(rp_buf, ci_short, v_buf), XHAL_OUT_OF_RANGE, "col_idx"},
+      {"values_buffer one value short", desc(rp_buf, ci_buf, v_short), XHAL_OUT_OF_RANGE, "values"},
+      {"no col_idx at all", desc(rp_buf, nullptr, v_buf), XHAL_INVALID_ARGUMENT, "col_idx"},
+      {"no row_ptr at all", desc(nullptr, ci_buf, v_buf), XHAL_INVALID_ARGUMENT, "row_ptr"},
+  };
+  cases.push_back({"negative rows", desc(rp_buf, ci_buf, v_buf), XHAL_INVALID_ARGUMENT, "rows"});
+  cases.back().d.rows = -6;
+  cases.push_back({"struct_size 0", desc(rp_buf, ci_buf, v_buf), XHAL_INVALID_ARGUMENT, "struct_size"});
+  cases.back().d.struct_size = 0;
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    const auto before = snapshot(g);
+    xhal_csr_t m = nullptr;
+    const xhal_status_t st = xhal_csr_create(dev, &c.d, &m);
+    const std::string msg = st == XHAL_OK ? "" : xhal_last_error();
+    EXPECT_EQ(st, c.expected) << xhal_status_name(st) << ": " << msg;
+    EXPECT_NE(msg.find(c.mention), std::string::npos)
+        << "message '" << msg << "' does not mention '" << c.mention << "'";
+    EXPECT_EQ(m, nullptr);
+    if (m) xhal_csr_release(m);
+    EXPECT_TRUE(snapshot(g) == before);
+  }
 }
 
 // Runs solve and backward with a stored diagonal on `a` and expects

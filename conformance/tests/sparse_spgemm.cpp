@@ -89,7 +89,7 @@ TEST_P(SparseSpgemm, PatternAndValues) {
   {
     // Long inner products (> 32 terms): sequential, not segsum.
     RandomShape full;
-    full.mean_per_row = 60;
+    full.mean_per_row = 150;  // ~60 terms per inner product
     full.empty_row_fraction = 0.2;
     const Csr a = random_matrix(30, 200, rng, full), b = random_matrix(200, 30, rng, full);
     check_product(dev, a, b, XHAL_DTYPE_I32, level, "long inner products");

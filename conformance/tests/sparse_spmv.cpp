@@ -116,6 +116,26 @@ TEST_P(SparseSpmv, EmptyRowsGiveSignedZero) {
   for (float v : got) EXPECT_EQ(bits(v), bits(-0.0f)) << describe(v);
 }
 
+// A matrix with no rows: A x writes nothing (y is empty) and A^T x is all
+// +0.0 (alpha = 1, beta = 0) over the NaN-poisoned y.
+TEST_P(SparseSpmv, ZeroRowMatrix) {
+  LevelTracker level(XHAL_OP_SPMV);
+  Csr a;
+  a.rows = 0;
+  a.cols = 4;
+  BufferGuard g;
+  Matrix m;
+  ASSERT_EQ(create_from_host(dev, a, XHAL_DTYPE_I32, m), XHAL_OK) << xhal_last_error();
+  const xhal_tensor_t x4 = dense(dev, g, {1.f, 2.f, 3.f, 4.f}, {4});
+  const xhal_tensor_t y0 = poisoned(dev, g, 1, {0});
+  ASSERT_EQ(run_on_device(dev, [&] { return xhal_spmv(dev, m.get(), XHAL_TRANSPOSE_NONE, 1.0f, &x4, 0.0f, &y0); }), XHAL_OK);
+  EXPECT_TRUE(is_poison(download<float>(y0.buffer, 1)[0])) << "an empty y was written";
+  const xhal_tensor_t x0 = poisoned(dev, g, 1, {0});
+  const xhal_tensor_t y4 = poisoned(dev, g, 4, {4});
+  ASSERT_EQ(run_on_device(dev, [&] { return xhal_spmv(dev, m.get(), XHAL_TRANSPOSE, 1.0f, &x0, 0.0f, &y4); }), XHAL_OK);
+  for (float v : read(y4)) EXPECT_EQ(bits(v), bits(+0.0f)) << describe(v);
+}
+
 // <A x, y> = <x, A^T y>, both sides from device results, evaluated in
 // float64, within the sum of the two products' spmv bounds.
 TEST_P(SparseSpmv, AdjointIdentity) {
