@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <cstring>
 
+#include "resident_libraries.h"
+
 namespace xhal {
 namespace {
 
@@ -118,14 +120,32 @@ std::string start_plugin(LoadedPlugin& plugin, PluginRecord& record) {
   return "";
 }
 
+PluginRecord open_and_start(const PluginCandidate& candidate,
+                            const std::vector<PluginRecord>& earlier);
+
 }  // namespace
 
 PluginRecord load_plugin(const PluginCandidate& candidate,
                          const std::vector<PluginRecord>& earlier) {
+  if (!candidate.problem.empty()) {
+    PluginRecord record;
+    record.path = candidate.path;
+    record.backend = candidate.backend;
+    return rejected(std::move(record), candidate.problem);
+  }
+  const std::vector<std::string> before = mapped_objects();
+  PluginRecord record = open_and_start(candidate, earlier);
+  keep_new_dependencies_resident(before, candidate.path);
+  return record;
+}
+
+namespace {
+
+PluginRecord open_and_start(const PluginCandidate& candidate,
+                            const std::vector<PluginRecord>& earlier) {
   PluginRecord record;
   record.path = candidate.path;
   record.backend = candidate.backend;
-  if (!candidate.problem.empty()) return rejected(std::move(record), candidate.problem);
 
   // First in search order wins; the later file is not even opened.
   for (const PluginRecord& other : earlier) {
@@ -189,9 +209,15 @@ PluginRecord load_plugin(const PluginCandidate& candidate,
   return record;
 }
 
-void unload_plugin(PluginRecord& record) {
+}  // namespace
+
+void unload_plugin(PluginRecord& record, bool unload) {
   if (!record.plugin) return;
   record.plugin->api.shutdown(record.plugin->context);
+  if (!unload) {
+    // Marks the loaded object RTLD_NODELETE, so the dlclose below keeps it.
+    dlopen(record.path.c_str(), RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+  }
   record.plugin->library.unload();
   record.plugin.reset();
 }

@@ -14,7 +14,10 @@ namespace xhal {
 PluginRecord load_plugin(const PluginCandidate& candidate,
                          const std::vector<PluginRecord>& earlier);
 
-// Calls the plugin's shutdown and unloads it.
-void unload_plugin(PluginRecord& record);
+// Calls the plugin's shutdown and, if `unload`, unloads the library. At
+// process exit the library stays mapped: unmapping gains nothing then, and
+// libraries it pulled in (an OpenMP runtime) may not survive being unloaded
+// while their thread-local state is still live.
+void unload_plugin(PluginRecord& record, bool unload);
 
 }  // namespace xhal

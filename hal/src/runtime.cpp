@@ -67,9 +67,9 @@ std::string skipped_backends(const Runtime& rt) {
   return list;
 }
 
-void stop_locked(Runtime& rt) {
+void stop_locked(Runtime& rt, bool unload = true) {
   rt.devices.clear();
-  for (auto it = rt.plugins.rbegin(); it != rt.plugins.rend(); ++it) unload_plugin(*it);
+  for (auto it = rt.plugins.rbegin(); it != rt.plugins.rend(); ++it) unload_plugin(*it, unload);
   rt.plugins.clear();
   rt.all_device_names.clear();
   rt.selector = {};
@@ -142,7 +142,7 @@ void shutdown_at_exit(void*) {
   for (const auto& d : rt.devices) {
     if (d->handle->open_handles.load() != 0) return;
   }
-  stop_locked(rt);
+  stop_locked(rt, /*unload=*/false);
 }
 
 }  // namespace

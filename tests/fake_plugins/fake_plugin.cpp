@@ -12,6 +12,7 @@
 //   FAKE_DEVICES        device count (default 2); 0 gives a note
 //   FAKE_KIND           XHAL_DEVICE_KIND_* of its devices (default OTHER)
 //   FAKE_STABLE_PREFIX  stable id of device i is prefix + i
+//   FAKE_USES_DEPENDENCY  init calls into libxhal-fake-dependency.so
 //   FAKE_MARKER         on load, creates $XHAL_FAKE_MARKER_DIR/<backend>.loaded
 // Buffers live in host memory; counters count writes, reads and "kernels".
 #include <atomic>
@@ -66,9 +67,16 @@ __attribute__((constructor)) void write_marker() {
 }
 #endif
 
+#ifdef FAKE_USES_DEPENDENCY
+extern "C" int xhal_fake_dependency_value();
+#endif
+
 xhal_status_t fake_init(const xhal_plugin_host_t* host, void** out_context, char* out_note,
                         size_t note_capacity) {
   g_host = host;
+#ifdef FAKE_USES_DEPENDENCY
+  if (xhal_fake_dependency_value() != 42) return XHAL_INTERNAL;
+#endif
 #ifdef FAKE_INIT_FAILS
   (void)out_context;
   (void)out_note;

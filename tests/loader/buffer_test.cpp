@@ -5,6 +5,7 @@
 
 #include <cstring>
 #include <numeric>
+#include <thread>
 
 #include "test_support.h"
 
@@ -211,6 +212,33 @@ TEST_F(BufferTest, DeviceWithLiveBuffersIsBusy) {
   EXPECT_EQ(start(fake_dir("good")), XHAL_BUSY);
   // Still usable afterwards.
   EXPECT_EQ(contents(buf_), initial_);
+}
+
+TEST(DeviceThreads, ConcurrentOpenUseAndRelease) {
+  ASSERT_EQ(start(fake_dir("good")), XHAL_OK);
+  constexpr int kThreads = 8, kRounds = 40;
+  std::vector<int> failures(kThreads, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([t, &failures] {
+      for (int round = 0; round < kRounds; ++round) {
+        xhal_device_t dev = nullptr;
+        xhal_buffer_t buf = nullptr;
+        Bytes data(256, static_cast<uint8_t>(t * 31 + round)), back(256, 0);
+        const bool ok = xhal_device_open(t % 2 ? "good:1" : "good:0", &dev) == XHAL_OK &&
+                        xhal_buffer_allocate(dev, 256, &buf) == XHAL_OK &&
+                        xhal_buffer_write(buf, 0, data.data(), 256) == XHAL_OK &&
+                        xhal_buffer_read(buf, 0, back.data(), 256) == XHAL_OK &&
+                        back == data && xhal_buffer_release(buf) == XHAL_OK &&
+                        xhal_device_release(dev) == XHAL_OK;
+        if (!ok) ++failures[t];
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  EXPECT_EQ(failures, std::vector<int>(kThreads, 0));
+  // Every handle was released: shutdown is not BUSY.
+  EXPECT_EQ(xhal_runtime_shutdown(), XHAL_OK) << xhal_last_error();
 }
 
 TEST(DeviceRelease, UseAfterReleaseIsReported) {

@@ -1,7 +1,8 @@
 // Process exit with the runtime up: `leak` keeps a device and a buffer
 // open (the runtime must then leave plugins loaded, not crash); `clean`
-// releases them first (the runtime shuts down and unloads at exit).
-// Usage: xhal-exit-test leak|clean [plugin-path]   (exit 0 = success)
+// releases them first (the runtime shuts down at exit); `shutdown` also
+// calls xhal_runtime_shutdown (plugins unloaded before exit).
+// Usage: xhal-exit-test leak|clean|shutdown [plugin-path]   (exit 0 = success)
 #include <cstdio>
 #include <cstring>
 
@@ -29,6 +30,10 @@ int main(int argc, char** argv) {
   if (!leak) {
     xhal_buffer_release(buffer);
     xhal_device_release(device);
+  }
+  if (std::strcmp(argv[1], "shutdown") == 0 && xhal_runtime_shutdown() != XHAL_OK) {
+    std::fprintf(stderr, "shutdown: %s\n", xhal_last_error());
+    return 5;
   }
   std::printf("exiting with the runtime up (%s)\n", leak ? "handles leaked" : "handles released");
   return 0;

@@ -154,6 +154,22 @@ TEST(LoaderShutdown, UnloadsEveryPlugin) {
   EXPECT_FALSE(library_mapped(good));
 }
 
+TEST(LoaderShutdown, KeepsLibrariesThePluginPulledIn) {
+  const std::string dependency = fake_dir("deps") + "/libxhal-fake-dependency.so";
+  ASSERT_FALSE(library_mapped(dependency));
+  ASSERT_EQ(start(fake_dir("withdep")), XHAL_OK) << xhal_last_error();
+  const PluginView p = plugin("withdep");
+  ASSERT_EQ(p.state, XHAL_PLUGIN_LOADED) << p.reason;
+  ASSERT_TRUE(library_mapped(dependency));
+  ASSERT_EQ(xhal_runtime_shutdown(), XHAL_OK) << xhal_last_error();
+  EXPECT_FALSE(library_mapped(p.path)) << "the plugin itself is unloaded";
+  EXPECT_TRUE(library_mapped(dependency)) << "its dependency must stay resident";
+  // Loading again works with the dependency still there.
+  ASSERT_EQ(start(fake_dir("withdep")), XHAL_OK) << xhal_last_error();
+  EXPECT_EQ(plugin("withdep").state, XHAL_PLUGIN_LOADED);
+  EXPECT_EQ(xhal_runtime_shutdown(), XHAL_OK);
+}
+
 TEST(LoaderDuplicates, FirstInSearchOrderWins) {
   const std::string first = fake_dir("good"), second = fake_dir("dup");
   ASSERT_EQ(start(first + ":" + second), XHAL_OK) << xhal_last_error();
