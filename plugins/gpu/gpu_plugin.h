@@ -30,6 +30,17 @@ struct Buffer {
   uint64_t size = 0;
 };
 
+// Makes `ordinal` the calling thread's current device. The runtime is linked
+// into the plugin, so only the plugin changes it: a per-thread cache saves
+// the call on every op.
+inline void use_device(int ordinal) {
+  thread_local int current = -1;
+  if (current != ordinal) {
+    gpuSetDevice(ordinal);
+    current = ordinal;
+  }
+}
+
 // Sets the plugin message through the host (printf-style) and returns st.
 xhal_status_t fail(xhal_status_t st, const char* fmt, ...);
 // Maps a runtime error of `what` to a status with a message.

@@ -206,7 +206,7 @@ void launch_permute(Device* d, const void* src, void* dst, const Strided& s, int
 
 Device* begin(void* device) {
   auto* d = static_cast<Device*>(device);
-  gpuSetDevice(d->ordinal);
+  use_device(d->ordinal);
   return d;
 }
 

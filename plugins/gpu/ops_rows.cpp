@@ -454,7 +454,7 @@ RowShape shape_of(const xhal_plugin_tensor_t* x) {
 
 Device* begin(void* device) {
   auto* d = static_cast<Device*>(device);
-  gpuSetDevice(d->ordinal);
+  use_device(d->ordinal);
   return d;
 }
 

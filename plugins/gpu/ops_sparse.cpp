@@ -46,6 +46,10 @@ struct Matrix {
   int64_t rows = 0, cols = 0, nnz = 0;
   Pattern a, at;
   I* row_idx = nullptr;
+  // Sync-free solve state: flags[k] == epoch once x[k] of the current solve
+  // is written; flags[max(rows, cols)] is the block ticket counter.
+  unsigned* flags = nullptr;
+  unsigned epoch = 0;
   Buffer* values = nullptr;
   std::vector<void*> allocations;
 };
@@ -235,6 +239,47 @@ __global__ void __launch_bounds__(1024) solve_levels_kernel(SolveArgs s, int lbe
   }
 }
 
+#if !defined(XHAL_GPU_HIP)
+// One launch for the whole solve (one right-hand side): blocks take rows in
+// level order through a ticket (the order they actually start), and a row
+// waits for the rows it reads, which all hold earlier tickets, so every
+// awaited row belongs to a running or finished block. Threads of one warp
+// may wait on each other; sm_70+ independent thread scheduling lets the
+// awaited lane proceed. The values and the order of every sum are those of
+// solve_row: only the scheduling differs.
+__global__ void __launch_bounds__(128) solve_syncfree_kernel(SolveArgs s, int64_t rows,
+                                                             unsigned* flags, unsigned epoch) {
+  __shared__ unsigned block_ticket;
+  if (threadIdx.x == 0) block_ticket = atomicAdd(flags + rows, 1u);
+  __syncthreads();
+  const int64_t pos = int64_t{block_ticket} * blockDim.x + threadIdx.x;
+  if (pos >= rows) return;
+  const int64_t k = s.order[pos];
+  I rb = s.a.row_ptr[k], re = s.a.row_ptr[k + 1];
+  I diag = -1;
+  if (s.ascending) {
+    if (re > rb && s.a.col[re - 1] == k) diag = --re;
+  } else {
+    if (re > rb && s.a.col[rb] == k) diag = rb++;
+  }
+  const float dv = s.unit ? 1.0f : (diag >= 0 ? s.a.value(diag) : 0.0f);
+  const float sum = thread_segsum(
+      [&](int64_t i) {
+        const int64_t j = s.a.col[rb + i];
+        const volatile unsigned* f = flags + j;
+        while (*f != epoch) {
+        }
+        __threadfence();
+        return xmul(s.a.value(rb + i), __ldcg(&s.x.at(j, 0)));
+      },
+      re - rb);
+  const float r = xsub(s.b.at(k, 0), sum);
+  s.x.at(k, 0) = s.unit ? r : xdiv(r, dv);
+  __threadfence();
+  atomicExch(flags + k, epoch);
+}
+#endif
+
 xhal_status_t run_solve(Device* d, const Matrix* m, xhal_transpose_t trans,
                         xhal_triangle_t triangle, xhal_diagonal_t diagonal, Cols b, Cols x,
                         const char* op, int* launches) {
@@ -251,6 +296,20 @@ xhal_status_t run_solve(Device* d, const Matrix* m, xhal_transpose_t trans,
   if (x.n == 0 || x.k == 0) return XHAL_OK;
   SolveArgs s{view(p, m), sc.order, sc.level_off, b, x, ascending,
               diagonal == XHAL_DIAGONAL_UNIT};
+#if !defined(XHAL_GPU_HIP)
+  if (x.k == 1 && m->flags) {
+    auto* mm = const_cast<Matrix*>(m);
+    if (++mm->epoch == 0) {  // wrapped: start the flags afresh
+      gpuMemsetAsync(mm->flags, 0, sizeof(unsigned) * p.rows, d->stream);
+      mm->epoch = 1;
+    }
+    gpuMemsetAsync(mm->flags + p.rows, 0, sizeof(unsigned), d->stream);
+    solve_syncfree_kernel<<<static_cast<unsigned>((p.rows + 127) / 128), 128, 0, d->stream>>>(s, p.rows, mm->flags,
+                                                                       mm->epoch);
+    ++*launches;
+    return XHAL_OK;
+  }
+#endif
   for (const auto& bt : sc.batches) {
     if (bt.one_block) {
       solve_levels_kernel<<<1, 1024, 0, d->stream>>>(s, bt.begin, bt.end);
@@ -300,7 +359,7 @@ __global__ void spgemm_kernel(PatternView a, PatternView b, const I* c_row, cons
 
 Device* begin(void* device) {
   auto* d = static_cast<Device*>(device);
-  gpuSetDevice(d->ordinal);
+  use_device(d->ordinal);
   return d;
 }
 
@@ -329,6 +388,18 @@ xhal_status_t csr_create(void* device, const xhal_plugin_csr_desc_t* desc, void*
   xhal_status_t st = build_pattern(d, m, rp, col, nullptr, desc->rows, square, &m->a);
   if (st == XHAL_OK) st = build_pattern(d, m, trp, tcol, &tperm, desc->cols, square, &m->at);
   if (st == XHAL_OK) st = up(d, m, ri, &m->row_idx);
+  if (st == XHAL_OK && square) {
+    void* f = nullptr;
+    const size_t bytes = sizeof(unsigned) * (desc->rows + 1);
+    gpuError_t e = gpuMalloc(&f, bytes);
+    if (e == gpuSuccess) e = gpuMemsetAsync(f, 0, bytes, d->stream);
+    if (e != gpuSuccess) {
+      st = runtime_error(e, "allocating solve flags");
+    } else {
+      m->allocations.push_back(f);
+      m->flags = static_cast<unsigned*>(f);
+    }
+  }
   if (st != XHAL_OK) {
     destroy(m);
     return st;

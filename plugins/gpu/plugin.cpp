@@ -102,8 +102,8 @@ xhal_status_t device_open(void* context, uint32_t index, void** out) {
     return fail(XHAL_NOT_FOUND, "%s plugin: no device %u", XHAL_GPU_BACKEND_NAME, index);
   auto d = std::make_unique<Device>();
   d->ordinal = static_cast<int>(index);
-  gpuError_t e = gpuSetDevice(d->ordinal);
-  if (e == gpuSuccess) e = gpuStreamCreateWithFlags(&d->stream, gpuStreamNonBlocking);
+  use_device(d->ordinal);
+  gpuError_t e = gpuStreamCreateWithFlags(&d->stream, gpuStreamNonBlocking);
   if (e != gpuSuccess) return runtime_error(e, "opening the device");
   *out = d.release();
   return XHAL_OK;
@@ -111,7 +111,7 @@ xhal_status_t device_open(void* context, uint32_t index, void** out) {
 
 void device_close(void* device) {
   auto* d = static_cast<Device*>(device);
-  gpuSetDevice(d->ordinal);
+  use_device(d->ordinal);
   gpuStreamSynchronize(d->stream);
   if (d->scratch) gpuFree(d->scratch);
   gpuStreamDestroy(d->stream);
@@ -120,7 +120,7 @@ void device_close(void* device) {
 
 xhal_status_t device_synchronize(void* device) {
   auto* d = static_cast<Device*>(device);
-  gpuSetDevice(d->ordinal);
+  use_device(d->ordinal);
   gpuError_t e = gpuStreamSynchronize(d->stream);
   if (e != gpuSuccess)
     return fail(XHAL_DEVICE_LOST, "%s plugin: asynchronous device fault: %s",
@@ -140,7 +140,7 @@ xhal_status_t device_get_counters(void* device, xhal_counters_t* out) {
 
 xhal_status_t buffer_allocate(void* device, uint64_t size, void** out) {
   auto* d = static_cast<Device*>(device);
-  gpuSetDevice(d->ordinal);
+  use_device(d->ordinal);
   auto b = std::make_unique<Buffer>();
   b->size = size;
   if (size) {
@@ -160,7 +160,7 @@ xhal_status_t buffer_allocate(void* device, uint64_t size, void** out) {
 void buffer_free(void* device, void* buffer) {
   auto* d = static_cast<Device*>(device);
   auto* b = static_cast<Buffer*>(buffer);
-  gpuSetDevice(d->ordinal);
+  use_device(d->ordinal);
   if (b->ptr) {
     gpuStreamSynchronize(d->stream);  // queued work may still use it
     gpuFree(b->ptr);
@@ -172,7 +172,7 @@ xhal_status_t buffer_write(void* device, void* dst, uint64_t offset, const void*
                            uint64_t size) {
   auto* d = static_cast<Device*>(device);
   if (!size) return XHAL_OK;
-  gpuSetDevice(d->ordinal);
+  use_device(d->ordinal);
   gpuError_t e = gpuMemcpyAsync(static_cast<char*>(static_cast<Buffer*>(dst)->ptr) + offset, src,
                                 size, gpuMemcpyHostToDevice, d->stream);
   if (e == gpuSuccess) e = gpuStreamSynchronize(d->stream);
@@ -184,7 +184,7 @@ xhal_status_t buffer_write(void* device, void* dst, uint64_t offset, const void*
 xhal_status_t buffer_read(void* device, void* src, uint64_t offset, void* dst, uint64_t size) {
   auto* d = static_cast<Device*>(device);
   if (!size) return XHAL_OK;
-  gpuSetDevice(d->ordinal);
+  use_device(d->ordinal);
   gpuError_t e =
       gpuMemcpyAsync(dst, static_cast<const char*>(static_cast<Buffer*>(src)->ptr) + offset, size,
                      gpuMemcpyDeviceToHost, d->stream);
@@ -198,7 +198,7 @@ xhal_status_t buffer_copy(void* device, void* src, uint64_t src_offset, void* ds
                           uint64_t dst_offset, uint64_t size) {
   auto* d = static_cast<Device*>(device);
   if (!size) return XHAL_OK;
-  gpuSetDevice(d->ordinal);
+  use_device(d->ordinal);
   gpuError_t e = gpuMemcpyAsync(static_cast<char*>(static_cast<Buffer*>(dst)->ptr) + dst_offset,
                                 static_cast<const char*>(static_cast<Buffer*>(src)->ptr) + src_offset,
                                 size, gpuMemcpyDeviceToDevice, d->stream);
@@ -222,7 +222,7 @@ xhal_status_t buffer_fill(void* device, void* dst, uint64_t offset, uint64_t siz
                           const void* pattern, uint32_t pattern_size) {
   auto* d = static_cast<Device*>(device);
   if (!size) return XHAL_OK;
-  gpuSetDevice(d->ordinal);
+  use_device(d->ordinal);
   uint64_t p = 0;
   std::memcpy(&p, pattern, pattern_size);  // little endian: byte i of the pattern
   unsigned char* base = static_cast<unsigned char*>(static_cast<Buffer*>(dst)->ptr) + offset;
