@@ -172,7 +172,8 @@ void print_plugins(const std::vector<Plugin>& plugins) {
   for (const Plugin& p : plugins) {
     std::cout << "  [" << state_name(p.info.state) << "] " << p.info.backend << "  "
               << p.info.path << "\n      ";
-    if (p.info.state == XHAL_PLUGIN_LOADED) {
+    // Version and ABI when the table was read (the ABI reason states them).
+    if (p.info.abi_major != 0 && p.info.reason.rfind("plugin ABI ", 0) != 0) {
       std::cout << "version " << p.info.plugin_version << ", ABI " << p.info.abi_major << "."
                 << p.info.abi_minor << ", ";
     }
