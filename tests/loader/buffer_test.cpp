@@ -204,6 +204,19 @@ TEST_F(BufferTest, CountersCountTransfers) {
   EXPECT_EQ(xhal_device_get_counters(dev_, nullptr), XHAL_INVALID_ARGUMENT);
 }
 
+TEST_F(BufferTest, PluginFailureCarriesItsMessage) {
+  xhal_buffer_t huge = nullptr;
+  EXPECT_EQ(xhal_buffer_allocate(dev_, uint64_t{5} << 30, &huge), XHAL_OUT_OF_MEMORY);
+  EXPECT_STREQ(xhal_last_error(),
+               "good plugin: buffer_allocate: fake backend allocates at most 4 GiB");
+  EXPECT_EQ(huge, nullptr);
+  // The next call starts with a clean message, and the failed allocation
+  // left no live object behind (TearDown's device release would be BUSY).
+  uint64_t size = 0;
+  EXPECT_EQ(xhal_buffer_size(buf_, &size), XHAL_OK);
+  EXPECT_STREQ(xhal_last_error(), "");
+}
+
 TEST_F(BufferTest, DeviceWithLiveBuffersIsBusy) {
   EXPECT_EQ(xhal_device_release(dev_), XHAL_BUSY);
   EXPECT_THAT(xhal_last_error(), HasSubstr("good:0: 1 buffers/plans/matrices still live"));
