@@ -14,7 +14,9 @@
 #include <string>
 #include <vector>
 
+#include "../check.h"
 #include "../harness.h"
+#include "../runner.h"
 #include "sparse_generators.h"
 #include "sparse_reference.h"
 
@@ -175,12 +177,9 @@ inline bool any_poison(const std::vector<float>& v) {
   return false;
 }
 
-// XHAL_CONF_REQUIRE_BIT_EXACT=1 turns "accurate but not bit-exact" into a
-// failure (the CPU backend claims bit-exactness; mutation checks use it).
-inline bool require_bit_exact() {
-  const char* s = std::getenv("XHAL_CONF_REQUIRE_BIT_EXACT");
-  return s && *s && std::strcmp(s, "0") != 0;
-}
+// The runner's seed for this test: XHAL_CONF_SEED=<base printed at start>
+// reproduces a run's data.
+inline uint64_t test_seed() { return ::xhal::conf::fresh_seed(); }
 
 // The level a test demonstrated: bit-exact while every output matched the
 // canonical reference bit for bit; accurate once an output differed but a
@@ -199,7 +198,8 @@ class LevelTracker {
     if (same_bits(got, canonical)) return;
     const std::string diff = first_difference(got, canonical);
     std::printf("[ sparse   ] %s: not bit-exact: %s\n", what.c_str(), diff.c_str());
-    if (require_bit_exact()) ADD_FAILURE() << what << ": not bit-exact: " << diff;
+    // --require-bit-exact: accurate is not enough (the CPU backend claims bits).
+    if (::xhal::conf::require_bit_exact()) ADD_FAILURE() << what << ": not bit-exact: " << diff;
     const std::vector<float> again = rerun();
     EXPECT_TRUE(same_bits(got, again))
         << what << ": not deterministic across two runs: " << first_difference(again, got);
@@ -260,8 +260,8 @@ inline void expect_solve_residual(const std::string& what, const Csr& a,
 
 // SCOPED_TRACE text for a seed.
 inline std::string seed_note(const Rng& rng) {
-  return "seed " + std::to_string(rng.seed()) + " (replay: XHAL_CONF_SEED=" +
-         std::to_string(rng.seed()) + ")";
+  return "seed " + std::to_string(rng.seed()) + " (replay the run: XHAL_CONF_SEED=" +
+         std::to_string(::xhal::conf::seed_base()) + ")";
 }
 
 inline const char* index_name(xhal_dtype_t d) { return d == XHAL_DTYPE_I32 ? "i32" : "i64"; }

@@ -19,13 +19,6 @@ float Rng::nonzero(float lo, float hi) {
 }
 bool Rng::chance(double p) { return uniform(0.0, 1.0) < p; }
 
-uint64_t fresh_seed() {
-  if (const char* s = std::getenv("XHAL_CONF_SEED"); s && *s)
-    return std::strtoull(s, nullptr, 0);
-  std::random_device rd;
-  return (uint64_t(rd()) << 32) ^ rd();
-}
-
 std::vector<float> random_values(Rng& rng, size_t n, float lo, float hi) {
   std::vector<float> v(n);
   for (auto& x : v) x = rng.nonzero(lo, hi);

@@ -12,8 +12,7 @@
 
 namespace xhal::conf::sparse {
 
-// A seeded generator; tests print the seed so a failure can be replayed
-// with XHAL_CONF_SEED=<seed>.
+// A seeded generator (tests seed it from the runner's per-test seed).
 class Rng {
  public:
   explicit Rng(uint64_t seed) : seed_(seed), gen_(seed) {}
@@ -27,9 +26,6 @@ class Rng {
   uint64_t seed_;
   std::mt19937_64 gen_;
 };
-
-// XHAL_CONF_SEED if set, else a fresh seed from std::random_device.
-uint64_t fresh_seed();
 
 std::vector<float> random_values(Rng& rng, size_t n, float lo = 0.25f,
                                  float hi = 2.0f);

@@ -6,7 +6,7 @@
 //
 // Mutation checks. Each bug was planted, the sparse tests run on cpu
 // (--gtest_filter='*Sparse*'), the failing tests noted, the bug undone.
-// "bits": fails with XHAL_CONF_REQUIRE_BIT_EXACT=1; without it the op's
+// "bits": fails with --require-bit-exact; without it the op's
 // level drops to "accurate" in the report (checked for segsum chunk 16).
 //  Canonical / float64 references (reference/sparse_reference.cpp):
 //   segsum chunk 16 instead of 32           bits: Spmv, Spmm, Csr*, Solve, SolveBackward, Spgemm usable
@@ -171,7 +171,7 @@ TEST_P(SparseCatalogue, BadPatternsRejectedAtCreate) {
 // (XHAL_OUT_OF_RANGE naming the buffer), missing arrays, negative sizes,
 // a struct_size too small for the fields.
 TEST_P(SparseCatalogue, BadDescriptorsRejectedAtCreate) {
-  Rng rng(fresh_seed());
+  Rng rng(test_seed());
   SCOPED_TRACE(seed_note(rng));
   const Csr a = base_lower(rng);
   const auto rp = index_bytes(a.row_ptr, XHAL_DTYPE_I64), ci = index_bytes(a.col_idx, XHAL_DTYPE_I64);
@@ -252,7 +252,7 @@ void expect_solve_rejected(xhal_device_t dev, xhal_csr_t m, const Csr& a, xhal_t
 }
 
 TEST_P(SparseCatalogue, SolveStructureRejected) {
-  Rng rng(fresh_seed());
+  Rng rng(test_seed());
   SCOPED_TRACE(seed_note(rng));
   {
     SCOPED_TRACE("missing diagonal in row 3");
@@ -308,7 +308,7 @@ TEST_P(SparseCatalogue, SolveStructureRejected) {
 }
 
 TEST_P(SparseCatalogue, WrongShapes) {
-  Rng rng(fresh_seed());
+  Rng rng(test_seed());
   SCOPED_TRACE(seed_note(rng));
   const Csr rect = random_matrix(6, 4, rng);  // spmv / spmm
   const Csr tri = base_lower(rng);             // solve
@@ -364,7 +364,7 @@ TEST_P(SparseCatalogue, WrongShapes) {
 }
 
 TEST_P(SparseCatalogue, WrongDtypes) {
-  Rng rng(fresh_seed());
+  Rng rng(test_seed());
   SCOPED_TRACE(seed_note(rng));
   const Csr tri = base_lower(rng);
   Matrix mt;
@@ -415,7 +415,7 @@ TEST_P(SparseCatalogue, WrongDtypes) {
 }
 
 TEST_P(SparseCatalogue, AliasingOutputs) {
-  Rng rng(fresh_seed());
+  Rng rng(test_seed());
   SCOPED_TRACE(seed_note(rng));
   const Csr tri = base_lower(rng);
   Matrix mt;
@@ -452,7 +452,7 @@ TEST_P(SparseCatalogue, AliasingOutputs) {
 }
 
 TEST_P(SparseCatalogue, NullHandles) {
-  Rng rng(fresh_seed());
+  Rng rng(test_seed());
   const Csr tri = base_lower(rng);
   Matrix mt;
   ASSERT_EQ(create_from_host(dev, tri, XHAL_DTYPE_I32, mt), XHAL_OK) << xhal_last_error();
@@ -497,7 +497,7 @@ TEST_P(SparseCatalogue, NullHandles) {
 
 // Enum arguments outside their range.
 TEST_P(SparseCatalogue, BadEnumValues) {
-  Rng rng(fresh_seed());
+  Rng rng(test_seed());
   const Csr tri = base_lower(rng);
   Matrix mt;
   ASSERT_EQ(create_from_host(dev, tri, XHAL_DTYPE_I64, mt), XHAL_OK) << xhal_last_error();

@@ -71,7 +71,7 @@ void expect_solve_matches(xhal_device_t dev, xhal_csr_t m, const Csr& a, Rng& rn
 
 TEST_P(SparseCsr, CreateFromHostArrays) {
   LevelTracker level(XHAL_OP_SPMV);
-  Rng rng(fresh_seed());
+  Rng rng(test_seed());
   SCOPED_TRACE(seed_note(rng));
   for (auto idx : {XHAL_DTYPE_I32, XHAL_DTYPE_I64}) {
     SCOPED_TRACE(index_name(idx));
@@ -85,7 +85,7 @@ TEST_P(SparseCsr, CreateFromHostArrays) {
 
 TEST_P(SparseCsr, CreateFromDeviceBuffers) {
   LevelTracker level(XHAL_OP_SPMV);
-  Rng rng(fresh_seed());
+  Rng rng(test_seed());
   SCOPED_TRACE(seed_note(rng));
   for (auto idx : {XHAL_DTYPE_I32, XHAL_DTYPE_I64}) {
     SCOPED_TRACE(index_name(idx));
@@ -100,7 +100,7 @@ TEST_P(SparseCsr, CreateFromDeviceBuffers) {
 
 // values NULL (host) or no values buffer: every value starts at +0.0.
 TEST_P(SparseCsr, CreateWithoutValuesStartsAtZero) {
-  Rng rng(fresh_seed());
+  Rng rng(test_seed());
   SCOPED_TRACE(seed_note(rng));
   Csr a = random_matrix(30, 20, rng);
   for (bool from_buffers : {false, true}) {
@@ -123,7 +123,7 @@ TEST_P(SparseCsr, CreateWithoutValuesStartsAtZero) {
 // and the ops give the new answers; the pattern stays.
 TEST_P(SparseCsr, SetValuesFromHostGivesNewAnswers) {
   LevelTracker level(XHAL_OP_CSR_SOLVE);
-  Rng rng(fresh_seed());
+  Rng rng(test_seed());
   SCOPED_TRACE(seed_note(rng));
   Csr a = random_triangular(300, rng, XHAL_TRIANGLE_LOWER, 3.0);
   Matrix m;
@@ -143,7 +143,7 @@ TEST_P(SparseCsr, SetValuesFromHostGivesNewAnswers) {
 // transfer.
 TEST_P(SparseCsr, SetValuesFromDeviceTensorWithoutHostTransfer) {
   LevelTracker level(XHAL_OP_CSR_SOLVE);
-  Rng rng(fresh_seed());
+  Rng rng(test_seed());
   SCOPED_TRACE(seed_note(rng));
   Csr a = random_triangular(300, rng, XHAL_TRIANGLE_LOWER, 3.0);
   Matrix m;
@@ -175,7 +175,7 @@ TEST_P(SparseCsr, WrongDeviceRejected) {
                  << " visible (run with a selector that lists two, e.g. XHAL_DEVICE=cpu,vulkan)";
   xhal_device_t other = nullptr;
   ASSERT_EQ(xhal_device_open_index(other_index, &other), XHAL_OK) << xhal_last_error();
-  Rng rng(fresh_seed());
+  Rng rng(test_seed());
   SCOPED_TRACE(seed_note(rng));
   {
     const Csr a = random_triangular(20, rng, XHAL_TRIANGLE_LOWER, 2.0);
