@@ -42,8 +42,8 @@ xhal_status_t widen_indices(const I* in, uint64_t count, uint64_t num_rows,
     const int64_t v = static_cast<int64_t>(in[i]);
     if (v < 0 || static_cast<uint64_t>(v) >= num_rows)
       return fail(XHAL_OUT_OF_RANGE,
-                  "argument 'indices': indices[%" PRIu64 "] = %" PRId64
-                  " is outside [0, %" PRIu64 ")",
+                  "argument 'indices': indices[%" PRIu64 "] = %" PRId64 " is outside [0, %" PRIu64
+                  ")",
                   i, v, num_rows);
     (*out)[i] = v;
   }
@@ -51,12 +51,12 @@ xhal_status_t widen_indices(const I* in, uint64_t count, uint64_t num_rows,
 }
 
 xhal_status_t check_plan(xhal_device* device, xhal_index_plan_t plan) {
-  if (xhal_status_t s = check_handle("plan", plan); s != XHAL_OK) return s;
+  XHAL_TRY(check_handle("plan", plan));
   if (plan->device != device)
     return fail(XHAL_WRONG_DEVICE,
                 "argument 'plan': created on device %s:%u, not on the op's device %s:%u",
-                plan->device->backend.c_str(), plan->device->backend_index,
-                device->backend.c_str(), device->backend_index);
+                plan->device->backend.c_str(), plan->device->backend_index, device->backend.c_str(),
+                device->backend_index);
   return XHAL_OK;
 }
 
@@ -65,10 +65,10 @@ xhal_status_t check_plan(xhal_device* device, xhal_index_plan_t plan) {
 extern "C" {
 
 xhal_status_t xhal_index_plan_create(xhal_device_t device, const void* indices,
-                                     xhal_dtype_t index_dtype, uint64_t count,
-                                     uint64_t num_rows, xhal_index_plan_t* out_plan) {
+                                     xhal_dtype_t index_dtype, uint64_t count, uint64_t num_rows,
+                                     xhal_index_plan_t* out_plan) {
   clear_error();
-  if (xhal_status_t s = check_device(device); s != XHAL_OK) return s;
+  XHAL_TRY(check_device(device));
   if (!out_plan) return fail(XHAL_INVALID_ARGUMENT, "argument 'out_plan': NULL");
   if (index_dtype != XHAL_DTYPE_I32 && index_dtype != XHAL_DTYPE_I64)
     return fail(XHAL_INVALID_ARGUMENT, "argument 'index_dtype': %s, expected i32 or i64",
@@ -78,9 +78,7 @@ xhal_status_t xhal_index_plan_create(xhal_device_t device, const void* indices,
     return fail(XHAL_OUT_OF_RANGE, "argument '%s': %" PRIu64 " is too large",
                 count > uint64_t(INT64_MAX) ? "count" : "num_rows",
                 count > uint64_t(INT64_MAX) ? count : num_rows);
-  if (xhal_status_t s = check_slot(device, device->api->index_plan_create != nullptr, "index plans");
-      s != XHAL_OK)
-    return s;
+  XHAL_TRY(check_slot(device, device->api->index_plan_create != nullptr, "index plans"));
 
   std::vector<int64_t> idx;
   Selection sel;
@@ -120,7 +118,7 @@ xhal_status_t xhal_index_plan_create(xhal_device_t device, const void* indices,
 
 xhal_status_t xhal_index_plan_release(xhal_index_plan_t plan) {
   clear_error();
-  if (xhal_status_t s = check_handle("plan", plan); s != XHAL_OK) return s;
+  XHAL_TRY(check_handle("plan", plan));
   xhal_device* device = plan->device;
   if (device->api->index_plan_destroy)
     device->api->index_plan_destroy(device->plugin_device, plan->plugin_plan);
@@ -133,27 +131,19 @@ xhal_status_t xhal_index_select(xhal_device_t device, xhal_index_plan_t plan,
                                 const xhal_tensor_t* src, const xhal_tensor_t* out) {
   clear_error();
   constexpr const char* op = "index_select";
-  if (xhal_status_t s = check_device(device); s != XHAL_OK) return s;
-  if (xhal_status_t s = check_plan(device, plan); s != XHAL_OK) return s;
+  XHAL_TRY(check_device(device));
+  XHAL_TRY(check_plan(device, plan));
   Checked cs, co;
-  if (xhal_status_t s = check_tensor(device, "src", src, op, kAnyDtype, Layout::kContiguous, &cs);
-      s != XHAL_OK)
-    return s;
-  if (xhal_status_t s = check_tensor(device, "out", out, op, kAnyDtype, Layout::kContiguous, &co);
-      s != XHAL_OK)
-    return s;
-  if (xhal_status_t s = check_rank(cs, 2); s != XHAL_OK) return s;
+  XHAL_TRY(check_tensor(device, "src", src, op, kAnyDtype, Layout::kContiguous, &cs));
+  XHAL_TRY(check_tensor(device, "out", out, op, kAnyDtype, Layout::kContiguous, &co));
+  XHAL_TRY(check_rank(cs, 2));
   const int64_t w = cs.shape()[1];
-  if (xhal_status_t s = check_shape(cs, {static_cast<int64_t>(plan->num_rows), w}); s != XHAL_OK)
-    return s;
-  if (xhal_status_t s = check_shape(co, {static_cast<int64_t>(plan->count), w}); s != XHAL_OK)
-    return s;
-  if (xhal_status_t s = check_same_dtype(co, cs); s != XHAL_OK) return s;
-  if (xhal_status_t s = check_no_alias(co, cs); s != XHAL_OK) return s;
-  if (xhal_status_t s = check_supported(device, XHAL_OP_INDEX_SELECT, device->api->index_select != nullptr,
-                                        cs.dtype(), "src");
-      s != XHAL_OK)
-    return s;
+  XHAL_TRY(check_shape(cs, {static_cast<int64_t>(plan->num_rows), w}));
+  XHAL_TRY(check_shape(co, {static_cast<int64_t>(plan->count), w}));
+  XHAL_TRY(check_same_dtype(co, cs));
+  XHAL_TRY(check_no_alias(co, cs));
+  XHAL_TRY(check_supported(device, XHAL_OP_INDEX_SELECT, device->api->index_select != nullptr,
+                           cs.dtype(), "src"));
   if (co.elements == 0) return XHAL_OK;  // nothing to write
   return XHAL_PLUGIN_CALL(device, index_select, plan->plugin_plan, &cs.plugin, &co.plugin);
 }
@@ -162,26 +152,18 @@ xhal_status_t xhal_index_add(xhal_device_t device, xhal_index_plan_t plan, float
                              const xhal_tensor_t* src, const xhal_tensor_t* dst) {
   clear_error();
   constexpr const char* op = "index_add";
-  if (xhal_status_t s = check_device(device); s != XHAL_OK) return s;
-  if (xhal_status_t s = check_plan(device, plan); s != XHAL_OK) return s;
+  XHAL_TRY(check_device(device));
+  XHAL_TRY(check_plan(device, plan));
   Checked cs, cd;
-  if (xhal_status_t s = check_tensor(device, "src", src, op, kF32Only, Layout::kContiguous, &cs);
-      s != XHAL_OK)
-    return s;
-  if (xhal_status_t s = check_tensor(device, "dst", dst, op, kF32Only, Layout::kContiguous, &cd);
-      s != XHAL_OK)
-    return s;
-  if (xhal_status_t s = check_rank(cs, 2); s != XHAL_OK) return s;
+  XHAL_TRY(check_tensor(device, "src", src, op, kF32Only, Layout::kContiguous, &cs));
+  XHAL_TRY(check_tensor(device, "dst", dst, op, kF32Only, Layout::kContiguous, &cd));
+  XHAL_TRY(check_rank(cs, 2));
   const int64_t w = cs.shape()[1];
-  if (xhal_status_t s = check_shape(cs, {static_cast<int64_t>(plan->count), w}); s != XHAL_OK)
-    return s;
-  if (xhal_status_t s = check_shape(cd, {static_cast<int64_t>(plan->num_rows), w}); s != XHAL_OK)
-    return s;
-  if (xhal_status_t s = check_no_alias(cd, cs); s != XHAL_OK) return s;
-  if (xhal_status_t s = check_supported(device, XHAL_OP_INDEX_ADD, device->api->index_add != nullptr,
-                                        cs.dtype(), "src");
-      s != XHAL_OK)
-    return s;
+  XHAL_TRY(check_shape(cs, {static_cast<int64_t>(plan->count), w}));
+  XHAL_TRY(check_shape(cd, {static_cast<int64_t>(plan->num_rows), w}));
+  XHAL_TRY(check_no_alias(cd, cs));
+  XHAL_TRY(check_supported(device, XHAL_OP_INDEX_ADD, device->api->index_add != nullptr, cs.dtype(),
+                           "src"));
   if (cs.elements == 0) return XHAL_OK;  // no source: dst is untouched
   return XHAL_PLUGIN_CALL(device, index_add, plan->plugin_plan, alpha, &cs.plugin, &cd.plugin);
 }

@@ -43,26 +43,18 @@ extern "C" xhal_status_t xhal_permute(xhal_device_t device, const xhal_tensor_t*
                                       const uint32_t* perm, const xhal_tensor_t* dst) {
   clear_error();
   constexpr const char* op = "permute";
-  if (xhal_status_t s = check_device(device); s != XHAL_OK) return s;
+  XHAL_TRY(check_device(device));
   Checked cs, cd;
-  if (xhal_status_t s = check_tensor(device, "src", src, op, kAnyDtype, Layout::kStrided, &cs);
-      s != XHAL_OK)
-    return s;
-  if (xhal_status_t s = check_perm("perm", perm, cs.rank()); s != XHAL_OK) return s;
-  if (xhal_status_t s = check_tensor(device, "dst", dst, op, kAnyDtype, Layout::kContiguous, &cd);
-      s != XHAL_OK)
-    return s;
+  XHAL_TRY(check_tensor(device, "src", src, op, kAnyDtype, Layout::kStrided, &cs));
+  XHAL_TRY(check_perm("perm", perm, cs.rank()));
+  XHAL_TRY(check_tensor(device, "dst", dst, op, kAnyDtype, Layout::kContiguous, &cd));
   int64_t expected[XHAL_MAX_RANK] = {};
   for (uint32_t i = 0; i < cs.rank(); ++i) expected[i] = cs.shape()[perm[i]];
-  if (xhal_status_t s = check_shape(cd, std::span<const int64_t>(expected, cs.rank()));
-      s != XHAL_OK)
-    return s;
-  if (xhal_status_t s = check_same_dtype(cd, cs); s != XHAL_OK) return s;
-  if (xhal_status_t s = check_no_alias(cd, cs); s != XHAL_OK) return s;
-  if (xhal_status_t s = check_supported(device, XHAL_OP_PERMUTE, device->api->permute != nullptr,
-                                        cs.dtype(), "src");
-      s != XHAL_OK)
-    return s;
+  XHAL_TRY(check_shape(cd, std::span<const int64_t>(expected, cs.rank())));
+  XHAL_TRY(check_same_dtype(cd, cs));
+  XHAL_TRY(check_no_alias(cd, cs));
+  XHAL_TRY(
+      check_supported(device, XHAL_OP_PERMUTE, device->api->permute != nullptr, cs.dtype(), "src"));
   if (cd.elements == 0) return XHAL_OK;
 
   const PermutePlan p = plan_permute(cs.rank(), cd.shape(), cs.plugin.strides, perm);

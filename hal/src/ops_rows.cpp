@@ -11,19 +11,14 @@ using namespace xhal;
 
 namespace {
 
-#define XHAL_TRY(expr)                               \
-  do {                                               \
-    if (xhal_status_t s_ = (expr); s_ != XHAL_OK) return s_; \
-  } while (0)
-
 struct Rows {
   int64_t rows = 0, n = 0;
 };
 
 xhal_status_t row_view(const Checked& x, Rows* out) {
   if (x.rank() == 0)
-    return fail(XHAL_SHAPE_MISMATCH, "argument '%s': rank 0, but the op needs rank >= 1 (rows of the last dim)",
-                x.name);
+    return fail(XHAL_SHAPE_MISMATCH,
+                "argument '%s': rank 0, but the op needs rank >= 1 (rows of the last dim)", x.name);
   out->n = x.shape()[x.rank() - 1];
   out->rows = 1;
   for (uint32_t k = 0; k + 1 < x.rank(); ++k) out->rows *= x.shape()[k];
@@ -43,9 +38,10 @@ xhal_status_t check_per_row(const Checked& c, const Checked& x, const Rows& r) {
     for (uint32_t k = 0; k < c.rank(); ++k) same = same && c.shape()[k] == x.shape()[k];
     if (same) return XHAL_OK;
   }
-  return fail(XHAL_SHAPE_MISMATCH, "argument '%s': shape %s but expected [%lld] (one value per row of '%s' %s)",
-              c.name, shape_string(c.rank(), c.shape()).c_str(), static_cast<long long>(r.rows),
-              x.name, shape_string(x.rank(), x.shape()).c_str());
+  return fail(XHAL_SHAPE_MISMATCH,
+              "argument '%s': shape %s but expected [%lld] (one value per row of '%s' %s)", c.name,
+              shape_string(c.rank(), c.shape()).c_str(), static_cast<long long>(r.rows), x.name,
+              shape_string(x.rank(), x.shape()).c_str());
 }
 
 xhal_status_t check_per_column(const Checked& c, const Rows& r) { return check_shape(c, {r.n}); }
@@ -64,7 +60,9 @@ xhal_status_t disjoint_from_all(const Checked& out, std::initializer_list<const 
   return XHAL_OK;
 }
 
-xhal_plugin_tensor_t as_matrix(const Checked& c, const Rows& r) { return reshape(c, {r.rows, r.n}); }
+xhal_plugin_tensor_t as_matrix(const Checked& c, const Rows& r) {
+  return reshape(c, {r.rows, r.n});
+}
 xhal_plugin_tensor_t as_vector(const Checked& c) { return reshape(c, {c.elements}); }
 
 // Column sums over zero rows are +0: written by the core so that no plugin
@@ -174,8 +172,8 @@ xhal_status_t xhal_rms_norm_backward(xhal_device_t device, const xhal_tensor_t* 
   XHAL_TRY(check_supported(device, XHAL_OP_RMS_NORM_BACKWARD,
                            device->api->rms_norm_backward != nullptr, XHAL_DTYPE_F32, "x"));
   if (cx.elements == 0) return zero_fill(device, cdg);
-  const auto px = as_matrix(cx, r), pg = as_vector(cg), pr = as_vector(cr),
-             pdy = as_matrix(cdy, r), pdx = as_matrix(cdx, r), pdg = as_vector(cdg);
+  const auto px = as_matrix(cx, r), pg = as_vector(cg), pr = as_vector(cr), pdy = as_matrix(cdy, r),
+             pdx = as_matrix(cdx, r), pdg = as_vector(cdg);
   return XHAL_PLUGIN_CALL(device, rms_norm_backward, &px, &pg, &pr, &pdy, &pdx, &pdg);
 }
 
@@ -251,8 +249,7 @@ xhal_status_t xhal_layer_norm_backward(xhal_device_t device, const xhal_tensor_t
   const auto px = as_matrix(cx, r), pg = as_vector(cg), pm = as_vector(cm), pr = as_vector(cr),
              pdy = as_matrix(cdy, r), pdx = as_matrix(cdx, r), pdg = as_vector(cdg),
              pdb = as_vector(cdb);
-  return XHAL_PLUGIN_CALL(device, layer_norm_backward, &px, &pg, &pm, &pr, &pdy, &pdx, &pdg,
-                          &pdb);
+  return XHAL_PLUGIN_CALL(device, layer_norm_backward, &px, &pg, &pm, &pr, &pdy, &pdx, &pdg, &pdb);
 }
 
 }  // extern "C"

@@ -14,8 +14,8 @@ namespace xhal {
 xhal_status_t validate_csr_pattern(const CsrPattern& p, const char* arg) {
   const auto& rp = p.row_ptr;
   if (rp[0] != 0)
-    return fail(XHAL_INVALID_STRUCTURE, "argument '%s': row 0: row_ptr[0] = %" PRId64 ", expected 0",
-                arg, rp[0]);
+    return fail(XHAL_INVALID_STRUCTURE,
+                "argument '%s': row 0: row_ptr[0] = %" PRId64 ", expected 0", arg, rp[0]);
   for (int64_t i = 0; i < p.rows; ++i) {
     if (rp[i + 1] < rp[i])
       return fail(XHAL_INVALID_STRUCTURE,
@@ -59,7 +59,7 @@ int64_t first_zero_diagonal(const xhal_csr& m, const float* values) {
 }
 
 xhal_status_t check_matrix(xhal_device* device, const char* name, const xhal_csr* m) {
-  if (xhal_status_t s = check_handle(name, m); s != XHAL_OK) return s;
+  XHAL_TRY(check_handle(name, m));
   if (m->device != device)
     return fail(XHAL_WRONG_DEVICE,
                 "argument '%s': matrix of device %s:%u, not of the op's device %s:%u", name,
@@ -96,8 +96,8 @@ void analyse(xhal_csr& m) {
     m.t_col_idx[pos] = m.row_idx[k];
     m.t_perm[pos] = k;
   }
-  m.full_diagonal = rows == cols &&
-                    std::all_of(m.diag_pos.begin(), m.diag_pos.end(), [](int64_t p) { return p >= 0; });
+  m.full_diagonal = rows == cols && std::all_of(m.diag_pos.begin(), m.diag_pos.end(),
+                                                [](int64_t p) { return p >= 0; });
 }
 
 void free_values(xhal_device* device, xhal_buffer* values) {
@@ -122,9 +122,7 @@ xhal_status_t make_csr(xhal_device* device, CsrPattern&& p, xhal_dtype_t index_d
 
   const uint64_t bytes = static_cast<uint64_t>(m->nnz) * sizeof(float);
   void* plugin_values = nullptr;
-  if (xhal_status_t s = XHAL_PLUGIN_CALL(device, buffer_allocate, bytes, &plugin_values);
-      s != XHAL_OK)
-    return s;
+  XHAL_TRY(XHAL_PLUGIN_CALL(device, buffer_allocate, bytes, &plugin_values));
   m->values = new xhal_buffer;
   m->values->device = device;
   m->values->plugin_buffer = plugin_values;
@@ -184,17 +182,17 @@ xhal_status_t check_index_source(xhal_device* device, const char* what, const vo
   if (host || count == 0) return XHAL_OK;
   const uint64_t bytes = static_cast<uint64_t>(count) * xhal_dtype_size(dtype);
   if (!buffer)
-      return fail(XHAL_INVALID_ARGUMENT, "argument 'desc': %s and %s_buffer are both NULL", what,
-                  what);
-    if (xhal_status_t s = check_buffer(buffer, what); s != XHAL_OK) return s;
-    if (buffer->device != device)
-      return fail(XHAL_WRONG_DEVICE, "argument 'desc': %s_buffer belongs to device %s:%u, not %s:%u",
-                  what, buffer->device->backend.c_str(), buffer->device->backend_index,
-                  device->backend.c_str(), device->backend_index);
-    if (buffer->size < bytes)
-      return fail(XHAL_OUT_OF_RANGE,
-                  "argument 'desc': %s_buffer has %" PRIu64 " bytes but %" PRId64 " %s need %" PRIu64,
-                  what, buffer->size, count, xhal_dtype_name(dtype), bytes);
+    return fail(XHAL_INVALID_ARGUMENT, "argument 'desc': %s and %s_buffer are both NULL", what,
+                what);
+  XHAL_TRY(check_buffer(buffer, what));
+  if (buffer->device != device)
+    return fail(XHAL_WRONG_DEVICE, "argument 'desc': %s_buffer belongs to device %s:%u, not %s:%u",
+                what, buffer->device->backend.c_str(), buffer->device->backend_index,
+                device->backend.c_str(), device->backend_index);
+  if (buffer->size < bytes)
+    return fail(XHAL_OUT_OF_RANGE,
+                "argument 'desc': %s_buffer has %" PRIu64 " bytes but %" PRId64 " %s need %" PRIu64,
+                what, buffer->size, count, xhal_dtype_name(dtype), bytes);
   return XHAL_OK;
 }
 
@@ -211,10 +209,7 @@ xhal_status_t read_indices(xhal_device* device, const void* host, xhal_buffer* b
       return XHAL_OK;
     }
     staged.resize(bytes);
-    if (xhal_status_t s = XHAL_PLUGIN_CALL(device, buffer_read, buffer->plugin_buffer, 0,
-                                           staged.data(), bytes);
-        s != XHAL_OK)
-      return s;
+    XHAL_TRY(XHAL_PLUGIN_CALL(device, buffer_read, buffer->plugin_buffer, 0, staged.data(), bytes));
     src = staged.data();
   }
   out->resize(count);
@@ -234,7 +229,7 @@ extern "C" {
 xhal_status_t xhal_csr_create(xhal_device_t device, const xhal_csr_desc_t* desc,
                               xhal_csr_t* out_matrix) {
   clear_error();
-  if (xhal_status_t s = check_device(device); s != XHAL_OK) return s;
+  XHAL_TRY(check_device(device));
   if (!desc) return fail(XHAL_INVALID_ARGUMENT, "argument 'desc': NULL");
   if (!out_matrix) return fail(XHAL_INVALID_ARGUMENT, "argument 'out_matrix': NULL");
   // Fields past the caller's struct_size are absent (zero).
@@ -251,17 +246,22 @@ xhal_status_t xhal_csr_create(xhal_device_t device, const xhal_csr_desc_t* desc,
     return fail(XHAL_INVALID_ARGUMENT,
                 "argument 'desc': rows = %" PRId64 ", cols = %" PRId64 ", nnz = %" PRId64
                 " (%s is negative)",
-                d.rows, d.cols, d.nnz, d.rows < 0 ? "rows" : d.cols < 0 ? "cols" : "nnz");
+                d.rows, d.cols, d.nnz,
+                d.rows < 0   ? "rows"
+                : d.cols < 0 ? "cols"
+                             : "nnz");
   if (const uint32_t raw = raw_enum(d.index_dtype); raw != XHAL_DTYPE_I32 && raw != XHAL_DTYPE_I64)
     return fail(XHAL_INVALID_ARGUMENT, "argument 'desc': index_dtype %s, expected i32 or i64",
-                is_dtype(raw) ? xhal_dtype_name(static_cast<xhal_dtype_t>(raw)) : std::to_string(raw).c_str());
+                is_dtype(raw) ? xhal_dtype_name(static_cast<xhal_dtype_t>(raw))
+                              : std::to_string(raw).c_str());
   if (d.rows >= (int64_t(1) << 40) || d.nnz >= (int64_t(1) << 40) || d.cols >= (int64_t(1) << 40))
     return fail(XHAL_OUT_OF_RANGE, "argument 'desc': rows, cols or nnz beyond 2^40");
   const uint64_t value_bytes = static_cast<uint64_t>(d.nnz) * sizeof(float);
   if (!d.values && d.values_buffer) {
-    if (xhal_status_t s = check_buffer(d.values_buffer, "values_buffer"); s != XHAL_OK) return s;
+    XHAL_TRY(check_buffer(d.values_buffer, "values_buffer"));
     if (d.values_buffer->device != device)
-      return fail(XHAL_WRONG_DEVICE, "argument 'desc': values_buffer belongs to device %s:%u, not %s:%u",
+      return fail(XHAL_WRONG_DEVICE,
+                  "argument 'desc': values_buffer belongs to device %s:%u, not %s:%u",
                   d.values_buffer->device->backend.c_str(), d.values_buffer->device->backend_index,
                   device->backend.c_str(), device->backend_index);
     if (d.values_buffer->size < value_bytes)
@@ -270,48 +270,39 @@ xhal_status_t xhal_csr_create(xhal_device_t device, const xhal_csr_desc_t* desc,
                   " f32 values need %" PRIu64,
                   d.values_buffer->size, d.nnz, value_bytes);
   }
-  if (xhal_status_t s = check_index_source(device, "row_ptr", d.row_ptr, d.row_ptr_buffer,
-                                           d.index_dtype, d.rows + 1);
-      s != XHAL_OK)
-    return s;
-  if (xhal_status_t s = check_index_source(device, "col_idx", d.col_idx, d.col_idx_buffer,
-                                           d.index_dtype, d.nnz);
-      s != XHAL_OK)
-    return s;
-  if (xhal_status_t s = check_slot(device, device->api->csr_create != nullptr, "CSR matrices");
-      s != XHAL_OK)
-    return s;
+  XHAL_TRY(check_index_source(device, "row_ptr", d.row_ptr, d.row_ptr_buffer, d.index_dtype,
+                              d.rows + 1));
+  XHAL_TRY(
+      check_index_source(device, "col_idx", d.col_idx, d.col_idx_buffer, d.index_dtype, d.nnz));
+  XHAL_TRY(check_slot(device, device->api->csr_create != nullptr, "CSR matrices"));
 
   try {
     CsrPattern p;
     p.rows = d.rows;
     p.cols = d.cols;
     p.nnz = d.nnz;
-    if (xhal_status_t s = read_indices(device, d.row_ptr, d.row_ptr_buffer,
-                                       d.index_dtype, d.rows + 1, &p.row_ptr);
-        s != XHAL_OK)
-      return s;
-    if (xhal_status_t s = read_indices(device, d.col_idx, d.col_idx_buffer,
-                                       d.index_dtype, d.nnz, &p.col_idx);
-        s != XHAL_OK)
-      return s;
-    if (xhal_status_t s = validate_csr_pattern(p, "desc"); s != XHAL_OK) return s;
+    XHAL_TRY(
+        read_indices(device, d.row_ptr, d.row_ptr_buffer, d.index_dtype, d.rows + 1, &p.row_ptr));
+    XHAL_TRY(read_indices(device, d.col_idx, d.col_idx_buffer, d.index_dtype, d.nnz, &p.col_idx));
+    XHAL_TRY(validate_csr_pattern(p, "desc"));
     CsrValues v;
     v.host = d.values;
     v.device = d.values ? nullptr : d.values_buffer;
     return make_csr(device, std::move(p), d.index_dtype, v, out_matrix);
   } catch (const std::bad_alloc&) {
     return fail(XHAL_OUT_OF_MEMORY,
-                "CSR matrix %" PRId64 " x %" PRId64 " with %" PRId64 " entries: host memory exhausted",
+                "CSR matrix %" PRId64 " x %" PRId64 " with %" PRId64
+                " entries: host memory exhausted",
                 d.rows, d.cols, d.nnz);
   }
 }
 
 xhal_status_t xhal_csr_release(xhal_csr_t matrix) {
   clear_error();
-  if (xhal_status_t s = check_handle("matrix", matrix); s != XHAL_OK) return s;
+  XHAL_TRY(check_handle("matrix", matrix));
   xhal_device* device = matrix->device;
-  if (device->api->csr_destroy) device->api->csr_destroy(device->plugin_device, matrix->plugin_matrix);
+  if (device->api->csr_destroy)
+    device->api->csr_destroy(device->plugin_device, matrix->plugin_matrix);
   free_values(device, matrix->values);
   device->live_objects.fetch_sub(1);
   delete matrix;
@@ -321,7 +312,7 @@ xhal_status_t xhal_csr_release(xhal_csr_t matrix) {
 xhal_status_t xhal_csr_get_shape(xhal_csr_t matrix, int64_t* out_rows, int64_t* out_cols,
                                  int64_t* out_nnz) {
   clear_error();
-  if (xhal_status_t s = check_handle("matrix", matrix); s != XHAL_OK) return s;
+  XHAL_TRY(check_handle("matrix", matrix));
   if (out_rows) *out_rows = matrix->rows;
   if (out_cols) *out_cols = matrix->cols;
   if (out_nnz) *out_nnz = matrix->nnz;
@@ -330,14 +321,12 @@ xhal_status_t xhal_csr_get_shape(xhal_csr_t matrix, int64_t* out_rows, int64_t* 
 
 xhal_status_t xhal_csr_set_values(xhal_csr_t matrix, const float* values) {
   clear_error();
-  if (xhal_status_t s = check_handle("matrix", matrix); s != XHAL_OK) return s;
+  XHAL_TRY(check_handle("matrix", matrix));
   if (matrix->nnz == 0) return XHAL_OK;
   if (!values) return fail(XHAL_INVALID_ARGUMENT, "argument 'values': NULL");
   xhal_device* device = matrix->device;
-  if (xhal_status_t s = XHAL_PLUGIN_CALL(device, buffer_write, matrix->values->plugin_buffer, 0,
-                                         values, matrix->values->size);
-      s != XHAL_OK)
-    return s;
+  XHAL_TRY(XHAL_PLUGIN_CALL(device, buffer_write, matrix->values->plugin_buffer, 0, values,
+                            matrix->values->size));
   matrix->values_known = true;
   matrix->first_zero_diag_row = first_zero_diagonal(*matrix, values);
   return XHAL_OK;
@@ -345,22 +334,19 @@ xhal_status_t xhal_csr_set_values(xhal_csr_t matrix, const float* values) {
 
 xhal_status_t xhal_csr_set_values_tensor(xhal_csr_t matrix, const xhal_tensor_t* values) {
   clear_error();
-  if (xhal_status_t s = check_handle("matrix", matrix); s != XHAL_OK) return s;
+  XHAL_TRY(check_handle("matrix", matrix));
   xhal_device* device = matrix->device;
   Checked cv;
-  if (xhal_status_t s = check_tensor(device, "values", values, "csr_set_values_tensor", kF32Only,
-                                     Layout::kContiguous, &cv);
-      s != XHAL_OK)
-    return s;
+  XHAL_TRY(check_tensor(device, "values", values, "csr_set_values_tensor", kF32Only,
+                        Layout::kContiguous, &cv));
   if (cv.elements != matrix->nnz)
     return fail(XHAL_SHAPE_MISMATCH,
-                "argument 'values': shape %s has %" PRId64 " elements but the matrix has nnz = %" PRId64,
+                "argument 'values': shape %s has %" PRId64
+                " elements but the matrix has nnz = %" PRId64,
                 shape_string(cv.rank(), cv.shape()).c_str(), cv.elements, matrix->nnz);
   if (matrix->nnz == 0) return XHAL_OK;
-  if (xhal_status_t s = XHAL_PLUGIN_CALL(device, buffer_copy, cv.plugin.buffer, cv.plugin.offset,
-                                         matrix->values->plugin_buffer, 0, matrix->values->size);
-      s != XHAL_OK)
-    return s;
+  XHAL_TRY(XHAL_PLUGIN_CALL(device, buffer_copy, cv.plugin.buffer, cv.plugin.offset,
+                            matrix->values->plugin_buffer, 0, matrix->values->size));
   // Device values are not inspected (that would be a transfer): csr_solve
   // trusts their diagonal.
   matrix->values_known = false;
@@ -371,7 +357,7 @@ xhal_status_t xhal_csr_set_values_tensor(xhal_csr_t matrix, const xhal_tensor_t*
 xhal_status_t xhal_csr_read(xhal_csr_t matrix, void* out_row_ptr, void* out_col_idx,
                             float* out_values) {
   clear_error();
-  if (xhal_status_t s = check_handle("matrix", matrix); s != XHAL_OK) return s;
+  XHAL_TRY(check_handle("matrix", matrix));
   auto write = [&](const std::vector<int64_t>& v, void* dst) {
     if (!dst) return;
     if (matrix->index_dtype == XHAL_DTYPE_I32) {
@@ -383,10 +369,8 @@ xhal_status_t xhal_csr_read(xhal_csr_t matrix, void* out_row_ptr, void* out_col_
   };
   if (out_values && matrix->nnz > 0) {
     xhal_device* device = matrix->device;
-    if (xhal_status_t s = XHAL_PLUGIN_CALL(device, buffer_read, matrix->values->plugin_buffer, 0,
-                                           out_values, matrix->values->size);
-        s != XHAL_OK)
-      return s;
+    XHAL_TRY(XHAL_PLUGIN_CALL(device, buffer_read, matrix->values->plugin_buffer, 0, out_values,
+                              matrix->values->size));
   }
   write(matrix->row_ptr, out_row_ptr);
   write(matrix->col_idx, out_col_idx);

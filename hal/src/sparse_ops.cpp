@@ -10,11 +10,6 @@ using namespace xhal;
 
 namespace {
 
-#define XHAL_TRY(expr)                                       \
-  do {                                                       \
-    if (xhal_status_t s_ = (expr); s_ != XHAL_OK) return s_; \
-  } while (0)
-
 xhal_status_t check_trans(xhal_transpose_t t) {
   if (t != XHAL_TRANSPOSE_NONE && t != XHAL_TRANSPOSE)
     return fail(XHAL_INVALID_ARGUMENT, "argument 'trans': %d is not an xhal_transpose_t",
@@ -44,8 +39,9 @@ xhal_status_t check_rhs(const Checked& c, int64_t n, int64_t* k) {
     *k = c.shape()[1];
     return check_shape(c, {n, *k});
   }
-  return fail(XHAL_SHAPE_MISMATCH, "argument '%s': shape %s but expected [%" PRId64 "] or [%" PRId64 ", k]",
-              c.name, shape_string(c.rank(), c.shape()).c_str(), n, n);
+  return fail(XHAL_SHAPE_MISMATCH,
+              "argument '%s': shape %s but expected [%" PRId64 "] or [%" PRId64 ", k]", c.name,
+              shape_string(c.rank(), c.shape()).c_str(), n, n);
 }
 
 // A's stored pattern lies in `triangle`; with a stored diagonal every
@@ -78,7 +74,8 @@ xhal_status_t check_triangular(const xhal_csr& a, xhal_triangle_t triangle,
       for (int64_t i = 0; i < a.rows; ++i)
         if (a.diag_pos[i] < 0)
           return fail(XHAL_INVALID_STRUCTURE,
-                      "argument 'a': row %" PRId64 " has no stored diagonal entry, but diagonal "
+                      "argument 'a': row %" PRId64
+                      " has no stored diagonal entry, but diagonal "
                       "is stored",
                       i);
     if (a.values_known && a.first_zero_diag_row >= 0)
@@ -120,9 +117,11 @@ static xhal_status_t sp_mul(xhal_device_t device, xhal_csr_t a, xhal_transpose_t
   }
   XHAL_TRY(check_no_alias(cy, cx));
   if (matrix) {
-    XHAL_TRY(check_supported(device, XHAL_OP_SPMM, device->api->spmm != nullptr, XHAL_DTYPE_F32, "x"));
+    XHAL_TRY(
+        check_supported(device, XHAL_OP_SPMM, device->api->spmm != nullptr, XHAL_DTYPE_F32, "x"));
   } else {
-    XHAL_TRY(check_supported(device, XHAL_OP_SPMV, device->api->spmv != nullptr, XHAL_DTYPE_F32, "x"));
+    XHAL_TRY(
+        check_supported(device, XHAL_OP_SPMV, device->api->spmv != nullptr, XHAL_DTYPE_F32, "x"));
   }
   if (cy.elements == 0) return XHAL_OK;
   if (matrix)

@@ -48,34 +48,31 @@ CsrPattern symbolic_product(const xhal_csr& a, const xhal_csr& b) {
 extern "C" xhal_status_t xhal_spgemm(xhal_device_t device, xhal_csr_t a, xhal_csr_t b,
                                      xhal_csr_t* out_c) {
   clear_error();
-  if (xhal_status_t s = check_device(device); s != XHAL_OK) return s;
-  if (xhal_status_t s = check_matrix(device, "a", a); s != XHAL_OK) return s;
-  if (xhal_status_t s = check_matrix(device, "b", b); s != XHAL_OK) return s;
+  XHAL_TRY(check_device(device));
+  XHAL_TRY(check_matrix(device, "a", a));
+  XHAL_TRY(check_matrix(device, "b", b));
   if (!out_c) return fail(XHAL_INVALID_ARGUMENT, "argument 'out_c': NULL");
   if (a->cols != b->rows)
     return fail(XHAL_SHAPE_MISMATCH,
                 "argument 'b': shape [%" PRId64 ", %" PRId64 "] but A is [%" PRId64 ", %" PRId64
                 "] (A.cols must equal B.rows)",
                 b->rows, b->cols, a->rows, a->cols);
-  if (xhal_status_t s = check_supported(device, XHAL_OP_SPGEMM,
-                                        device->api->spgemm_numeric != nullptr &&
-                                            device->api->csr_create != nullptr,
-                                        XHAL_DTYPE_F32, "a");
-      s != XHAL_OK)
-    return s;
+  XHAL_TRY(
+      check_supported(device, XHAL_OP_SPGEMM,
+                      device->api->spgemm_numeric != nullptr && device->api->csr_create != nullptr,
+                      XHAL_DTYPE_F32, "a"));
   xhal_csr* c = nullptr;
   try {
     CsrPattern p = symbolic_product(*a, *b);
     // C keeps the narrower index type when both inputs use it and it fits.
     const bool narrow = a->index_dtype == XHAL_DTYPE_I32 && b->index_dtype == XHAL_DTYPE_I32 &&
                         p.nnz <= std::numeric_limits<int32_t>::max();
-    if (xhal_status_t s = make_csr(device, std::move(p), narrow ? XHAL_DTYPE_I32 : XHAL_DTYPE_I64,
-                                   CsrValues{}, &c);
-        s != XHAL_OK)
-      return s;
+    XHAL_TRY(
+        make_csr(device, std::move(p), narrow ? XHAL_DTYPE_I32 : XHAL_DTYPE_I64, CsrValues{}, &c));
   } catch (const std::bad_alloc&) {
-    return fail(XHAL_OUT_OF_MEMORY, "spgemm of [%" PRId64 ", %" PRId64 "] x [%" PRId64 ", %" PRId64
-                                    "]: host memory exhausted for C's pattern",
+    return fail(XHAL_OUT_OF_MEMORY,
+                "spgemm of [%" PRId64 ", %" PRId64 "] x [%" PRId64 ", %" PRId64
+                "]: host memory exhausted for C's pattern",
                 a->rows, a->cols, b->rows, b->cols);
   }
   xhal_status_t s = XHAL_PLUGIN_CALL(device, spgemm_numeric, a->plugin_matrix, b->plugin_matrix,

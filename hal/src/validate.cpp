@@ -74,15 +74,14 @@ xhal_status_t explicit_strides(const char* name, const xhal_tensor_t& t,
 }
 
 xhal_status_t check_tensor(xhal_device* device, const char* name, const xhal_tensor_t* t,
-                           const char* op, uint32_t allowed_dtypes, Layout layout,
-                           Checked* out) {
+                           const char* op, uint32_t allowed_dtypes, Layout layout, Checked* out) {
   if (!t) return fail(XHAL_INVALID_ARGUMENT, "argument '%s': NULL tensor", name);
   if (xhal_status_t s = check_buffer(t->buffer, name); s != XHAL_OK) return s;
   const xhal_buffer* buf = t->buffer;
   if (buf->device != device)
     return fail(XHAL_WRONG_DEVICE,
-                "argument '%s': buffer belongs to device %s:%u, not to the op's device %s:%u",
-                name, buf->device ? buf->device->backend.c_str() : "?",
+                "argument '%s': buffer belongs to device %s:%u, not to the op's device %s:%u", name,
+                buf->device ? buf->device->backend.c_str() : "?",
                 buf->device ? buf->device->backend_index : 0u, device->backend.c_str(),
                 device->backend_index);
   const uint32_t raw_dtype = raw_enum(t->dtype);
@@ -90,8 +89,8 @@ xhal_status_t check_tensor(xhal_device* device, const char* name, const xhal_ten
     return fail(XHAL_INVALID_ARGUMENT, "argument '%s': dtype %u is not a dtype", name, raw_dtype);
   const uint32_t esize = xhal_dtype_size(t->dtype);
   if (!(allowed_dtypes & dtype_bit(t->dtype)))
-    return fail(XHAL_INVALID_ARGUMENT, "argument '%s': dtype %s not allowed, op %s takes %s",
-                name, xhal_dtype_name(t->dtype), op, dtype_list(allowed_dtypes).c_str());
+    return fail(XHAL_INVALID_ARGUMENT, "argument '%s': dtype %s not allowed, op %s takes %s", name,
+                xhal_dtype_name(t->dtype), op, dtype_list(allowed_dtypes).c_str());
   if (t->rank > XHAL_MAX_RANK)
     return fail(XHAL_INVALID_ARGUMENT, "argument '%s': rank %u exceeds %d", name, t->rank,
                 XHAL_MAX_RANK);
@@ -126,8 +125,7 @@ xhal_status_t check_tensor(xhal_device* device, const char* name, const xhal_ten
     return fail(XHAL_OUT_OF_RANGE,
                 "argument '%s': shape %s of %s at byte offset %" PRIu64
                 " needs %s bytes but the buffer has %" PRIu64,
-                name, shape_string(t->rank, t->shape).c_str(), xhal_dtype_name(t->dtype),
-                t->offset,
+                name, shape_string(t->rank, t->shape).c_str(), xhal_dtype_name(t->dtype), t->offset,
                 end > u128(UINT64_MAX) ? "more than 2^64" : std::to_string(uint64_t(end)).c_str(),
                 buf->size);
 
@@ -168,8 +166,8 @@ xhal_status_t check_rank(const Checked& c, uint32_t rank) {
 
 xhal_status_t check_same_dtype(const Checked& c, const Checked& ref) {
   if (c.dtype() != ref.dtype())
-    return fail(XHAL_INVALID_ARGUMENT, "argument '%s': dtype %s but argument '%s' is %s",
-                c.name, xhal_dtype_name(c.dtype()), ref.name, xhal_dtype_name(ref.dtype()));
+    return fail(XHAL_INVALID_ARGUMENT, "argument '%s': dtype %s but argument '%s' is %s", c.name,
+                xhal_dtype_name(c.dtype()), ref.name, xhal_dtype_name(ref.dtype()));
   return XHAL_OK;
 }
 
@@ -192,8 +190,8 @@ bool same_view(const Checked& a, const Checked& b) {
 
 static xhal_status_t alias_failure(const Checked& out, const Checked& in, const char* allowed) {
   return fail(XHAL_ALIASING,
-              "argument '%s' (bytes [%" PRIu64 ", %" PRIu64 ")) overlaps argument '%s' (bytes [%" PRIu64
-              ", %" PRIu64 ")) in the same buffer%s",
+              "argument '%s' (bytes [%" PRIu64 ", %" PRIu64
+              ")) overlaps argument '%s' (bytes [%" PRIu64 ", %" PRIu64 ")) in the same buffer%s",
               out.name, out.begin, out.end, in.name, in.begin, in.end, allowed);
 }
 
@@ -204,7 +202,8 @@ xhal_status_t check_no_alias(const Checked& out, const Checked& in) {
 
 xhal_status_t check_in_place_or_disjoint(const Checked& out, const Checked& in) {
   if (overlaps(out, in) && !same_view(out, in))
-    return alias_failure(out, in, "; only the identical view (same offset, dtype, shape) is allowed");
+    return alias_failure(out, in,
+                         "; only the identical view (same offset, dtype, shape) is allowed");
   return XHAL_OK;
 }
 

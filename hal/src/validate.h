@@ -71,8 +71,7 @@ xhal_status_t check_handle(const char* name, const void* handle);
 // strides >= 0 (and row-major when `layout` is contiguous), bytes inside the
 // buffer. Fills `out` on success.
 xhal_status_t check_tensor(xhal_device* device, const char* name, const xhal_tensor_t* t,
-                           const char* op, uint32_t allowed_dtypes, Layout layout,
-                           Checked* out);
+                           const char* op, uint32_t allowed_dtypes, Layout layout, Checked* out);
 
 // Exact shape. XHAL_SHAPE_MISMATCH "argument 'dst': shape [4, 3] but
 // expected [4, 8]".
@@ -125,9 +124,15 @@ struct PermutePlan {
 PermutePlan plan_permute(uint32_t rank, const int64_t* dst_shape, const int64_t* src_strides,
                          const uint32_t* perm);
 
+// Returns the status of `expr` unless it is XHAL_OK.
+#define XHAL_TRY(expr)                                       \
+  do {                                                       \
+    if (xhal_status_t s_ = (expr); s_ != XHAL_OK) return s_; \
+  } while (0)
+
 // Calls a plugin slot of `device` and maps its status:
 //   XHAL_PLUGIN_CALL(dev, index_add, plan, alpha, &src, &dst)
-#define XHAL_PLUGIN_CALL(dev, slot, ...)                                    \
+#define XHAL_PLUGIN_CALL(dev, slot, ...)                                     \
   ::xhal::plugin_status((dev)->api->slot((dev)->plugin_device, __VA_ARGS__), \
                         (dev)->backend.c_str(), #slot)
 

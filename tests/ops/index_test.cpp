@@ -124,14 +124,16 @@ TEST_F(IndexOpTest, IndexAddShapes) {
 
 TEST_F(IndexOpTest, IndexAddDstMayNotAliasSrc) {
   xhal_buffer_t b = buffer(100 * 4);
-  xhal_tensor_t src = tensor(b, XHAL_DTYPE_F32, {3, 5}), dst = tensor(b, XHAL_DTYPE_F32, {2, 5}, 40);
+  xhal_tensor_t src = tensor(b, XHAL_DTYPE_F32, {3, 5}),
+                dst = tensor(b, XHAL_DTYPE_F32, {2, 5}, 40);
   EXPECT_REJECTED(xhal_index_add(dev, p, 1.0f, &src, &dst), XHAL_ALIASING, "'dst'", "'src'");
 }
 
 TEST_F(IndexOpTest, PlanOfAnotherDevice) {
   xhal_index_plan_t p1 = plan({0}, 1, dev1);
   xhal_tensor_t src = f32({1, 2}), out = f32({1, 2});
-  EXPECT_REJECTED(xhal_index_select(dev, p1, &src, &out), XHAL_WRONG_DEVICE, "'plan'", "recorder:1");
+  EXPECT_REJECTED(xhal_index_select(dev, p1, &src, &out), XHAL_WRONG_DEVICE, "'plan'",
+                  "recorder:1");
 }
 
 TEST_F(IndexOpTest, DtypeAllowedButNotImplementedIsUnsupported) {
@@ -143,8 +145,8 @@ TEST_F(IndexOpTest, DtypeAllowedButNotImplementedIsUnsupported) {
   // Device 0 implements i32 gathers; the dtypes of src and out must agree.
   xhal_tensor_t src0 = tensor(buffer(32), XHAL_DTYPE_I64, {2, 2});
   xhal_tensor_t out_i32 = tensor(buffer(12 * 4), XHAL_DTYPE_I32, {3, 2});
-  EXPECT_REJECTED(xhal_index_select(dev, p, &src0, &out_i32), XHAL_INVALID_ARGUMENT, "'out'",
-                  "i32", "'src'", "i64");
+  EXPECT_REJECTED(xhal_index_select(dev, p, &src0, &out_i32), XHAL_INVALID_ARGUMENT, "'out'", "i32",
+                  "'src'", "i64");
   xhal_tensor_t out_i64 = tensor(buffer(12 * 4), XHAL_DTYPE_I64, {3, 2});
   rec->clear();
   EXPECT_EQ(xhal_index_select(dev, p, &src0, &out_i64), XHAL_OK) << xhal_last_error();

@@ -101,14 +101,16 @@ class OpsTest : public ::testing::Test {
   template <typename T>
   std::vector<T> download(xhal_buffer_t b, size_t n, uint64_t offset = 0) {
     std::vector<T> v(n);
-    if (n) EXPECT_EQ(xhal_buffer_read(b, offset, v.data(), n * sizeof(T)), XHAL_OK) << xhal_last_error();
+    if (n)
+      EXPECT_EQ(xhal_buffer_read(b, offset, v.data(), n * sizeof(T)), XHAL_OK) << xhal_last_error();
     return v;
   }
   static xhal_tensor_t tensor(xhal_buffer_t b, xhal_dtype_t dtype, std::vector<int64_t> shape,
                               uint64_t offset = 0) {
     xhal_tensor_t t{};
-    EXPECT_EQ(xhal_tensor_init(b, offset, dtype, static_cast<uint32_t>(shape.size()), shape.data(), &t),
-              XHAL_OK)
+    EXPECT_EQ(
+        xhal_tensor_init(b, offset, dtype, static_cast<uint32_t>(shape.size()), shape.data(), &t),
+        XHAL_OK)
         << xhal_last_error();
     return t;
   }
@@ -118,10 +120,12 @@ class OpsTest : public ::testing::Test {
     for (int64_t s : shape) n *= s;
     return tensor(buffer(static_cast<uint64_t>(n) * 4, d), XHAL_DTYPE_F32, shape);
   }
-  xhal_index_plan_t plan(const std::vector<int64_t>& idx, uint64_t num_rows, xhal_device_t d = nullptr) {
+  xhal_index_plan_t plan(const std::vector<int64_t>& idx, uint64_t num_rows,
+                         xhal_device_t d = nullptr) {
     xhal_index_plan_t p = nullptr;
-    EXPECT_EQ(xhal_index_plan_create(d ? d : dev, idx.data(), XHAL_DTYPE_I64, idx.size(), num_rows, &p),
-              XHAL_OK)
+    EXPECT_EQ(
+        xhal_index_plan_create(d ? d : dev, idx.data(), XHAL_DTYPE_I64, idx.size(), num_rows, &p),
+        XHAL_OK)
         << xhal_last_error();
     plans_.push_back(p);
     return p;
@@ -174,11 +178,11 @@ inline ::testing::AssertionResult message_has(std::initializer_list<const char*>
 
 // The call fails with `status`, its message holds every given part, and no
 // slot of the recording plugin ran (nothing was written).
-#define EXPECT_REJECTED(call, status, ...)                                              \
-  do {                                                                                  \
-    rec->clear();                                                                       \
-    const xhal_status_t s_ = (call);                                                    \
-    EXPECT_EQ(s_, status) << xhal_status_name(s_) << ": " << xhal_last_error();         \
-    EXPECT_TRUE(::xhal::ops_test::message_has({__VA_ARGS__}));                          \
-    EXPECT_TRUE(rec->calls.empty()) << "slots reached: " << slots();                    \
+#define EXPECT_REJECTED(call, status, ...)                                      \
+  do {                                                                          \
+    rec->clear();                                                               \
+    const xhal_status_t s_ = (call);                                            \
+    EXPECT_EQ(s_, status) << xhal_status_name(s_) << ": " << xhal_last_error(); \
+    EXPECT_TRUE(::xhal::ops_test::message_has({__VA_ARGS__}));                  \
+    EXPECT_TRUE(rec->calls.empty()) << "slots reached: " << slots();            \
   } while (0)

@@ -13,7 +13,8 @@ using Shape = std::vector<int64_t>;
 
 // dst[i] = src[j] with j[perm[k]] = i[k], for a contiguous src.
 template <typename T>
-std::vector<T> host_permute(const std::vector<T>& src, const Shape& shape, const std::vector<uint32_t>& perm) {
+std::vector<T> host_permute(const std::vector<T>& src, const Shape& shape,
+                            const std::vector<uint32_t>& perm) {
   const size_t r = shape.size();
   Shape strides(r, 1), dshape(r);
   for (size_t k = r; k-- > 1;) strides[k - 1] = strides[k] * shape[k];
@@ -176,7 +177,8 @@ TEST_F(PermuteTest, BadInput) {
   const uint32_t good[] = {1, 0, 2}, repeated[] = {1, 1, 2}, outside[] = {1, 0, 3};
   EXPECT_REJECTED(xhal_permute(dev, &src, repeated, &dst), XHAL_INVALID_ARGUMENT,
                   "argument 'perm': (1, 1, 2) is not a permutation of 0..2");
-  EXPECT_REJECTED(xhal_permute(dev, &src, outside, &dst), XHAL_INVALID_ARGUMENT, "'perm'", "(1, 0, 3)");
+  EXPECT_REJECTED(xhal_permute(dev, &src, outside, &dst), XHAL_INVALID_ARGUMENT, "'perm'",
+                  "(1, 0, 3)");
   EXPECT_REJECTED(xhal_permute(dev, &src, nullptr, &dst), XHAL_INVALID_ARGUMENT, "'perm'");
   xhal_tensor_t wrong = f32({2, 3, 4});
   EXPECT_REJECTED(xhal_permute(dev, &src, good, &wrong), XHAL_SHAPE_MISMATCH,
@@ -193,10 +195,12 @@ TEST_F(PermuteTest, BadInput) {
   neg.strides[2] = 1;
   EXPECT_REJECTED(xhal_permute(dev, &neg, good, &dst), XHAL_INVALID_ARGUMENT, "'src'", "negative");
   xhal_tensor_t i32 = tensor(buffer(96), XHAL_DTYPE_I32, {3, 2, 4});
-  EXPECT_REJECTED(xhal_permute(dev, &src, good, &i32), XHAL_INVALID_ARGUMENT, "'dst'", "i32", "f32");
+  EXPECT_REJECTED(xhal_permute(dev, &src, good, &i32), XHAL_INVALID_ARGUMENT, "'dst'", "i32",
+                  "f32");
   // dst overlapping src.
   xhal_buffer_t b = buffer(2 * 96);
-  xhal_tensor_t s = tensor(b, XHAL_DTYPE_F32, {2, 3, 4}), d = tensor(b, XHAL_DTYPE_F32, {3, 2, 4}, 92);
+  xhal_tensor_t s = tensor(b, XHAL_DTYPE_F32, {2, 3, 4}),
+                d = tensor(b, XHAL_DTYPE_F32, {3, 2, 4}, 92);
   EXPECT_REJECTED(xhal_permute(dev, &s, good, &d), XHAL_ALIASING, "'dst'", "'src'");
   // In place is not allowed either, even for an identity permutation.
   xhal_tensor_t same = tensor(b, XHAL_DTYPE_F32, {2, 3, 4});

@@ -45,7 +45,11 @@ struct State {
   // Next op slot (not buffer slot) fails with this status when not XHAL_OK.
   xhal_status_t fail_next_op = XHAL_OK;
 
-  void clear() { calls.clear(); plans.clear(); matrices.clear(); }
+  void clear() {
+    calls.clear();
+    plans.clear();
+    matrices.clear();
+  }
   size_t count(const std::string& slot) const {
     size_t n = 0;
     for (const Call& c : calls) n += c.slot == slot;

@@ -41,8 +41,10 @@ Call& record(const char* slot, std::initializer_list<const xhal_plugin_tensor_t*
   c.slot = slot;
   for (const xhal_plugin_tensor_t* t : tensors) {
     xhal_plugin_tensor_t copy{};
-    if (t) copy = *t;
-    else copy.rank = 99;
+    if (t)
+      copy = *t;
+    else
+      copy.rank = 99;
     c.tensors.push_back(copy);
   }
   g_state.calls.push_back(c);
@@ -139,7 +141,8 @@ xhal_status_t buffer_read(void* dev, void* src, uint64_t offset, void* dst, uint
   c.size = size;
   return XHAL_OK;
 }
-xhal_status_t buffer_copy(void* dev, void* src, uint64_t so, void* dst, uint64_t dof, uint64_t size) {
+xhal_status_t buffer_copy(void* dev, void* src, uint64_t so, void* dst, uint64_t dof,
+                          uint64_t size) {
   std::memmove(data(dst) + dof, data(src) + so, size);
   ++static_cast<Device*>(dev)->counters.kernel_launches;
   Call& c = record("buffer_copy");

@@ -78,12 +78,12 @@ TEST_F(RowsTest, InPlaceAllowedOnlyWhenIdentical) {
 
 TEST_F(RowsTest, NormOutputsMayNotOverlapOtherArguments) {
   xhal_buffer_t b = buffer(1024);
-  xhal_tensor_t x = tensor(b, XHAL_DTYPE_F32, {4, 8});          // bytes [0, 128)
-  xhal_tensor_t g = tensor(b, XHAL_DTYPE_F32, {8}, 128);        // [128, 160)
-  xhal_tensor_t bt = tensor(b, XHAL_DTYPE_F32, {8}, 160);       // [160, 192)
-  xhal_tensor_t y = tensor(b, XHAL_DTYPE_F32, {4, 8}, 192);     // [192, 320)
-  xhal_tensor_t m = tensor(b, XHAL_DTYPE_F32, {4}, 320);        // [320, 336)
-  xhal_tensor_t r = tensor(b, XHAL_DTYPE_F32, {4}, 336);        // [336, 352)
+  xhal_tensor_t x = tensor(b, XHAL_DTYPE_F32, {4, 8});       // bytes [0, 128)
+  xhal_tensor_t g = tensor(b, XHAL_DTYPE_F32, {8}, 128);     // [128, 160)
+  xhal_tensor_t bt = tensor(b, XHAL_DTYPE_F32, {8}, 160);    // [160, 192)
+  xhal_tensor_t y = tensor(b, XHAL_DTYPE_F32, {4, 8}, 192);  // [192, 320)
+  xhal_tensor_t m = tensor(b, XHAL_DTYPE_F32, {4}, 320);     // [320, 336)
+  xhal_tensor_t r = tensor(b, XHAL_DTYPE_F32, {4}, 336);     // [336, 352)
   ASSERT_EQ(xhal_layer_norm_forward(dev, &x, &g, &bt, 1e-5f, &y, &m, &r), XHAL_OK)
       << xhal_last_error();
   ASSERT_EQ(xhal_layer_norm_forward(dev, &x, &g, &bt, 1e-5f, &x, &m, &r), XHAL_OK)
@@ -94,12 +94,12 @@ TEST_F(RowsTest, NormOutputsMayNotOverlapOtherArguments) {
   EXPECT_REJECTED(xhal_layer_norm_forward(dev, &x, &g, &bt, 1e-5f, &y, &m, &m), XHAL_ALIASING,
                   "'rstd'", "'mean'");
   xhal_tensor_t y_on_beta = tensor(b, XHAL_DTYPE_F32, {4, 8}, 164);
-  EXPECT_REJECTED(xhal_layer_norm_forward(dev, &x, &g, &bt, 1e-5f, &y_on_beta, &m, &r), XHAL_ALIASING,
-                  "'y'");
+  EXPECT_REJECTED(xhal_layer_norm_forward(dev, &x, &g, &bt, 1e-5f, &y_on_beta, &m, &r),
+                  XHAL_ALIASING, "'y'");
 
   // Backward: dgamma and dbeta overlap nothing; dx may be dy.
-  xhal_tensor_t dy = tensor(b, XHAL_DTYPE_F32, {4, 8}, 384);    // [384, 512)
-  xhal_tensor_t dg = tensor(b, XHAL_DTYPE_F32, {8}, 512);       // [512, 544)
+  xhal_tensor_t dy = tensor(b, XHAL_DTYPE_F32, {4, 8}, 384);  // [384, 512)
+  xhal_tensor_t dg = tensor(b, XHAL_DTYPE_F32, {8}, 512);     // [512, 544)
   xhal_tensor_t db = tensor(b, XHAL_DTYPE_F32, {8}, 544);
   ASSERT_EQ(xhal_layer_norm_backward(dev, &x, &g, &m, &r, &dy, &dy, &dg, &db), XHAL_OK)
       << xhal_last_error();
@@ -108,7 +108,8 @@ TEST_F(RowsTest, NormOutputsMayNotOverlapOtherArguments) {
   xhal_tensor_t dg_on_dy = tensor(b, XHAL_DTYPE_F32, {8}, 480);
   EXPECT_REJECTED(xhal_layer_norm_backward(dev, &x, &g, &m, &r, &dy, &dy, &dg_on_dy, &db),
                   XHAL_ALIASING, "'dgamma'", "'dy'");
-  EXPECT_REJECTED(xhal_rms_norm_backward(dev, &x, &g, &r, &dy, &x, &dg), XHAL_ALIASING, "'dx'", "'x'");
+  EXPECT_REJECTED(xhal_rms_norm_backward(dev, &x, &g, &r, &dy, &x, &dg), XHAL_ALIASING, "'dx'",
+                  "'x'");
 }
 
 TEST_F(RowsTest, BackwardPassesEveryTensorInOrder) {
@@ -131,7 +132,8 @@ TEST_F(RowsTest, DtypeRankAndSupport) {
   xhal_tensor_t xi = tensor(buffer(48), XHAL_DTYPE_I32, {3, 4}), y = f32({3, 4});
   EXPECT_REJECTED(xhal_softmax_forward(dev, &xi, &y), XHAL_INVALID_ARGUMENT,
                   "argument 'x': dtype i32 not allowed, op softmax_forward takes f32");
-  xhal_tensor_t s = tensor(buffer(4), XHAL_DTYPE_F32, {}), s2 = tensor(buffer(4), XHAL_DTYPE_F32, {});
+  xhal_tensor_t s = tensor(buffer(4), XHAL_DTYPE_F32, {}),
+                s2 = tensor(buffer(4), XHAL_DTYPE_F32, {});
   EXPECT_REJECTED(xhal_softmax_forward(dev, &s, &s2), XHAL_SHAPE_MISMATCH, "'x'", "rank 0");
   xhal_tensor_t x = f32({3, 4});
   EXPECT_REJECTED(xhal_softmax_forward(nullptr, &x, &y), XHAL_INVALID_ARGUMENT, "'device'");

@@ -183,7 +183,8 @@ TEST_F(SparseTest, ReplacingValues) {
   EXPECT_EQ(got, vals);
 
   xhal_tensor_t short_t = f32({5});
-  EXPECT_REJECTED(xhal_csr_set_values_tensor(m, &short_t), XHAL_SHAPE_MISMATCH, "'values'", "nnz = 6");
+  EXPECT_REJECTED(xhal_csr_set_values_tensor(m, &short_t), XHAL_SHAPE_MISMATCH, "'values'",
+                  "nnz = 6");
   xhal_tensor_t other = tensor(upload(vals, dev1), XHAL_DTYPE_F32, {6});
   EXPECT_REJECTED(xhal_csr_set_values_tensor(m, &other), XHAL_WRONG_DEVICE, "'values'");
   xhal_tensor_t ints = tensor(buffer(24), XHAL_DTYPE_I32, {6});
@@ -196,7 +197,8 @@ TEST_F(SparseTest, SpmvAndSpmmShapesFollowOpA) {
   xhal_csr_t a = csr(3, 4, rp, ci, vals);
   xhal_tensor_t x4 = f32({4}), y3 = f32({3}), x3 = f32({3}), y4 = f32({4});
   rec->clear();
-  ASSERT_EQ(xhal_spmv(dev, a, XHAL_TRANSPOSE_NONE, 2.0f, &x4, 0.5f, &y3), XHAL_OK) << xhal_last_error();
+  ASSERT_EQ(xhal_spmv(dev, a, XHAL_TRANSPOSE_NONE, 2.0f, &x4, 0.5f, &y3), XHAL_OK)
+      << xhal_last_error();
   const auto* c = rec->last("spmv");
   ASSERT_NE(c, nullptr);
   EXPECT_EQ(c->alpha, 2.0f);
@@ -210,13 +212,15 @@ TEST_F(SparseTest, SpmvAndSpmmShapesFollowOpA) {
                   XHAL_INVALID_ARGUMENT, "'trans'", "5");
 
   xhal_tensor_t X = f32({4, 2}), Y = f32({3, 2}), Ybad = f32({3, 3});
-  ASSERT_EQ(xhal_spmm(dev, a, XHAL_TRANSPOSE_NONE, 1.0f, &X, 0.0f, &Y), XHAL_OK) << xhal_last_error();
-  EXPECT_REJECTED(xhal_spmm(dev, a, XHAL_TRANSPOSE_NONE, 1.0f, &X, 0.0f, &Ybad), XHAL_SHAPE_MISMATCH,
-                  "argument 'y': shape [3, 3] but expected [3, 2]");
+  ASSERT_EQ(xhal_spmm(dev, a, XHAL_TRANSPOSE_NONE, 1.0f, &X, 0.0f, &Y), XHAL_OK)
+      << xhal_last_error();
+  EXPECT_REJECTED(xhal_spmm(dev, a, XHAL_TRANSPOSE_NONE, 1.0f, &X, 0.0f, &Ybad),
+                  XHAL_SHAPE_MISMATCH, "argument 'y': shape [3, 3] but expected [3, 2]");
 
   xhal_buffer_t b = buffer(64);
   xhal_tensor_t xs = tensor(b, XHAL_DTYPE_F32, {4}), ys = tensor(b, XHAL_DTYPE_F32, {3}, 8);
-  EXPECT_REJECTED(xhal_spmv(dev, a, XHAL_TRANSPOSE_NONE, 1.0f, &xs, 0.0f, &ys), XHAL_ALIASING, "'y'");
+  EXPECT_REJECTED(xhal_spmv(dev, a, XHAL_TRANSPOSE_NONE, 1.0f, &xs, 0.0f, &ys), XHAL_ALIASING,
+                  "'y'");
   xhal_csr_t a1 = csr(3, 4, rp, ci, vals, dev1);
   EXPECT_REJECTED(xhal_spmv(dev, a1, XHAL_TRANSPOSE_NONE, 1.0f, &x4, 0.0f, &y3), XHAL_WRONG_DEVICE,
                   "'a'", "recorder:1");
@@ -236,7 +240,8 @@ TEST_F(SolveTest, ValidSolveGetsColumnsView) {
   xhal_csr_t a = csr(4, 4, lrp, lci, lv);
   xhal_tensor_t b = f32({4}), x = f32({4});
   rec->clear();
-  ASSERT_EQ(xhal_csr_solve(dev, a, XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_LOWER, XHAL_DIAGONAL_STORED, &b, &x),
+  ASSERT_EQ(xhal_csr_solve(dev, a, XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_LOWER, XHAL_DIAGONAL_STORED,
+                           &b, &x),
             XHAL_OK)
       << xhal_last_error();
   const auto* c = rec->last("csr_solve");
@@ -246,23 +251,27 @@ TEST_F(SolveTest, ValidSolveGetsColumnsView) {
   EXPECT_EQ(c->tensors[0].shape[1], 1);
   EXPECT_EQ(c->triangle, XHAL_TRIANGLE_LOWER);
   // x may be b exactly; multi-RHS.
-  ASSERT_EQ(xhal_csr_solve(dev, a, XHAL_TRANSPOSE, XHAL_TRIANGLE_LOWER, XHAL_DIAGONAL_STORED, &b, &b),
-            XHAL_OK);
+  ASSERT_EQ(
+      xhal_csr_solve(dev, a, XHAL_TRANSPOSE, XHAL_TRIANGLE_LOWER, XHAL_DIAGONAL_STORED, &b, &b),
+      XHAL_OK);
   xhal_tensor_t B = f32({4, 3}), X = f32({4, 3});
-  ASSERT_EQ(xhal_csr_solve(dev, a, XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_LOWER, XHAL_DIAGONAL_UNIT, &B, &X),
-            XHAL_OK);
+  ASSERT_EQ(
+      xhal_csr_solve(dev, a, XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_LOWER, XHAL_DIAGONAL_UNIT, &B, &X),
+      XHAL_OK);
   EXPECT_EQ(rec->last("csr_solve")->tensors[1].shape[1], 3);
 }
 
 TEST_F(SolveTest, PatternOutsideTheTriangleNamesTheRow) {
   xhal_csr_t a = csr(4, 4, lrp, lci, lv);
   xhal_tensor_t b = f32({4}), x = f32({4});
-  EXPECT_REJECTED(xhal_csr_solve(dev, a, XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_UPPER, XHAL_DIAGONAL_STORED, &b, &x),
+  EXPECT_REJECTED(xhal_csr_solve(dev, a, XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_UPPER,
+                                 XHAL_DIAGONAL_STORED, &b, &x),
                   XHAL_INVALID_STRUCTURE, "row 1 has an entry in column 0, below the diagonal",
                   "upper");
   xhal_csr_t u = csr(3, 3, {0, 2, 3, 5}, {0, 2, 1, 1, 2}, {1, 1, 1, 1, 1});
   xhal_tensor_t b3 = f32({3}), x3 = f32({3});
-  EXPECT_REJECTED(xhal_csr_solve(dev, u, XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_LOWER, XHAL_DIAGONAL_STORED, &b3, &x3),
+  EXPECT_REJECTED(xhal_csr_solve(dev, u, XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_LOWER,
+                                 XHAL_DIAGONAL_STORED, &b3, &x3),
                   XHAL_INVALID_STRUCTURE, "row 0 has an entry in column 2, above the diagonal");
 }
 
@@ -270,28 +279,34 @@ TEST_F(SolveTest, StoredDiagonalMustBePresentAndNonZero) {
   // Row 2 lacks its diagonal.
   xhal_csr_t a = csr(3, 3, {0, 1, 3, 4}, {0, 0, 1, 0}, {1, 1, 1, 1});
   xhal_tensor_t b = f32({3}), x = f32({3});
-  EXPECT_REJECTED(xhal_csr_solve(dev, a, XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_LOWER, XHAL_DIAGONAL_STORED, &b, &x),
+  EXPECT_REJECTED(xhal_csr_solve(dev, a, XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_LOWER,
+                                 XHAL_DIAGONAL_STORED, &b, &x),
                   XHAL_INVALID_STRUCTURE, "row 2 has no stored diagonal entry");
-  EXPECT_EQ(xhal_csr_solve(dev, a, XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_LOWER, XHAL_DIAGONAL_UNIT, &b, &x),
-            XHAL_OK)
+  EXPECT_EQ(
+      xhal_csr_solve(dev, a, XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_LOWER, XHAL_DIAGONAL_UNIT, &b, &x),
+      XHAL_OK)
       << "a unit diagonal needs no stored one: " << xhal_last_error();
 
   xhal_csr_t z = csr(4, 4, lrp, lci, {2, 1, 3, 1, 0, 1, 5});  // row 2's diagonal is 0
   xhal_tensor_t b4 = f32({4}), x4 = f32({4});
-  EXPECT_REJECTED(xhal_csr_solve(dev, z, XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_LOWER, XHAL_DIAGONAL_STORED, &b4, &x4),
+  EXPECT_REJECTED(xhal_csr_solve(dev, z, XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_LOWER,
+                                 XHAL_DIAGONAL_STORED, &b4, &x4),
                   XHAL_INVALID_STRUCTURE, "row 2 has a zero diagonal value");
   ASSERT_EQ(xhal_csr_set_values(z, lv.data()), XHAL_OK);
-  EXPECT_EQ(xhal_csr_solve(dev, z, XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_LOWER, XHAL_DIAGONAL_STORED, &b4, &x4),
+  EXPECT_EQ(xhal_csr_solve(dev, z, XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_LOWER, XHAL_DIAGONAL_STORED,
+                           &b4, &x4),
             XHAL_OK)
       << xhal_last_error();
   const std::vector<float> zero_row3 = {2, 1, 3, 1, 4, 1, 0};
   ASSERT_EQ(xhal_csr_set_values(z, zero_row3.data()), XHAL_OK);
-  EXPECT_REJECTED(xhal_csr_solve(dev, z, XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_LOWER, XHAL_DIAGONAL_STORED, &b4, &x4),
+  EXPECT_REJECTED(xhal_csr_solve(dev, z, XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_LOWER,
+                                 XHAL_DIAGONAL_STORED, &b4, &x4),
                   XHAL_INVALID_STRUCTURE, "row 3 has a zero diagonal value");
   // Values from a device tensor are not inspected (docs/semantics.md).
   xhal_tensor_t t = tensor(upload(zero_row3), XHAL_DTYPE_F32, {7});
   ASSERT_EQ(xhal_csr_set_values_tensor(z, &t), XHAL_OK);
-  EXPECT_EQ(xhal_csr_solve(dev, z, XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_LOWER, XHAL_DIAGONAL_STORED, &b4, &x4),
+  EXPECT_EQ(xhal_csr_solve(dev, z, XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_LOWER, XHAL_DIAGONAL_STORED,
+                           &b4, &x4),
             XHAL_OK);
 }
 
@@ -299,13 +314,16 @@ TEST_F(SolveTest, ShapesAndAliasing) {
   xhal_csr_t a = csr(4, 4, lrp, lci, lv);
   xhal_csr_t rect = csr(3, 4, rp, ci, vals);
   xhal_tensor_t b = f32({4}), x = f32({4}), x5 = f32({5});
-  EXPECT_REJECTED(xhal_csr_solve(dev, rect, XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_LOWER, XHAL_DIAGONAL_UNIT, &b, &x),
+  EXPECT_REJECTED(xhal_csr_solve(dev, rect, XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_LOWER,
+                                 XHAL_DIAGONAL_UNIT, &b, &x),
                   XHAL_SHAPE_MISMATCH, "[3, 4] is not square");
-  EXPECT_REJECTED(xhal_csr_solve(dev, a, XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_LOWER, XHAL_DIAGONAL_STORED, &b, &x5),
+  EXPECT_REJECTED(xhal_csr_solve(dev, a, XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_LOWER,
+                                 XHAL_DIAGONAL_STORED, &b, &x5),
                   XHAL_SHAPE_MISMATCH, "argument 'x': shape [5] but expected [4]");
   xhal_buffer_t buf = buffer(64);
   xhal_tensor_t bb = tensor(buf, XHAL_DTYPE_F32, {4}), xb = tensor(buf, XHAL_DTYPE_F32, {4}, 4);
-  EXPECT_REJECTED(xhal_csr_solve(dev, a, XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_LOWER, XHAL_DIAGONAL_STORED, &bb, &xb),
+  EXPECT_REJECTED(xhal_csr_solve(dev, a, XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_LOWER,
+                                 XHAL_DIAGONAL_STORED, &bb, &xb),
                   XHAL_ALIASING, "'x'", "'b'");
   EXPECT_REJECTED(xhal_csr_solve(dev, a, XHAL_TRANSPOSE_NONE, static_cast<xhal_triangle_t>(3),
                                  XHAL_DIAGONAL_STORED, &b, &x),
@@ -315,15 +333,17 @@ TEST_F(SolveTest, ShapesAndAliasing) {
 TEST_F(SolveTest, BackwardAliasingAndOptionalGa) {
   xhal_csr_t a = csr(4, 4, lrp, lci, lv);
   xhal_buffer_t buf = buffer(256);
-  xhal_tensor_t x = tensor(buf, XHAL_DTYPE_F32, {4, 2}), dx = tensor(buf, XHAL_DTYPE_F32, {4, 2}, 32),
-                gb = tensor(buf, XHAL_DTYPE_F32, {4, 2}, 64), ga = tensor(buf, XHAL_DTYPE_F32, {7}, 96);
+  xhal_tensor_t x = tensor(buf, XHAL_DTYPE_F32, {4, 2}),
+                dx = tensor(buf, XHAL_DTYPE_F32, {4, 2}, 32),
+                gb = tensor(buf, XHAL_DTYPE_F32, {4, 2}, 64),
+                ga = tensor(buf, XHAL_DTYPE_F32, {7}, 96);
   rec->clear();
-  ASSERT_EQ(xhal_csr_solve_backward(dev, a, XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_LOWER, XHAL_DIAGONAL_STORED,
-                                    &x, &dx, &gb, &ga),
+  ASSERT_EQ(xhal_csr_solve_backward(dev, a, XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_LOWER,
+                                    XHAL_DIAGONAL_STORED, &x, &dx, &gb, &ga),
             XHAL_OK)
       << xhal_last_error();
-  ASSERT_EQ(xhal_csr_solve_backward(dev, a, XHAL_TRANSPOSE, XHAL_TRIANGLE_LOWER, XHAL_DIAGONAL_STORED,
-                                    &x, &dx, &gb, nullptr),
+  ASSERT_EQ(xhal_csr_solve_backward(dev, a, XHAL_TRANSPOSE, XHAL_TRIANGLE_LOWER,
+                                    XHAL_DIAGONAL_STORED, &x, &dx, &gb, nullptr),
             XHAL_OK)
       << xhal_last_error();
   EXPECT_EQ(rec->last("csr_solve_backward")->tensors[3].rank, 99u) << "ga passed as NULL";

@@ -52,7 +52,8 @@ TEST_F(TensorTest, PermuteViewReordersShapeAndStrides) {
   rec->clear();
   ASSERT_EQ(xhal_tensor_permute_view(&t, perm, &v), XHAL_OK) << xhal_last_error();
   EXPECT_EQ(v.rank, 3u);
-  EXPECT_EQ((std::vector<int64_t>{v.shape[0], v.shape[1], v.shape[2]}), (std::vector<int64_t>{4, 2, 3}));
+  EXPECT_EQ((std::vector<int64_t>{v.shape[0], v.shape[1], v.shape[2]}),
+            (std::vector<int64_t>{4, 2, 3}));
   EXPECT_EQ((std::vector<int64_t>{v.strides[0], v.strides[1], v.strides[2]}),
             (std::vector<int64_t>{1, 12, 4}));
   EXPECT_TRUE(rec->calls.empty()) << "a view moves no data";

@@ -85,7 +85,8 @@ TEST_F(HppTest, FailuresThrowWithStatusAndMessage) {
     EXPECT_NE(std::string(e.what()).find("XHAL_INVALID_ARGUMENT"), std::string::npos) << e.what();
   }
   try {
-    xhal::permute(dev, xhal::tensor<float>(src, {2, 3}), {1, 0, 2}, xhal::tensor<float>(dst, {3, 2}));
+    xhal::permute(dev, xhal::tensor<float>(src, {2, 3}), {1, 0, 2},
+                  xhal::tensor<float>(dst, {3, 2}));
     FAIL() << "no exception";
   } catch (const xhal::Error& e) {
     EXPECT_EQ(e.status(), XHAL_INVALID_ARGUMENT);
@@ -97,7 +98,8 @@ TEST_F(HppTest, PermuteThroughTheWrapper) {
   xhal::Device dev = xhal::Device::open_index(index);
   xhal::Buffer src = xhal::Buffer::upload(dev, std::vector<int32_t>{0, 1, 2, 3, 4, 5});
   xhal::Buffer dst = xhal::Buffer::allocate(dev, 24);
-  xhal::permute(dev, xhal::tensor<int32_t>(src, {2, 3}), {1, 0}, xhal::tensor<int32_t>(dst, {3, 2}));
+  xhal::permute(dev, xhal::tensor<int32_t>(src, {2, 3}), {1, 0},
+                xhal::tensor<int32_t>(dst, {3, 2}));
   EXPECT_EQ(dst.read<int32_t>(6), (std::vector<int32_t>{0, 3, 1, 4, 2, 5}));
   const xhal_tensor_t v = xhal::permute_view(xhal::tensor<int32_t>(src, {2, 3}), {1, 0});
   EXPECT_EQ(v.shape[0], 3);
@@ -135,8 +137,8 @@ TEST_F(HppTest, CsrPatternValuesAndSpgemm) {
   xhal::Device dev = xhal::Device::open_index(index);
   const xhal::Csr a32 = xhal::Csr::create(dev, 2, 3, std::vector<int32_t>{0, 2, 3},
                                           std::vector<int32_t>{0, 2, 1}, {1, 2, 3});
-  const xhal::Csr b64 = xhal::Csr::create(dev, 3, 2, std::vector<int64_t>{0, 1, 1, 2},
-                                          std::vector<int64_t>{1, 0});
+  const xhal::Csr b64 =
+      xhal::Csr::create(dev, 3, 2, std::vector<int64_t>{0, 1, 1, 2}, std::vector<int64_t>{1, 0});
   EXPECT_EQ(a32.nnz(), 3);
   EXPECT_EQ(a32.values(), (std::vector<float>{1, 2, 3}));
   EXPECT_EQ(b64.values(), (std::vector<float>{0, 0}));

@@ -97,12 +97,18 @@ class Owner {
 
 template <typename T>
 constexpr xhal_dtype_t dtype_of() {
-  if constexpr (std::is_same_v<T, float>) return XHAL_DTYPE_F32;
-  else if constexpr (std::is_same_v<T, double>) return XHAL_DTYPE_F64;
-  else if constexpr (std::is_same_v<T, int32_t>) return XHAL_DTYPE_I32;
-  else if constexpr (std::is_same_v<T, int64_t>) return XHAL_DTYPE_I64;
-  else if constexpr (std::is_same_v<T, uint8_t>) return XHAL_DTYPE_U8;
-  else static_assert(sizeof(T) == 0, "no xhal dtype for this type");
+  if constexpr (std::is_same_v<T, float>)
+    return XHAL_DTYPE_F32;
+  else if constexpr (std::is_same_v<T, double>)
+    return XHAL_DTYPE_F64;
+  else if constexpr (std::is_same_v<T, int32_t>)
+    return XHAL_DTYPE_I32;
+  else if constexpr (std::is_same_v<T, int64_t>)
+    return XHAL_DTYPE_I64;
+  else if constexpr (std::is_same_v<T, uint8_t>)
+    return XHAL_DTYPE_U8;
+  else
+    static_assert(sizeof(T) == 0, "no xhal dtype for this type");
 }
 
 // ---- devices ----------------------------------------------------------------
@@ -332,7 +338,9 @@ class Csr {
   void set_values(const std::vector<float>& values) {
     check(xhal_csr_set_values(get(), values.data()));
   }
-  void set_values(const xhal_tensor_t& values) { check(xhal_csr_set_values_tensor(get(), &values)); }
+  void set_values(const xhal_tensor_t& values) {
+    check(xhal_csr_set_values_tensor(get(), &values));
+  }
   std::vector<float> values() const {
     std::vector<float> v(static_cast<size_t>(nnz()));
     check(xhal_csr_read(get(), nullptr, nullptr, v.data()));
