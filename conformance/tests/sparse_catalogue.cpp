@@ -291,6 +291,23 @@ TEST_P(SparseCatalogue, SolveStructureRejected) {
         << xhal_last_error();
   }
   {
+    SCOPED_TRACE("no entries at all: row 0 lacks its diagonal");
+    Csr a;
+    a.rows = a.cols = 4;
+    a.row_ptr.assign(5, 0);
+    Matrix m;
+    ASSERT_EQ(create_from_host(dev, a, XHAL_DTYPE_I64, m), XHAL_OK) << xhal_last_error();
+    expect_solve_rejected(dev, m.get(), a, XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_UPPER, XHAL_DIAGONAL_STORED, 0, rng);
+    // Unit diagonal: x = b exactly.
+    BufferGuard g;
+    const auto b = random_values(rng, 4);
+    const xhal_tensor_t bt = dense(dev, g, b, {4});
+    const xhal_tensor_t xt = poisoned(dev, g, 4, {4});
+    EXPECT_EQ(xhal_csr_solve(dev, m.get(), XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_UPPER, XHAL_DIAGONAL_UNIT, &bt, &xt), XHAL_OK)
+        << xhal_last_error();
+    EXPECT_TRUE(same_bits(read(xt), b));
+  }
+  {
     SCOPED_TRACE("not triangular");
     Csr a = from_row_lists(6, 6, {{0}, {0, 1, 3}, {0, 2}, {1, 2, 3}, {3, 4}, {0, 4, 5}});
     a.values = dominant_values(a, rng);
@@ -356,6 +373,15 @@ TEST_P(SparseCatalogue, WrongShapes) {
       {"backward ga [nnz - 1]", SM, [&] { return xhal_csr_solve_backward(dev, M.get(), N, L, S, &x6v, &x6, &o6, &ga_short); }, "'ga'"},
       {"set_values_tensor [nnz + 1]", SM, [&] { return xhal_csr_set_values_tensor(M.get(), &vals_long); }, ""},
   };
+  // Layout faults: a strided x (contiguity required) and bytes past the end.
+  xhal_tensor_t strided = x4;
+  strided.strides[0] = 2;
+  xhal_tensor_t past_end = y6;
+  past_end.offset = 4;
+  cases.push_back({"spmv x strided", XHAL_INVALID_ARGUMENT,
+                   [&] { return xhal_spmv(dev, R.get(), N, 1, &strided, 0, &y6); }, "'x'"});
+  cases.push_back({"spmv y past the end of its buffer", XHAL_OUT_OF_RANGE,
+                   [&] { return xhal_spmv(dev, R.get(), N, 1, &x4, 0, &past_end); }, "'y'"});
   run_cases(cases, g);
   // The failed set_values_tensor left the values alone.
   std::vector<float> v(tri.nnz());

@@ -136,6 +136,56 @@ TEST_P(SparseSpmv, ZeroRowMatrix) {
   for (float v : read(y4)) EXPECT_EQ(bits(v), bits(+0.0f)) << describe(v);
 }
 
+// One hub row and one hub column of 300,000 terms (9,375 chunks of 32,
+// combined by a tree padded to 16,384): the canonical order must survive
+// whatever splitting of a long row a backend does.
+TEST_P(SparseSpmv, HubOf300000Terms) {
+  LevelTracker level(XHAL_OP_SPMV);
+  Rng rng(test_seed());
+  SCOPED_TRACE(seed_note(rng));
+  constexpr int64_t kHub = 300000;
+  std::vector<std::vector<int64_t>> rows(3);
+  for (int64_t j = 0; j < kHub; ++j) rows[1].push_back(j);
+  rows[0] = {5, kHub - 1};
+  Csr a = from_row_lists(3, kHub, std::move(rows));
+  a.values = random_values(rng, a.nnz());
+  for (auto trans : {XHAL_TRANSPOSE_NONE, XHAL_TRANSPOSE})
+    for (const auto ab : {kAlphaBeta[0], kAlphaBeta[2]})
+      check_case(dev, a, XHAL_DTYPE_I32, trans, ab, 1, true, level, rng,
+                 label_of("hub 3x300000", XHAL_DTYPE_I32, trans, ab, 1));
+}
+
+// Operands at byte offsets inside one shared buffer (disjoint ranges).
+TEST_P(SparseSpmv, OperandsAtOffsetsInOneBuffer) {
+  LevelTracker level(XHAL_OP_SPMV);
+  Rng rng(test_seed());
+  SCOPED_TRACE(seed_note(rng));
+  const Csr a = random_matrix(50, 30, rng);
+  Matrix m;
+  ASSERT_EQ(create_from_host(dev, a, XHAL_DTYPE_I64, m), XHAL_OK) << xhal_last_error();
+  const auto x = random_values(rng, a.cols), y0 = random_values(rng, a.rows);
+  std::vector<float> host(3 + a.cols + 5 + a.rows, 9.0f);
+  std::copy(x.begin(), x.end(), host.begin() + 3);
+  std::copy(y0.begin(), y0.end(), host.begin() + 3 + a.cols + 5);
+  BufferGuard g;
+  const xhal_buffer_t b = g.add(upload(dev, host));
+  const xhal_tensor_t xt = tensor(b, XHAL_DTYPE_F32, {a.cols}, 3 * 4);
+  const xhal_tensor_t yt = tensor(b, XHAL_DTYPE_F32, {a.rows}, (3 + a.cols + 5) * 4);
+  auto call = [&] { return xhal_spmv(dev, m.get(), XHAL_TRANSPOSE_NONE, 0.75f, &xt, -1.25f, &yt); };
+  ASSERT_EQ(run_on_device(dev, call), XHAL_OK);
+  const auto all = download<float>(b, host.size());
+  // Only y's range changed.
+  for (size_t i = 0; i < host.size(); ++i)
+    if (i < size_t(3 + a.cols + 5) || i >= size_t(3 + a.cols + 5 + a.rows))
+      ASSERT_EQ(bits(all[i]), bits(host[i])) << "element " << i << " outside y was written";
+  const auto got = read(yt);
+  level.compare("y", got, spmm_canonical(a, XHAL_TRANSPOSE_NONE, 0.75f, x, -1.25f, y0, 1), [&] {
+    rewrite(yt, y0);
+    EXPECT_EQ(call(), XHAL_OK);
+    return read(yt);
+  });
+}
+
 // <A x, y> = <x, A^T y>, both sides from device results, evaluated in
 // float64, within the sum of the two products' spmv bounds.
 TEST_P(SparseSpmv, AdjointIdentity) {
