@@ -80,6 +80,19 @@ xhal_index_plan_t make_plan(xhal_device_t dev, const std::vector<int64_t>& idx, 
 // Dtypes (bit per xhal_dtype_t) the device claims for `op`.
 uint32_t device_dtypes(xhal_device_t dev, xhal_op_t op);
 
+// Name of an op as the report writes it ("softmax_forward").
+const char* op_name(xhal_op_t op);
+
+// Records `op` for the running test and skips the test as "unsupported"
+// when the fixture's device does not implement it (an absent plugin slot).
+#define XHAL_CONF_REQUIRE_OP(op)                                                          \
+  do {                                                                                    \
+    ::xhal::conf::record_op(op);                                                          \
+    if (!::xhal::conf::device_supports(dev, op))                                          \
+      XHAL_CONF_UNSUPPORTED(std::string("the device does not implement ") +               \
+                            ::xhal::conf::op_name(op));                                   \
+  } while (0)
+
 // True when the device implements `op` for `dtype`.
 bool device_supports(xhal_device_t dev, xhal_op_t op, xhal_dtype_t dtype = XHAL_DTYPE_F32);
 

@@ -237,5 +237,6 @@ int main(int argc, char** argv) {
   int code = failed ? kExitFailed : kExitOk;
   if (!o.report_path.empty() && !report().write_json(o.report_path)) code = kExitSetup;
   xhal_runtime_shutdown();
+  std::printf("xhal-conformance: %s (exit %d)\n", code == kExitOk ? "PASSED" : "FAILED", code);
   return code;
 }

@@ -60,7 +60,7 @@ void check_gather(xhal_device_t dev, const std::vector<int64_t>& idx, uint64_t n
 }
 
 TEST_P(GatherTest, RepeatedIndicesEveryDtype) {
-  record_op(XHAL_OP_INDEX_SELECT);
+  XHAL_CONF_REQUIRE_OP(XHAL_OP_INDEX_SELECT);
   const uint64_t num_rows = 1000;
   std::vector<int64_t> idx = random_indices(5000, num_rows, fresh_seed());
   for (int i = 0; i < 50; ++i) idx[i * 7] = 999;  // one row many times
@@ -69,13 +69,13 @@ TEST_P(GatherTest, RepeatedIndicesEveryDtype) {
 }
 
 TEST_P(GatherTest, WideRowsAndSingleColumn) {
-  record_op(XHAL_OP_INDEX_SELECT);
+  XHAL_CONF_REQUIRE_OP(XHAL_OP_INDEX_SELECT);
   check_gather(dev, random_indices(300, 64, fresh_seed()), 64, 4099);
   check_gather(dev, random_indices(100000, 7, fresh_seed()), 7, 1);
 }
 
 TEST_P(GatherTest, SingleRowAndEmpty) {
-  record_op(XHAL_OP_INDEX_SELECT);
+  XHAL_CONF_REQUIRE_OP(XHAL_OP_INDEX_SELECT);
   check_gather(dev, {0, 0, 0}, 1, 5);  // a one-row table
   check_gather(dev, {3}, 4, 1);        // a single index
   // No index: valid; out [0, w] writes nothing.
@@ -157,7 +157,7 @@ void check_scatter(xhal_device_t dev, const ScatterCase& c, xhal_dtype_t index_d
 }
 
 TEST_P(ScatterAddTest, DuplicatesAndUntouchedRows) {
-  record_op(XHAL_OP_INDEX_ADD);
+  XHAL_CONF_REQUIRE_OP(XHAL_OP_INDEX_ADD);
   // Sources land in rows [0, 400); rows [400, 500) are untouched.
   std::vector<int64_t> idx = random_indices(3000, 400, fresh_seed());
   for (int i = 0; i < 40; ++i) idx[10 + i] = 5;  // a run of duplicates
@@ -166,7 +166,7 @@ TEST_P(ScatterAddTest, DuplicatesAndUntouchedRows) {
 }
 
 TEST_P(ScatterAddTest, HubRowWithMostSources) {
-  record_op(XHAL_OP_INDEX_ADD);
+  XHAL_CONF_REQUIRE_OP(XHAL_OP_INDEX_ADD);
   // 150,000 of 200,000 sources on row 0 (4,688 chunks of 32), the rest spread.
   std::vector<int64_t> idx = random_indices(200000, 1000, fresh_seed());
   std::mt19937_64 rng(fresh_seed());
@@ -178,7 +178,7 @@ TEST_P(ScatterAddTest, HubRowWithMostSources) {
 }
 
 TEST_P(ScatterAddTest, SingleRowAndEmpty) {
-  record_op(XHAL_OP_INDEX_ADD);
+  XHAL_CONF_REQUIRE_OP(XHAL_OP_INDEX_ADD);
   check_scatter(dev, {1, 8, {0, 0, 0, 0, 0}, 1.0f});
   check_scatter(dev, {2, 1, {1}, 3.0f});
   // No source: dst unchanged bit for bit.
@@ -196,7 +196,7 @@ TEST_P(ScatterAddTest, SingleRowAndEmpty) {
 // <S x, y> = <x, S^T y> with S the selection of the plan: gather gives S x,
 // index_add into d0 gives d0 + S^T y. Sums in double on downloaded results.
 TEST_P(ScatterAddTest, AdjointIdentityWithGather) {
-  record_op(XHAL_OP_INDEX_ADD);
+  XHAL_CONF_REQUIRE_OP(XHAL_OP_INDEX_ADD);
   const int64_t num_rows = 300, w = 9;
   std::vector<int64_t> idx = random_indices(2000, num_rows, fresh_seed());
   std::vector<float> x = random_floats(num_rows * w, fresh_seed());

@@ -48,7 +48,7 @@ struct Out {
 };
 
 TEST_P(RmsNormTest, Forward) {
-  record_op(XHAL_OP_RMS_NORM_FORWARD);
+  XHAL_CONF_REQUIRE_OP(XHAL_OP_RMS_NORM_FORWARD);
   for (const Shape& s : kShapes) {
     SCOPED_TRACE("rows " + std::to_string(s.rows) + " n " + std::to_string(s.n));
     Data d = make_data(s);
@@ -73,7 +73,7 @@ TEST_P(RmsNormTest, Forward) {
 }
 
 TEST_P(RmsNormTest, Backward) {
-  record_op(XHAL_OP_RMS_NORM_BACKWARD);
+  XHAL_CONF_REQUIRE_OP(XHAL_OP_RMS_NORM_BACKWARD);
   for (const Shape& s : kShapes) {
     SCOPED_TRACE("rows " + std::to_string(s.rows) + " n " + std::to_string(s.n));
     Data d = make_data(s);
@@ -102,7 +102,7 @@ TEST_P(RmsNormTest, Backward) {
 }
 
 TEST_P(LayerNormTest, Forward) {
-  record_op(XHAL_OP_LAYER_NORM_FORWARD);
+  XHAL_CONF_REQUIRE_OP(XHAL_OP_LAYER_NORM_FORWARD);
   for (const Shape& s : kShapes) {
     SCOPED_TRACE("rows " + std::to_string(s.rows) + " n " + std::to_string(s.n));
     Data d = make_data(s);
@@ -129,7 +129,7 @@ TEST_P(LayerNormTest, Forward) {
 }
 
 TEST_P(LayerNormTest, Backward) {
-  record_op(XHAL_OP_LAYER_NORM_BACKWARD);
+  XHAL_CONF_REQUIRE_OP(XHAL_OP_LAYER_NORM_BACKWARD);
   for (const Shape& s : kShapes) {
     SCOPED_TRACE("rows " + std::to_string(s.rows) + " n " + std::to_string(s.n));
     Data d = make_data(s);
@@ -162,7 +162,7 @@ TEST_P(LayerNormTest, Backward) {
 
 // In place: y may be x (forward), dx may be dy (backward).
 TEST_P(RmsNormTest, InPlace) {
-  record_op(XHAL_OP_RMS_NORM_FORWARD);
+  XHAL_CONF_REQUIRE_OP(XHAL_OP_RMS_NORM_FORWARD);
   const Shape s{37, 3000};
   Data d = make_data(s);
   std::vector<float> cy(s.rows * s.n), cr(s.rows), cdx(s.rows * s.n), cdg(s.n);
@@ -191,7 +191,7 @@ TEST_P(RmsNormTest, InPlace) {
 // Device forward then backward against central finite differences of the
 // float64 forward (loss = sum dy * y): dx, dgamma (and dbeta).
 TEST_P(RmsNormTest, BackwardMatchesFiniteDifferences) {
-  record_op(XHAL_OP_RMS_NORM_BACKWARD);
+  XHAL_CONF_REQUIRE_OP(XHAL_OP_RMS_NORM_BACKWARD);
   const Shape s{3, 9};
   Data d = make_data(s);
   BufferGuard g;
@@ -221,7 +221,7 @@ TEST_P(RmsNormTest, BackwardMatchesFiniteDifferences) {
 }
 
 TEST_P(LayerNormTest, BackwardMatchesFiniteDifferences) {
-  record_op(XHAL_OP_LAYER_NORM_BACKWARD);
+  XHAL_CONF_REQUIRE_OP(XHAL_OP_LAYER_NORM_BACKWARD);
   const Shape s{3, 9};
   Data d = make_data(s);
   BufferGuard g;
@@ -258,7 +258,7 @@ TEST_P(LayerNormTest, BackwardMatchesFiniteDifferences) {
 }
 
 TEST_P(LayerNormTest, EmptyRows) {
-  record_op(XHAL_OP_LAYER_NORM_FORWARD);
+  XHAL_CONF_REQUIRE_OP(XHAL_OP_LAYER_NORM_FORWARD);
   // rows = 0: y, mean and rstd are empty; nothing is written.
   BufferGuard g;
   std::vector<float> gamma = random_floats(5, fresh_seed()), beta = random_floats(5, fresh_seed());

@@ -70,7 +70,7 @@ void check_permute(xhal_device_t dev, xhal_dtype_t dtype, const std::vector<int6
 }
 
 TEST_P(PermuteTest, DocumentedSwapOfDims0And2) {
-  record_op(XHAL_OP_PERMUTE);
+  XHAL_CONF_REQUIRE_OP(XHAL_OP_PERMUTE);
   // [2,3,4] holding 0..23, perm (2,1,0): dst [4,3,2], dst[1][0][0] = src[0][0][1] = 1.
   std::vector<float> x(24);
   std::iota(x.begin(), x.end(), 0.0f);
@@ -88,7 +88,7 @@ TEST_P(PermuteTest, DocumentedSwapOfDims0And2) {
 }
 
 TEST_P(PermuteTest, EveryRankWithStridedViews) {
-  record_op(XHAL_OP_PERMUTE);
+  XHAL_CONF_REQUIRE_OP(XHAL_OP_PERMUTE);
   std::mt19937_64 rng(fresh_seed());
   for (size_t rank = 1; rank <= XHAL_MAX_RANK; ++rank) {
     for (int trial = 0; trial < 3; ++trial) {
@@ -114,7 +114,7 @@ TEST_P(PermuteTest, EveryRankWithStridedViews) {
 }
 
 TEST_P(PermuteTest, EveryDtypeTheDeviceClaims) {
-  record_op(XHAL_OP_PERMUTE);
+  XHAL_CONF_REQUIRE_OP(XHAL_OP_PERMUTE);
   uint32_t dtypes = device_dtypes(dev, XHAL_OP_PERMUTE);
   ASSERT_TRUE(dtypes >> XHAL_DTYPE_F32 & 1) << "permute must support f32";
   for (int d = 1; d < XHAL_DTYPE_COUNT_; ++d) {
@@ -127,7 +127,7 @@ TEST_P(PermuteTest, EveryDtypeTheDeviceClaims) {
 }
 
 TEST_P(PermuteTest, ViewFromTensorPermuteView) {
-  record_op(XHAL_OP_PERMUTE);
+  XHAL_CONF_REQUIRE_OP(XHAL_OP_PERMUTE);
   // A metadata-only view (explicit strides, not row-major) permuted again.
   std::vector<float> x = random_floats(6 * 10 * 14, fresh_seed());
   BufferGuard g;
@@ -152,7 +152,7 @@ TEST_P(PermuteTest, ViewFromTensorPermuteView) {
 }
 
 TEST_P(PermuteTest, TransposePastGridLimits) {
-  record_op(XHAL_OP_PERMUTE);
+  XHAL_CONF_REQUIRE_OP(XHAL_OP_PERMUTE);
   // 2,200,000 rows > 65,535 x 32: a tiled transpose with one grid row per 32
   // rows needs more than 65,535 blocks in y.
   check_permute(dev, XHAL_DTYPE_F32, {2200000, 5}, {1, 0});
@@ -161,7 +161,7 @@ TEST_P(PermuteTest, TransposePastGridLimits) {
 }
 
 TEST_P(PermuteTest, OnlySizeOneDimsMove) {
-  record_op(XHAL_OP_PERMUTE);
+  XHAL_CONF_REQUIRE_OP(XHAL_OP_PERMUTE);
   check_permute(dev, XHAL_DTYPE_F32, {1, 5, 1, 7}, {2, 1, 0, 3});
   check_permute(dev, XHAL_DTYPE_F32, {1, 300, 1}, {2, 1, 0});
   check_permute(dev, XHAL_DTYPE_F32, {1, 300, 1}, {0, 2, 1}, {0, 3, 2}, {0, 1, 1});  // strided too
@@ -169,7 +169,7 @@ TEST_P(PermuteTest, OnlySizeOneDimsMove) {
 }
 
 TEST_P(PermuteTest, EmptyAndSingleElement) {
-  record_op(XHAL_OP_PERMUTE);
+  XHAL_CONF_REQUIRE_OP(XHAL_OP_PERMUTE);
   BufferGuard g;
   xhal_buffer_t sb = g.add(poisoned_buffer(dev, 16)), db = g.add(poisoned_buffer(dev, 16));
   xhal_tensor_t st = tensor(sb, XHAL_DTYPE_F32, {3, 0, 4}), dt = tensor(db, XHAL_DTYPE_F32, {4, 3, 0});
@@ -182,7 +182,7 @@ TEST_P(PermuteTest, EmptyAndSingleElement) {
 
 // <P x, y> = <x, P^T y>: P^T is the permute by the inverse permutation.
 TEST_P(PermuteTest, AdjointIdentity) {
-  record_op(XHAL_OP_PERMUTE);
+  XHAL_CONF_REQUIRE_OP(XHAL_OP_PERMUTE);
   std::vector<int64_t> shape = {7, 5, 9, 4};
   std::vector<uint32_t> perm = {2, 0, 3, 1}, inv(4);
   for (uint32_t k = 0; k < 4; ++k) inv[perm[k]] = k;

@@ -61,14 +61,14 @@ void check_backward(xhal_device_t dev, const std::vector<float>& y, const std::v
 }
 
 TEST_P(SoftmaxTest, ForwardRandomRows) {
-  record_op(XHAL_OP_SOFTMAX_FORWARD);
+  XHAL_CONF_REQUIRE_OP(XHAL_OP_SOFTMAX_FORWARD);
   check_forward(dev, random_floats(37 * 2500, fresh_seed(), -8.0f, 8.0f), 37, 2500);
   check_forward(dev, random_floats(64 * 1024, fresh_seed(), -8.0f, 8.0f), 64, 1024);  // one full chunk
   check_forward(dev, random_floats(5 * 33, fresh_seed(), -8.0f, 8.0f), 5, 33);
 }
 
 TEST_P(SoftmaxTest, ForwardLargeTinyEqualAndInfiniteEntries) {
-  record_op(XHAL_OP_SOFTMAX_FORWARD);
+  XHAL_CONF_REQUIRE_OP(XHAL_OP_SOFTMAX_FORWARD);
   const int64_t n = 3000;
   std::vector<float> x;
   auto row = [&](std::vector<float> r) { x.insert(x.end(), r.begin(), r.end()); };
@@ -89,13 +89,13 @@ TEST_P(SoftmaxTest, ForwardLargeTinyEqualAndInfiniteEntries) {
 }
 
 TEST_P(SoftmaxTest, ForwardRowOf200001Columns) {
-  record_op(XHAL_OP_SOFTMAX_FORWARD);
+  XHAL_CONF_REQUIRE_OP(XHAL_OP_SOFTMAX_FORWARD);
   check_forward(dev, random_floats(200001, fresh_seed(), -10.0f, 10.0f), 1, 200001);
   check_forward(dev, random_floats(2 * 70001, fresh_seed(), -10.0f, 10.0f), 2, 70001);
 }
 
 TEST_P(SoftmaxTest, ForwardSingleRowSingleElementAndEmpty) {
-  record_op(XHAL_OP_SOFTMAX_FORWARD);
+  XHAL_CONF_REQUIRE_OP(XHAL_OP_SOFTMAX_FORWARD);
   check_forward(dev, {-3.5f}, 1, 1);
   check_forward(dev, random_floats(7, fresh_seed()), 1, 7);
   BufferGuard g;
@@ -106,7 +106,7 @@ TEST_P(SoftmaxTest, ForwardSingleRowSingleElementAndEmpty) {
 }
 
 TEST_P(SoftmaxTest, ForwardInPlace) {
-  record_op(XHAL_OP_SOFTMAX_FORWARD);
+  XHAL_CONF_REQUIRE_OP(XHAL_OP_SOFTMAX_FORWARD);
   const int64_t rows = 9, n = 1500;
   std::vector<float> x = random_floats(rows * n, fresh_seed(), -6.0f, 6.0f);
   BufferGuard g;
@@ -122,7 +122,7 @@ TEST_P(SoftmaxTest, ForwardInPlace) {
 }
 
 TEST_P(SoftmaxTest, BackwardRandomRows) {
-  record_op(XHAL_OP_SOFTMAX_BACKWARD);
+  XHAL_CONF_REQUIRE_OP(XHAL_OP_SOFTMAX_BACKWARD);
   for (auto [rows, n] : {std::pair<int64_t, int64_t>{37, 2500}, {3, 200001}, {1, 1}, {70, 33}}) {
     std::vector<float> x = random_floats(rows * n, fresh_seed(), -6.0f, 6.0f), y(rows * n);
     canon::softmax_forward(x.data(), rows, n, y.data());
@@ -131,7 +131,7 @@ TEST_P(SoftmaxTest, BackwardRandomRows) {
 }
 
 TEST_P(SoftmaxTest, BackwardInPlaceOnDy) {
-  record_op(XHAL_OP_SOFTMAX_BACKWARD);
+  XHAL_CONF_REQUIRE_OP(XHAL_OP_SOFTMAX_BACKWARD);
   const int64_t rows = 4, n = 3000;
   std::vector<float> x = random_floats(rows * n, fresh_seed(), -6.0f, 6.0f), y(rows * n), want(rows * n);
   canon::softmax_forward(x.data(), rows, n, y.data());
@@ -152,7 +152,7 @@ TEST_P(SoftmaxTest, BackwardInPlaceOnDy) {
 // the float64 forward: catches a backward formula that matches a wrong
 // reference.
 TEST_P(SoftmaxTest, BackwardMatchesFiniteDifferences) {
-  record_op(XHAL_OP_SOFTMAX_BACKWARD);
+  XHAL_CONF_REQUIRE_OP(XHAL_OP_SOFTMAX_BACKWARD);
   const int64_t rows = 3, n = 9;
   std::vector<float> x = random_floats(rows * n, fresh_seed(), -3.0f, 3.0f);
   std::vector<float> dy = random_floats(rows * n, fresh_seed());
