@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -96,7 +97,8 @@ bool parse_options(int* argc, char** argv, Options* o) {
 }
 
 struct PluginSummary {
-  int loaded = 0, rejected = 0;
+  int loaded = 0, rejected = 0, skipped = 0;
+  std::string skipped_names;
   uint64_t loaded_devices = 0;
   std::string plugin_rejection;  // reason the --plugin file was rejected
 };
@@ -115,6 +117,9 @@ PluginSummary list_plugins(const Options& o) {
     if (p.state == XHAL_PLUGIN_LOADED) {
       ++s.loaded;
       s.loaded_devices += p.device_count;
+    } else if (p.state == XHAL_PLUGIN_SKIPPED) {
+      ++s.skipped;
+      s.skipped_names += std::string(s.skipped_names.empty() ? "" : ", ") + (p.backend ? p.backend : "?");
     } else if (p.state == XHAL_PLUGIN_REJECTED) {
       ++s.rejected;
       if (o.plugin && s.plugin_rejection.empty())
@@ -201,17 +206,22 @@ int main(int argc, char** argv) {
 
   if (devices.empty()) {
     // Only "the plugins loaded and have no device" is a clean outcome.
+    const char* env = std::getenv("XHAL_DEVICE");
+    std::string selector = o.device ? o.device : env ? env : "";
     int code = kExitOk;
     std::string why;
     if (!plugins.plugin_rejection.empty()) {
       why = "the plugin was rejected: " + plugins.plugin_rejection;
       code = kExitSetup;
+    } else if (plugins.loaded == 0 && plugins.skipped > 0) {
+      why = "the selector '" + selector + "' needs none of the plugins found (skipped: " + plugins.skipped_names + ")";
+      code = kExitSetup;
     } else if (plugins.loaded == 0) {
       why = "no plugin loaded";
       code = kExitSetup;
     } else if (plugins.loaded_devices > 0) {
-      why = std::string("the selector '") + (o.device ? o.device : "$XHAL_DEVICE") + "' matches none of the " +
-            std::to_string(plugins.loaded_devices) + " devices";
+      why = "the selector '" + selector + "' matches none of the " + std::to_string(plugins.loaded_devices) +
+            " devices";
       code = kExitSetup;
     } else {
       why = "no device: the loaded plugins report 0 devices";
