@@ -273,6 +273,45 @@ TEST_P(LayerNormTest, EmptyRows) {
   for (xhal_buffer_t b : {yb, mb, rb}) EXPECT_TRUE(all_poison(download_f32(b, 4)));
 }
 
+// rows = 0: dx is empty, but dgamma and dbeta are [n] sums over no rows,
+// which section 3.5 defines as tree() = +0. (Read together with "an empty
+// tensor is written nothing": dgamma is not empty.)
+TEST_P(LayerNormTest, ZeroRowsGiveZeroParameterGradients) {
+  XHAL_CONF_REQUIRE_OP(XHAL_OP_LAYER_NORM_BACKWARD);
+  const int64_t n = 5;
+  std::vector<float> gamma = random_floats(n, fresh_seed());
+  BufferGuard g;
+  xhal_buffer_t empty = g.add(poisoned_buffer(dev, 16)), gb = g.add(upload(dev, gamma));
+  xhal_buffer_t dgb = g.add(poisoned_buffer(dev, n * 4)), dbb = g.add(poisoned_buffer(dev, n * 4));
+  xhal_tensor_t x = tensor(empty, XHAL_DTYPE_F32, {0, n}), stats = tensor(empty, XHAL_DTYPE_F32, {0});
+  xhal_tensor_t dx = tensor(empty, XHAL_DTYPE_F32, {0, n}), gt = tensor(gb, XHAL_DTYPE_F32, {n});
+  xhal_tensor_t dgt = tensor(dgb, XHAL_DTYPE_F32, {n}), dbt = tensor(dbb, XHAL_DTYPE_F32, {n});
+  ASSERT_EQ(xhal_layer_norm_backward(dev, &x, &gt, &stats, &stats, &x, &dx, &dgt, &dbt), XHAL_OK)
+      << xhal_last_error();
+  std::vector<float> zeros(n, 0.0f);
+  BitCompare c = compare_bits(download_f32(dgb, n), zeros);
+  EXPECT_TRUE(c.equal) << "dgamma: " << c.first;
+  c = compare_bits(download_f32(dbb, n), zeros);
+  EXPECT_TRUE(c.equal) << "dbeta: " << c.first;
+  EXPECT_TRUE(all_poison(download_f32(empty, 4))) << "an empty tensor was written";
+}
+
+TEST_P(RmsNormTest, ZeroRowsGiveZeroParameterGradients) {
+  XHAL_CONF_REQUIRE_OP(XHAL_OP_RMS_NORM_BACKWARD);
+  const int64_t n = 5;
+  std::vector<float> gamma = random_floats(n, fresh_seed());
+  BufferGuard g;
+  xhal_buffer_t empty = g.add(poisoned_buffer(dev, 16)), gb = g.add(upload(dev, gamma));
+  xhal_buffer_t dgb = g.add(poisoned_buffer(dev, n * 4));
+  xhal_tensor_t x = tensor(empty, XHAL_DTYPE_F32, {0, n}), stats = tensor(empty, XHAL_DTYPE_F32, {0});
+  xhal_tensor_t dx = tensor(empty, XHAL_DTYPE_F32, {0, n}), gt = tensor(gb, XHAL_DTYPE_F32, {n});
+  xhal_tensor_t dgt = tensor(dgb, XHAL_DTYPE_F32, {n});
+  ASSERT_EQ(xhal_rms_norm_backward(dev, &x, &gt, &stats, &x, &dx, &dgt), XHAL_OK) << xhal_last_error();
+  BitCompare c = compare_bits(download_f32(dgb, n), std::vector<float>(n, 0.0f));
+  EXPECT_TRUE(c.equal) << "dgamma: " << c.first;
+  EXPECT_TRUE(all_poison(download_f32(empty, 4))) << "an empty tensor was written";
+}
+
 XHAL_CONF_INSTANTIATE(RmsNormTest);
 XHAL_CONF_INSTANTIATE(LayerNormTest);
 
