@@ -190,13 +190,23 @@ static void compare(const char* label, const Csr& a, bool solve, xhal_device_t d
   };
   const double x_spmv = time_xhal([&] { XK(xhal_spmv(dev, m, XHAL_TRANSPOSE_NONE, 1.0f, &tx, 0.0f, &ty)); }, 50);
   double x_solve = 0, x_solve_t = 0, x_bwd = 0;
+  double variants[2][2] = {};  // [trans][levels, syncfree]
   if (solve) {
-    x_solve = time_xhal([&] {
-      XK(xhal_csr_solve(dev, m, XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_LOWER, XHAL_DIAGONAL_STORED, &tx, &ty));
-    }, 100);
-    x_solve_t = time_xhal([&] {
-      XK(xhal_csr_solve(dev, m, XHAL_TRANSPOSE, XHAL_TRIANGLE_LOWER, XHAL_DIAGONAL_STORED, &tx, &ty));
-    }, 100);
+    auto solve_ms = [&](xhal_transpose_t tr) {
+      return time_xhal([&] {
+        XK(xhal_csr_solve(dev, m, tr, XHAL_TRIANGLE_LOWER, XHAL_DIAGONAL_STORED, &tx, &ty));
+      }, 100);
+    };
+    for (int tr = 0; tr < 2; ++tr) {
+      const xhal_transpose_t t = tr ? XHAL_TRANSPOSE : XHAL_TRANSPOSE_NONE;
+      setenv("XHAL_CUDA_SOLVE", "levels", 1);
+      variants[tr][0] = solve_ms(t);
+      setenv("XHAL_CUDA_SOLVE", "syncfree", 1);
+      variants[tr][1] = solve_ms(t);
+      unsetenv("XHAL_CUDA_SOLVE");
+    }
+    x_solve = solve_ms(XHAL_TRANSPOSE_NONE);
+    x_solve_t = solve_ms(XHAL_TRANSPOSE);
     xhal_buffer_t bg, bga;
     XK(xhal_buffer_allocate(dev, n * 4, &bg));
     XK(xhal_buffer_allocate(dev, nnz * 4, &bga));
@@ -246,7 +256,7 @@ static void compare(const char* label, const Csr& a, bool solve, xhal_device_t d
                     CUSPARSE_SPMV_ALG_DEFAULT, buf));
   }, 50);
   const double bytes = nnz * 8.0 + (n + 1) * 4.0 + 2.0 * n * 4;  // values+cols, row_ptr, x, y
-  char note[160];
+  char note[320];
   std::snprintf(note, sizeof note, "(xhal %.2f TB/s counting nnz*8 + x + y)",
                 bytes / (x_spmv * 1e-3) / 1e12);
   report(std::string(label) + " SpMV", x_spmv, c_spmv, note);
@@ -273,8 +283,10 @@ static void compare(const char* label, const Csr& a, bool solve, xhal_device_t d
       }, 100);
       const double xs = tr ? x_solve_t : x_solve;
       std::snprintf(note, sizeof note,
-                    "(amortised /100: xhal %.4f incl. csr_create %.1f ms, cuSPARSE %.4f incl. analysis %.1f ms)",
-                    xs + create_ms / 100, create_ms, c_solve + analysis / 100, analysis);
+                    "(default schedule; levels %.4f, syncfree %.4f; amortised /100: xhal %.4f incl. "
+                    "csr_create %.1f ms, cuSPARSE %.4f incl. analysis %.1f ms)",
+                    variants[tr][0], variants[tr][1], xs + create_ms / 100, create_ms,
+                    c_solve + analysis / 100, analysis);
       report(std::string(label) + (tr ? " SpSV A^T" : " SpSV A"), xs, c_solve + analysis / 100, note);
       if (tr) {
         std::snprintf(note, sizeof note, "(xhal: gb solve + ga on device; cuSPARSE: A^T SpSV only)");

@@ -48,7 +48,7 @@ fi
 section "xhal-bench (XHAL_DEVICE=cuda)"
 if [ -x "$B/bin/xhal-bench" ]; then
   timeout ${T_BENCH:-180} "$B/bin/xhal-bench" --benchmark_out="$OUT/xhal-bench.json" --benchmark_out_format=json \
-    --benchmark_min_time=0.2 >>"$LOG" 2>&1
+    --benchmark_min_time=0.2 --benchmark_filter="${BENCH_FILTER:-.}" >>"$LOG" 2>&1
   echo "xhal-bench exit code $?" >>"$LOG"
 else
   echo "no xhal-bench in $B/bin" >>"$LOG"

@@ -71,8 +71,29 @@ void launch_gather(Device* d, const void* src, void* out, const int64_t* idx, in
 }
 
 // ---- index_add ----
-// Rows with 1..32 sources: item = (direct row, column).
-__global__ void add_direct_kernel(const float* __restrict__ src, float* __restrict__ dst,
+// Kernels work on units of V = float4 (4 columns per thread, when the row
+// width and the pointers allow) or float; w counts units. Each component is
+// its own canonical sum.
+__device__ __forceinline__ float vadd(float a, float b) { return xadd(a, b); }
+__device__ __forceinline__ float4 vadd(float4 a, float4 b) {
+  return make_float4(xadd(a.x, b.x), xadd(a.y, b.y), xadd(a.z, b.z), xadd(a.w, b.w));
+}
+__device__ __forceinline__ float vaxpy(float d, float alpha, float s) {
+  return xadd(d, xmul(alpha, s));
+}
+__device__ __forceinline__ float4 vaxpy(float4 d, float alpha, float4 s) {
+  return make_float4(vaxpy(d.x, alpha, s.x), vaxpy(d.y, alpha, s.y), vaxpy(d.z, alpha, s.z),
+                     vaxpy(d.w, alpha, s.w));
+}
+template <class V>
+__device__ __forceinline__ V vzero() {
+  if constexpr (sizeof(V) == 16) return make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  else return 0.0f;
+}
+
+// Rows with 1..32 sources: item = (direct row, unit).
+template <class V>
+__global__ void add_direct_kernel(const V* __restrict__ src, V* __restrict__ dst,
                                   const int64_t* __restrict__ rows,
                                   const int64_t* __restrict__ row_ptr,
                                   const int64_t* __restrict__ sources, int64_t num_rows,
@@ -82,14 +103,16 @@ __global__ void add_direct_kernel(const float* __restrict__ src, float* __restri
        it += int64_t{gridDim.x} * blockDim.x) {
     const int64_t k = it / w, j = it - k * w;
     const int64_t r = rows[k];
-    float s = 0.0f;
-    for (int64_t e = row_ptr[r]; e < row_ptr[r + 1]; ++e) s = xadd(s, src[sources[e] * w + j]);
-    dst[r * w + j] = xadd(dst[r * w + j], xmul(alpha, s));
+    const int64_t e0 = row_ptr[r], e1 = row_ptr[r + 1];
+    V s = vzero<V>();
+    for (int64_t e = e0; e < e1; ++e) s = vadd(s, src[sources[e] * w + j]);
+    dst[r * w + j] = vaxpy(dst[r * w + j], alpha, s);
   }
 }
 
-// Chunk sums of long rows: item = (chunk, column) -> partial[chunk * w + j].
-__global__ void add_chunks_kernel(const float* __restrict__ src, float* __restrict__ partial,
+// Chunk sums of long rows: item = (chunk, unit) -> partial[chunk * w + j].
+template <class V>
+__global__ void add_chunks_kernel(const V* __restrict__ src, V* __restrict__ partial,
                                   const int64_t* __restrict__ chunk_begin,
                                   const int32_t* __restrict__ chunk_len,
                                   const int64_t* __restrict__ sources, int64_t num_chunks,
@@ -100,26 +123,28 @@ __global__ void add_chunks_kernel(const float* __restrict__ src, float* __restri
     const int64_t c = it / w, j = it - c * w;
     const int64_t b = chunk_begin[c];
     const int len = chunk_len[c];
-    float s = 0.0f;
-    for (int k = 0; k < len; ++k) s = xadd(s, src[sources[b + k] * w + j]);
+    V s = vzero<V>();
+    for (int k = 0; k < len; ++k) s = vadd(s, src[sources[b + k] * w + j]);
     partial[it] = s;
   }
 }
 
 // One level of the pairwise tree: out = a + b, or a where b is padding
 // (+0 added to a chunk sum, which is never -0, leaves it unchanged).
-__global__ void add_level_kernel(const float* __restrict__ in, float* __restrict__ out,
+template <class V>
+__global__ void add_level_kernel(const V* __restrict__ in, V* __restrict__ out,
                                  const int64_t* __restrict__ triples, int64_t num, int64_t w) {
   const int64_t total = num * w;
   for (int64_t it = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; it < total;
        it += int64_t{gridDim.x} * blockDim.x) {
     const int64_t k = it / w, j = it - k * w;
     const int64_t a = triples[3 * k], b = triples[3 * k + 1], o = triples[3 * k + 2];
-    out[o * w + j] = b >= 0 ? xadd(in[a * w + j], in[b * w + j]) : in[a * w + j];
+    out[o * w + j] = b >= 0 ? vadd(in[a * w + j], in[b * w + j]) : in[a * w + j];
   }
 }
 
-__global__ void add_long_apply_kernel(const float* __restrict__ total_buf, float* __restrict__ dst,
+template <class V>
+__global__ void add_long_apply_kernel(const V* __restrict__ total_buf, V* __restrict__ dst,
                                       const int64_t* __restrict__ rows,
                                       const int64_t* __restrict__ base, int64_t num, int64_t w,
                                       float alpha) {
@@ -128,7 +153,7 @@ __global__ void add_long_apply_kernel(const float* __restrict__ total_buf, float
        it += int64_t{gridDim.x} * blockDim.x) {
     const int64_t k = it / w, j = it - k * w;
     const int64_t r = rows[k];
-    dst[r * w + j] = xadd(dst[r * w + j], xmul(alpha, total_buf[base[k] * w + j]));
+    dst[r * w + j] = vaxpy(dst[r * w + j], alpha, total_buf[base[k] * w + j]);
   }
 }
 
@@ -202,6 +227,37 @@ void launch_permute(Device* d, const void* src, void* dst, const Strided& s, int
     permute_generic_kernel<T><<<grid_for(total, 256), 256, 0, d->stream>>>(
         static_cast<const T*>(src), static_cast<T*>(dst), s, total);
   }
+}
+
+template <class V>
+xhal_status_t run_index_add(Device* d, const Plan* p, float alpha, const V* s, V* o, int64_t w,
+                            int* launches) {
+  if (p->num_direct) {
+    add_direct_kernel<V><<<grid_for(p->num_direct * w, 256), 256, 0, d->stream>>>(
+        s, o, p->direct_rows, p->row_ptr, p->row_sources, p->num_direct, w, alpha);
+    ++*launches;
+  }
+  if (p->num_long) {
+    void* ws = nullptr;
+    xhal_status_t st = scratch(d, sizeof(V) * 2 * p->num_chunks * w, &ws);
+    if (st != XHAL_OK) return st;
+    V* buf[2] = {static_cast<V*>(ws), static_cast<V*>(ws) + p->num_chunks * w};
+    add_chunks_kernel<V><<<grid_for(p->num_chunks * w, 256), 256, 0, d->stream>>>(
+        s, buf[0], p->chunk_begin, p->chunk_len, p->row_sources, p->num_chunks, w);
+    ++*launches;
+    int cur = 0;
+    for (size_t l = 0; l + 1 < p->level_offsets.size(); ++l) {
+      const int64_t b = p->level_offsets[l], num = p->level_offsets[l + 1] - b;
+      add_level_kernel<V><<<grid_for(num * w, 256), 256, 0, d->stream>>>(
+          buf[cur], buf[1 - cur], p->level_pairs + 3 * b, num, w);
+      cur = 1 - cur;
+      ++*launches;
+    }
+    add_long_apply_kernel<V><<<grid_for(p->num_long * w, 256), 256, 0, d->stream>>>(
+        buf[cur], o, p->long_rows, p->long_base, p->num_long, w, alpha);
+    ++*launches;
+  }
+  return XHAL_OK;
 }
 
 Device* begin(void* device) {
@@ -315,31 +371,14 @@ xhal_status_t index_add(void* device, void* plan, float alpha, const xhal_plugin
   const float* s = tensor_f32(src);
   float* o = tensor_f32(dst);
   int launches = 0;
-  if (p->num_direct) {
-    add_direct_kernel<<<grid_for(p->num_direct * w, 256), 256, 0, d->stream>>>(
-        s, o, p->direct_rows, p->row_ptr, p->row_sources, p->num_direct, w, alpha);
-    ++launches;
-  }
-  if (p->num_long) {
-    void* ws = nullptr;
-    xhal_status_t st = scratch(d, sizeof(float) * 2 * p->num_chunks * w, &ws);
-    if (st != XHAL_OK) return st;
-    float* buf[2] = {static_cast<float*>(ws), static_cast<float*>(ws) + p->num_chunks * w};
-    add_chunks_kernel<<<grid_for(p->num_chunks * w, 256), 256, 0, d->stream>>>(
-        s, buf[0], p->chunk_begin, p->chunk_len, p->row_sources, p->num_chunks, w);
-    ++launches;
-    int cur = 0;
-    for (size_t l = 0; l + 1 < p->level_offsets.size(); ++l) {
-      const int64_t b = p->level_offsets[l], num = p->level_offsets[l + 1] - b;
-      add_level_kernel<<<grid_for(num * w, 256), 256, 0, d->stream>>>(
-          buf[cur], buf[1 - cur], p->level_pairs + 3 * b, num, w);
-      cur = 1 - cur;
-      ++launches;
-    }
-    add_long_apply_kernel<<<grid_for(p->num_long * w, 256), 256, 0, d->stream>>>(
-        buf[cur], o, p->long_rows, p->long_base, p->num_long, w, alpha);
-    ++launches;
-  }
+  xhal_status_t st;
+  if (w % 4 == 0 && reinterpret_cast<uintptr_t>(s) % 16 == 0 &&
+      reinterpret_cast<uintptr_t>(o) % 16 == 0)
+    st = run_index_add<float4>(d, p, alpha, reinterpret_cast<const float4*>(s),
+                               reinterpret_cast<float4*>(o), w / 4, &launches);
+  else
+    st = run_index_add<float>(d, p, alpha, s, o, w, &launches);
+  if (st != XHAL_OK) return st;
   return check_launch(d, "index_add", launches);
 }
 

@@ -392,6 +392,7 @@ __global__ void colsum_stage1(const float* x, const float* dy, const float* mean
     const int64_t b = it / n, j = it % n;
     float sg = 0.0f, sb = 0.0f;
     const int64_t end = (b + 1) * 32 < rows ? (b + 1) * 32 : rows;
+#pragma unroll 8
     for (int64_t r = b * 32; r < end; ++r) {
       const float xv = x[r * n + j], g = dy[r * n + j];
       const float xh = kLayerNorm ? xmul(xsub(xv, mean[r]), rstd[r]) : xmul(xv, rstd[r]);
@@ -403,12 +404,13 @@ __global__ void colsum_stage1(const float* x, const float* dy, const float* mean
   }
 }
 
+// One warp per column: lanes tree aligned runs of block partials, then the
+// warp tree (3.1); 32 times the parallelism of a thread per column.
 __global__ void colsum_stage2(const float* p, int64_t nb, int64_t n, float* out) {
-  for (int64_t j = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; j < n;
-       j += int64_t{gridDim.x} * blockDim.x) {
-    int64_t pw = 1;
-    while (pw < nb) pw <<= 1;
-    out[j] = serial_tree<SumOp>([&](int64_t b) { return p[b * n + j]; }, 0, pw, nb);
+  const int64_t warps = int64_t{gridDim.x} * (blockDim.x / 32);
+  for (int64_t j = (blockIdx.x * int64_t{blockDim.x} + threadIdx.x) / 32; j < n; j += warps) {
+    const float v = warp_tree_of<SumOp>([&](int64_t b) { return p[b * n + j]; }, nb);
+    if ((threadIdx.x & 31) == 0) out[j] = v;
   }
 }
 
@@ -433,10 +435,10 @@ xhal_status_t colsums(Device* d, bool layer_norm, const float* x, const float* d
   else
     colsum_stage1<false><<<grid_for(nb * n, 256), 256, 0, d->stream>>>(x, dy, mean, rstd, rows, n,
                                                                       nb, pg, pb);
-  colsum_stage2<<<grid_for(n, 256), 256, 0, d->stream>>>(pg, nb, n, dgamma);
+  colsum_stage2<<<grid_for(n * 32, 256), 256, 0, d->stream>>>(pg, nb, n, dgamma);
   int launches = 2;
   if (layer_norm && dbeta) {
-    colsum_stage2<<<grid_for(n, 256), 256, 0, d->stream>>>(pb, nb, n, dbeta);
+    colsum_stage2<<<grid_for(n * 32, 256), 256, 0, d->stream>>>(pb, nb, n, dbeta);
     ++launches;
   }
   return check_launch(d, "colsum", launches);

@@ -10,6 +10,8 @@
 //   spgemm_numeric: one thread per entry of C, sequential over k ascending.
 #include <algorithm>
 #include <climits>
+#include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #include "gpu_plugin.h"
@@ -30,6 +32,7 @@ struct Schedule {
     int64_t width;   // widest level of the batch
   };
   std::vector<Batch> batches;
+  int64_t levels = 0;
 };
 
 struct Pattern {
@@ -105,6 +108,7 @@ xhal_status_t build_schedule(Device* d, Matrix* m, const std::vector<I>& rp,
   if (!build_levels(rp, col, rows, ascending, order, off)) return XHAL_OK;  // not this triangle
   s->built = true;
   const int levels = static_cast<int>(off.size()) - 1;
+  s->levels = levels;
   for (int l = 0; l < levels;) {
     const int64_t w = off[l + 1] - off[l];
     if (w > kOneBlockWidth) {
@@ -267,8 +271,9 @@ __global__ void __launch_bounds__(128) solve_syncfree_kernel(SolveArgs s, int64_
       [&](int64_t i) {
         const int64_t j = s.a.col[rb + i];
         const volatile unsigned* f = flags + j;
-        while (*f != epoch) {
-        }
+        // Back off while waiting: thousands of pollers would otherwise
+        // saturate L2 and delay the very writes they wait for.
+        for (unsigned ns = 32; *f != epoch; ns = ns < 512 ? 2 * ns : ns) __nanosleep(ns);
         __threadfence();
         return xmul(s.a.value(rb + i), __ldcg(&s.x.at(j, 0)));
       },
@@ -297,7 +302,15 @@ xhal_status_t run_solve(Device* d, const Matrix* m, xhal_transpose_t trans,
   SolveArgs s{view(p, m), sc.order, sc.level_off, b, x, ascending,
               diagonal == XHAL_DIAGONAL_UNIT};
 #if !defined(XHAL_GPU_HIP)
-  if (x.k == 1 && m->flags) {
+  // Narrow levels (river networks: ~240 rows per level) run best as level
+  // batches in one block; wide levels (random patterns) as one sync-free
+  // launch. XHAL_CUDA_SOLVE=levels|syncfree overrides, for measurements.
+  const char* force = std::getenv("XHAL_CUDA_SOLVE");
+  const int64_t levels = sc.levels > 0 ? sc.levels : 1;
+  bool syncfree = p.rows / levels > kOneBlockWidth;
+  if (force && std::strcmp(force, "levels") == 0) syncfree = false;
+  if (force && std::strcmp(force, "syncfree") == 0) syncfree = true;
+  if (syncfree && x.k == 1 && m->flags) {
     auto* mm = const_cast<Matrix*>(m);
     if (++mm->epoch == 0) {  // wrapped: start the flags afresh
       gpuMemsetAsync(mm->flags, 0, sizeof(unsigned) * p.rows, d->stream);
