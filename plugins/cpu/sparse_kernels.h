@@ -3,7 +3,10 @@
 // of a CSR walk over the team, and dispatch on the pattern's index width.
 #pragma once
 
+#include <omp.h>
+
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <variant>
 #include <vector>
@@ -94,6 +97,21 @@ inline void balanced_rows(const std::vector<I>& row_ptr, int64_t rows, int part,
 
 // Work below this many terms runs on the calling thread alone.
 inline constexpr int64_t kParallelMinWork = 1 << 15;
+
+// Runs body(threads) with the team or one thread as `choice` says, and
+// tells it how long that took. Small work and nested calls use one thread.
+template <typename Body>
+inline void run_chosen(TeamChoice& choice, int64_t work, Body&& body) {
+  const int threads = omp_get_max_threads();
+  if (work < kParallelMinWork || threads < 2 || omp_in_parallel()) {
+    body(1);
+    return;
+  }
+  const bool team = choice.use_team();
+  const auto start = std::chrono::steady_clock::now();
+  body(team ? threads : 1);
+  choice.record(team, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+}
 
 template <typename F>
 inline decltype(auto) with_patterns(const CsrMatrix& m, F&& f) {

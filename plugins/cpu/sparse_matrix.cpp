@@ -3,6 +3,8 @@
 // builds the level schedules of the triangular solves once per pattern.
 #include "sparse_matrix.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <climits>
 #include <cstdio>
@@ -14,33 +16,71 @@
 namespace xhal::cpu {
 
 template <typename I>
-SolveSchedule build_solve_schedule(const CsrPattern<I>& p, bool ascending) {
-  SolveSchedule s;
+SolveSchedule<I> build_solve_schedule(const CsrPattern<I>& p, bool ascending, int threads) {
+  SolveSchedule<I> s;
   const int64_t n = p.rows;
+  auto row_at = [&](int64_t pos) { return ascending ? pos : n - 1 - pos; };
+  auto depends = [&](int64_t j, int64_t k) { return ascending ? j < k : j > k; };
+
   // level[k] = 1 + max level of the rows k depends on (0 when none).
   std::vector<I> level(static_cast<size_t>(n), 0);
   int64_t max_level = -1;
-  auto visit = [&](int64_t k) {
+  for (int64_t pos = 0; pos < n; ++pos) {
+    const int64_t k = row_at(pos);
     int64_t l = 0;
     for (int64_t e = p.row_ptr[k]; e < p.row_ptr[k + 1]; ++e) {
       const int64_t j = p.col_idx[e];
-      if (ascending ? j < k : j > k) l = std::max<int64_t>(l, int64_t{level[j]} + 1);
+      if (depends(j, k)) l = std::max<int64_t>(l, int64_t{level[j]} + 1);
     }
     level[k] = static_cast<I>(l);
     max_level = std::max(max_level, l);
-  };
-  if (ascending)
-    for (int64_t k = 0; k < n; ++k) visit(k);
-  else
-    for (int64_t k = n - 1; k >= 0; --k) visit(k);
+  }
   s.levels = max_level + 1;
-  s.parallel = n >= 2 * kSolveBlockRows && n >= kParallelMinRowsPerLevel * s.levels;
   s.built = true;
+  const int team = std::clamp(threads, 1, kMaxSolveTeam);
+  if (team < 2 || n < kParallelMinRowsPerLevel * s.levels || n < 4 * kSolveBalanceSlack) return s;
+
+  // Deal rows in walking order: to the owner of the latest dependency (the
+  // one most likely still running) unless it is more than the slack ahead of
+  // the least loaded member, which then takes the row.
+  std::vector<uint8_t> owner(static_cast<size_t>(n), 0);
+  std::vector<int64_t> load(static_cast<size_t>(team), 0), count(static_cast<size_t>(team), 0);
+  for (int64_t pos = 0; pos < n; ++pos) {
+    const int64_t k = row_at(pos);
+    const int64_t rb = p.row_ptr[k], re = p.row_ptr[k + 1];
+    int least = 0;
+    for (int t = 1; t < team; ++t)
+      if (load[t] < load[least]) least = t;
+    int chosen = least;
+    int64_t latest = -1;
+    for (int64_t e = rb; e < re; ++e) {
+      const int64_t j = p.col_idx[e];
+      if (!depends(j, k)) continue;
+      const int64_t at = ascending ? j : n - 1 - j;
+      if (at > latest) {
+        latest = at;
+        chosen = owner[j];
+      }
+    }
+    if (load[chosen] - load[least] > kSolveBalanceSlack) chosen = least;
+    owner[k] = static_cast<uint8_t>(chosen);
+    load[chosen] += 1 + (re - rb);
+    ++count[chosen];
+  }
+  s.team = team;
+  s.first.assign(static_cast<size_t>(team) + 1, 0);
+  for (int t = 0; t < team; ++t) s.first[t + 1] = s.first[t] + count[t];
+  s.rows.resize(static_cast<size_t>(n));
+  std::vector<int64_t> next(s.first.begin(), s.first.end() - 1);
+  for (int64_t pos = 0; pos < n; ++pos) {
+    const int64_t k = row_at(pos);
+    s.rows[next[owner[k]]++] = static_cast<I>(k);
+  }
   return s;
 }
 
-template SolveSchedule build_solve_schedule(const CsrPattern<int32_t>&, bool);
-template SolveSchedule build_solve_schedule(const CsrPattern<int64_t>&, bool);
+template SolveSchedule<int32_t> build_solve_schedule(const CsrPattern<int32_t>&, bool, int);
+template SolveSchedule<int64_t> build_solve_schedule(const CsrPattern<int64_t>&, bool, int);
 
 namespace {
 
@@ -60,15 +100,16 @@ void fill_patterns(CsrPatterns<I>& ps, const xhal_plugin_csr_desc_t* d, bool low
   copy_indices(ps.at.col_idx, d->t_col_idx, d->nnz);
   copy_indices(ps.at.perm, d->t_perm, d->nnz);
   if (d->rows != d->cols) return;  // no solves on a rectangular matrix
+  const int threads = omp_get_max_threads();
   // A lower: op(A) = A walks A's rows ascending, op(A) = A^T walks A^T's
   // rows descending; an upper A the other way round.
   if (lower) {
-    ps.a.ascending = build_solve_schedule(ps.a, true);
-    ps.at.descending = build_solve_schedule(ps.at, false);
+    ps.a.ascending = build_solve_schedule(ps.a, true, threads);
+    ps.at.descending = build_solve_schedule(ps.at, false, threads);
   }
   if (upper) {
-    ps.a.descending = build_solve_schedule(ps.a, false);
-    ps.at.ascending = build_solve_schedule(ps.at, true);
+    ps.a.descending = build_solve_schedule(ps.a, false, threads);
+    ps.at.ascending = build_solve_schedule(ps.at, true, threads);
   }
 }
 

@@ -4,6 +4,7 @@
 // live in the core's values buffer and are read at op time.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <variant>
 #include <vector>
@@ -12,17 +13,62 @@
 
 namespace xhal::cpu {
 
-// How a triangular solve over one pattern runs. Rows are always walked in
-// their natural order (ascending for a lower solve, descending for an upper
-// one), cut into blocks dealt round-robin to the team; a thread waits for a
-// block of another thread only when a row needs one of its results (a
-// wavefront with per-thread progress counters, no barrier per level). A
-// pattern whose levels are too narrow for that to pay (a chain) runs on one
-// thread. The bits never depend on the schedule: each x[k] has one formula.
+// Whether an op runs on the team or on one thread, chosen by timing both
+// now and then: on a busy machine a team that waits for a descheduled
+// member can be far slower than one thread. The results are bit-identical
+// either way, only the time differs.
+class TeamChoice {
+ public:
+  TeamChoice() = default;
+  TeamChoice(const TeamChoice& o)
+      : calls_(o.calls_.load()), team_s_(o.team_s_.load()), single_s_(o.single_s_.load()) {}
+  TeamChoice& operator=(const TeamChoice& o) {
+    calls_ = o.calls_.load();
+    team_s_ = o.team_s_.load();
+    single_s_ = o.single_s_.load();
+    return *this;
+  }
+
+  // Tries each way once, then takes the faster, retrying the slower one
+  // call in kExploreEvery so that a change of load is noticed.
+  bool use_team() {
+    const uint64_t call = calls_.fetch_add(1, std::memory_order_relaxed);
+    const double team = team_s_.load(std::memory_order_relaxed);
+    const double single = single_s_.load(std::memory_order_relaxed);
+    if (team == 0.0) return true;
+    if (single == 0.0) return false;
+    const bool team_faster = team <= single;
+    return call % kExploreEvery == 0 ? !team_faster : team_faster;
+  }
+  void record(bool team, double seconds) {
+    std::atomic<double>& slot = team ? team_s_ : single_s_;
+    const double old = slot.load(std::memory_order_relaxed);
+    slot.store(old == 0.0 ? seconds : 0.5 * old + 0.5 * seconds, std::memory_order_relaxed);
+  }
+
+ private:
+  static constexpr uint64_t kExploreEvery = 16;
+  std::atomic<uint64_t> calls_{0};
+  std::atomic<double> team_s_{0.0}, single_s_{0.0};
+};
+
+// How a triangular solve over one pattern runs. Each row goes to one member
+// of the team, which walks its rows in the solve's order (ascending for a
+// lower solve, descending for an upper one) and, before reading x[j] of a
+// row another member owns, waits for that row's done flag. Rows follow the
+// owner of their latest dependency (a reach stays with its downstream
+// reach) unless that member is ahead in work, so members advance through
+// the rows side by side and rarely wait. A pattern whose levels are too
+// narrow for sharing to pay (a chain) runs on one thread. The bits never
+// depend on the schedule: each x[k] has one formula.
+template <typename I>
 struct SolveSchedule {
   bool built = false;     // the pattern lies in this solve's triangle
   int64_t levels = 0;     // length of the longest dependency chain
-  bool parallel = false;  // enough rows per level to share
+  int team = 1;           // members the rows were dealt to (1: one thread)
+  std::vector<int64_t> first;  // [team + 1]: member t walks rows[first[t], first[t+1])
+  std::vector<I> rows;
+  mutable TeamChoice choice;
 };
 
 // One CSR pattern: A itself, or A^T (then perm maps its entries to A's).
@@ -34,7 +80,7 @@ struct CsrPattern {
   std::vector<I> perm;     // A^T only: [nnz] index into A's values
   // Solves walking this pattern's rows: ascending (its strictly lower part
   // holds the dependencies) and descending (strictly upper part).
-  SolveSchedule ascending, descending;
+  SolveSchedule<I> ascending, descending;
 };
 
 template <typename I>
@@ -47,20 +93,23 @@ struct CsrMatrix {
   CpuBuffer* values = nullptr;  // owned by the core; contents change
   bool lower = false, upper = false;  // where A's entries lie (diagonal counts for both)
   std::variant<CsrPatterns<int32_t>, CsrPatterns<int64_t>> patterns;
+  // Team or one thread for A x, A^T x and the pattern gradient of a backward.
+  mutable TeamChoice multiply_choice[2], gradient_choice;
 
   float* value_data() const {
     return values == nullptr ? nullptr : reinterpret_cast<float*>(values->data);
   }
 };
 
-// Rows per wavefront block (a power of two), and the average rows per level
-// below which a solve stays on one thread.
-inline constexpr int64_t kSolveBlockRows = 128;
+// Average rows per level below which a solve stays on one thread; the most
+// work (rows + entries) a member may be ahead before rows go to another.
 inline constexpr int64_t kParallelMinRowsPerLevel = 16;
+inline constexpr int64_t kSolveBalanceSlack = 256;
+inline constexpr int kMaxSolveTeam = 64;
 
 // Analyses a solve over `p` walking rows ascending (lower) or descending
-// (upper). The pattern must lie in that triangle.
+// (upper) for a team of `threads`. The pattern must lie in that triangle.
 template <typename I>
-SolveSchedule build_solve_schedule(const CsrPattern<I>& p, bool ascending);
+SolveSchedule<I> build_solve_schedule(const CsrPattern<I>& p, bool ascending, int threads);
 
 }  // namespace xhal::cpu

@@ -1,12 +1,13 @@
 // csr_solve and csr_solve_backward. A row k of op(A) gives
 //   x[k] = (b[k] - s) / op(A)[k,k]   (unit: b[k] - s),
 // s the segment sum of its off-diagonal terms in ascending column order.
-// Rows run in natural order as a wavefront over the team (sparse_matrix.h,
-// SolveSchedule); the bits do not depend on the schedule.
+// Rows are dealt to the team at creation and each member waits only for the
+// rows of others it reads (sparse_matrix.h, SolveSchedule); the bits do not
+// depend on the schedule.
 #include <omp.h>
 
 #include <atomic>
-#include <bit>
+#include <vector>
 #include <cstdio>
 #include <thread>
 
@@ -58,78 +59,77 @@ struct NoWait {
   void operator()(int64_t) const {}
 };
 
-constexpr int kMaxTeam = 64;
-constexpr int kBlockShift = std::countr_zero(static_cast<uint64_t>(kSolveBlockRows));
-static_assert((int64_t{1} << kBlockShift) == kSolveBlockRows, "block rows: a power of two");
-
-// Blocks of rows a team member has finished; each in its own cache line.
-struct alignas(64) BlocksDone {
-  std::atomic<int64_t> count{0};
-};
-
 inline void spin_pause() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
 #endif
 }
 
-// Before a row reads x[j], waits until the block holding row j is finished.
-// Blocks are dealt round-robin in walking order, so block q belongs to
-// member q % team as its (q / team)-th block; a member's own earlier rows
-// are always done.
+// Before a row reads x[j], waits until row j is solved (its own rows are
+// always done: a member walks them in the solve's order).
 struct WaitForRow {
-  const BlocksDone* done;
-  int team, self;
-  int64_t n;
-  bool ascending;
-  int64_t seen[kMaxTeam] = {};  // last count read per member
+  uint8_t* done;
 
-  void operator()(int64_t j) {
-    const int64_t q = (ascending ? j : n - 1 - j) >> kBlockShift;
-    const int owner = static_cast<int>(q % team);
-    if (owner == self) return;
-    const int64_t need = q / team + 1;
-    if (seen[owner] >= need) return;
-    int64_t now;
-    for (int spins = 0; (now = done[owner].count.load(std::memory_order_acquire)) < need; ++spins) {
+  bool is_done(int64_t j) const {
+    return std::atomic_ref<uint8_t>(done[j]).load(std::memory_order_acquire) != 0;
+  }
+  void operator()(int64_t j) const {
+    if (is_done(j)) return;
+    for (int spins = 0; !is_done(j); ++spins) {
       if (spins < 4096)
         spin_pause();
       else
         std::this_thread::yield();  // another process may hold the core
     }
-    seen[owner] = now;
   }
 };
 
-template <typename Row>
-void run_rows(const SolveSchedule& sched, int64_t n, bool ascending, const Row& row,
+// Each member walks the rows dealt to it, flagging each row when solved.
+template <typename I, typename Row, typename Alone>
+void run_dealt(const SolveSchedule<I>& sched, int64_t n, const Row& row, const Alone& walk_alone) {
+  // Done flags per call, so concurrent solves on one matrix do not meet.
+  std::vector<uint8_t> done(static_cast<size_t>(n), 0);
+  const I* rows = sched.rows.data();
+#pragma omp parallel num_threads(sched.team)
+  {
+    const int self = omp_get_thread_num();
+    if (omp_get_num_threads() == sched.team) {
+      WaitForRow wait{done.data()};
+      for (int64_t i = sched.first[self]; i < sched.first[self + 1]; ++i) {
+        const int64_t k = rows[i];
+        row(k, wait);
+        std::atomic_ref<uint8_t>(done[k]).store(1, std::memory_order_release);
+      }
+    } else if (self == 0) {  // a smaller team than dealt for: one thread, in order
+      walk_alone();
+    }
+  }
+}
+
+template <typename I, typename Row>
+void run_rows(const SolveSchedule<I>& sched, int64_t n, bool ascending, const Row& row,
               int64_t work) {
-  const int threads = std::min(omp_get_max_threads(), kMaxTeam);
-  if (!sched.parallel || work < kParallelMinWork || threads < 2) {
+  auto walk_alone = [&] {
     NoWait none;
     if (ascending)
       for (int64_t k = 0; k < n; ++k) row(k, none);
     else
       for (int64_t k = n - 1; k >= 0; --k) row(k, none);
+  };
+  if (sched.team < 2) {
+    walk_alone();
     return;
   }
-  BlocksDone done[kMaxTeam];
-  const int64_t blocks = (n + kSolveBlockRows - 1) / kSolveBlockRows;
-#pragma omp parallel num_threads(threads)
-  {
-    WaitForRow wait{done, omp_get_num_threads(), omp_get_thread_num(), n, ascending};
-    int64_t finished = 0;
-    for (int64_t q = wait.self; q < blocks; q += wait.team) {
-      const int64_t end = std::min(n, (q + 1) * kSolveBlockRows);
-      for (int64_t pos = q * kSolveBlockRows; pos < end; ++pos)
-        row(ascending ? pos : n - 1 - pos, wait);
-      done[wait.self].count.store(++finished, std::memory_order_release);
-    }
-  }
+  run_chosen(sched.choice, work, [&](int threads) {
+    if (threads < sched.team)
+      walk_alone();
+    else
+      run_dealt(sched, n, row, walk_alone);
+  });
 }
 
 template <typename I, bool kPermuted>
-void solve_pattern(const CsrPattern<I>& p, const SolveSchedule& sched, const float* values,
+void solve_pattern(const CsrPattern<I>& p, const SolveSchedule<I>& sched, const float* values,
                    bool ascending, bool unit, const Columns& b, const Columns& x) {
   const int64_t work = (static_cast<int64_t>(p.row_ptr[p.rows]) + p.rows) * x.k;
   if (unit) {
@@ -182,14 +182,14 @@ xhal_status_t solve(const CsrMatrix& m, xhal_transpose_t trans, xhal_triangle_t 
 // for op(A) = A and (col, row) for A^T. Unit diagonal entries get +0.
 template <typename I>
 void pattern_gradient(const CsrPattern<I>& p, bool transposed, bool unit, const Columns& x,
-                      const Columns& gb, float* ga, int64_t ga_stride) {
+                      const Columns& gb, float* ga, int64_t ga_stride, TeamChoice& choice) {
   const I* row_ptr = p.row_ptr.data();
   const I* col = p.col_idx.data();
   const int64_t rows = p.rows;
   const int64_t k = x.k;
   const int64_t work = (static_cast<int64_t>(p.row_ptr[rows]) + rows) * k;
-  const int teams = work < kParallelMinWork ? 1 : omp_get_max_threads();
-#pragma omp parallel num_threads(teams)
+  run_chosen(choice, work, [&](int threads) {
+#pragma omp parallel num_threads(threads)
   {
     int64_t first = 0, last = 0;
     balanced_rows(p.row_ptr, rows, omp_get_thread_num(), omp_get_num_threads(), &first, &last);
@@ -208,6 +208,7 @@ void pattern_gradient(const CsrPattern<I>& p, bool transposed, bool unit, const 
       }
     }
   }
+  });
 }
 
 }  // namespace
@@ -236,7 +237,7 @@ xhal_status_t csr_solve_backward(void* device, void* a, xhal_transpose_t trans,
   const bool transposed = trans == XHAL_TRANSPOSE;
   const bool unit = diagonal == XHAL_DIAGONAL_UNIT;
   with_patterns(m, [&](const auto& ps) {
-    pattern_gradient(ps.a, transposed, unit, xv, gbv, gav, ga_stride);
+    pattern_gradient(ps.a, transposed, unit, xv, gbv, gav, ga_stride, m.gradient_choice);
   });
   return XHAL_OK;
 }

@@ -11,16 +11,15 @@ namespace {
 
 template <typename I, bool kPermuted>
 void multiply(const CsrPattern<I>& p, const float* values, float alpha, const Columns& x,
-              float beta, const Columns& y) {
+              float beta, const Columns& y, TeamChoice& choice) {
   const I* row_ptr = p.row_ptr.data();
   const I* col = p.col_idx.data();
   const I* perm = p.perm.data();
   const int64_t rows = p.rows;
   const int64_t k = y.k;
   const int64_t work = (static_cast<int64_t>(p.row_ptr[rows]) + rows) * k;
-  const int teams = work < kParallelMinWork ? 1 : omp_get_max_threads();
-
-#pragma omp parallel num_threads(teams)
+  run_chosen(choice, work, [&](int threads) {
+#pragma omp parallel num_threads(threads)
   {
     int64_t first = 0, last = 0;
     balanced_rows(p.row_ptr, rows, omp_get_thread_num(), omp_get_num_threads(), &first, &last);
@@ -39,6 +38,7 @@ void multiply(const CsrPattern<I>& p, const float* values, float alpha, const Co
       }
     }
   }
+  });
 }
 
 xhal_status_t multiply_op(void* device, void* a, xhal_transpose_t trans, float alpha,
@@ -52,10 +52,10 @@ xhal_status_t multiply_op(void* device, void* a, xhal_transpose_t trans, float a
   with_patterns(m, [&](const auto& ps) {
     if (trans == XHAL_TRANSPOSE)
       multiply<typename decltype(ps.at.row_ptr)::value_type, true>(ps.at, values, alpha, xv, beta,
-                                                                   yv);
+                                                                   yv, m.multiply_choice[1]);
     else
       multiply<typename decltype(ps.a.row_ptr)::value_type, false>(ps.a, values, alpha, xv, beta,
-                                                                   yv);
+                                                                   yv, m.multiply_choice[0]);
   });
   return XHAL_OK;
 }

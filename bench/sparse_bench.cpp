@@ -1,0 +1,265 @@
+// Sparse CSR benchmarks: SpMV (A and A^T), the lower triangular solve and
+// its backward on two matrices of 10^6 rows, through the public API, with
+// Eigen's sparse routines on the same matrices in the same binary.
+//   river:  I - W of a generated river network, one off-diagonal per row
+//           pointing downstream (a lower number), ~4000 levels deep;
+//   random: lower triangular, ~10 entries per row, power-law hub rows and
+//           columns skewed to low indices (hub columns of A^T), ~10^7 entries.
+// Bytes moved are the same minimal model for xhal and Eigen: values and
+// int32 column indices once, row pointers once, each dense vector once.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "bench_common.h"
+
+#ifdef XHAL_BENCH_HAVE_EIGEN
+#include <Eigen/SparseCore>
+#endif
+
+namespace xhal_bench {
+namespace {
+
+constexpr int64_t kRows = 1000000;
+
+struct HostCsr {
+  std::string label;
+  int64_t n = 0;
+  std::vector<int32_t> row_ptr, col_idx;
+  std::vector<float> values;
+  int64_t nnz() const { return static_cast<int64_t>(col_idx.size()); }
+};
+
+// Reach i drains into a reach among the 512 numbered just below it (so the
+// numbering is topological and the matrix lower triangular); depth grows
+// about one level per 256 reaches: ~4000 levels of ~250 independent reaches.
+HostCsr make_river() {
+  HostCsr a;
+  a.n = kRows;
+  std::mt19937_64 rng(20261129);
+  std::uniform_real_distribution<float> weight(0.2f, 0.8f);
+  a.row_ptr.push_back(0);
+  std::vector<int32_t> depth(kRows, 0);
+  for (int64_t i = 0; i < kRows; ++i) {
+    if (i > 0) {
+      const int64_t down = std::max<int64_t>(0, i - 1 - static_cast<int64_t>(rng() % 512));
+      a.col_idx.push_back(static_cast<int32_t>(down));
+      a.values.push_back(-weight(rng));
+      depth[i] = depth[down] + 1;
+    }
+    a.col_idx.push_back(static_cast<int32_t>(i));
+    a.values.push_back(1.0f);
+    a.row_ptr.push_back(static_cast<int32_t>(a.col_idx.size()));
+  }
+  a.label = "river 1e6 reaches, " + std::to_string(*std::max_element(depth.begin(), depth.end()) + 1) +
+            " levels";
+  return a;
+}
+
+// Row lengths uniform in [0, 18] plus 2000 hub rows with Pareto lengths (up
+// to 2e5); columns j = i * u^2 (low columns are hubs of A^T); unit diagonal
+// and small off-diagonals so the solve stays bounded.
+HostCsr make_random() {
+  HostCsr a;
+  a.n = kRows;
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  std::vector<int64_t> len(kRows);
+  for (auto& l : len) l = static_cast<int64_t>(rng() % 19);
+  for (int h = 0; h < 2000; ++h) {
+    const int64_t i = kRows / 2 + static_cast<int64_t>(u(rng) * (kRows / 2));
+    len[i] = std::min<int64_t>(200000, static_cast<int64_t>(100.0 / std::pow(u(rng) + 1e-9, 0.8)));
+  }
+  a.row_ptr.push_back(0);
+  std::vector<int32_t> cols;
+  for (int64_t i = 0; i < kRows; ++i) {
+    cols.clear();
+    const int64_t m = std::min(len[i], i);
+    for (int64_t t = 0; t < m; ++t) {
+      const double v = u(rng);
+      cols.push_back(static_cast<int32_t>(v * v * static_cast<double>(i)));
+    }
+    std::sort(cols.begin(), cols.end());
+    cols.erase(std::unique(cols.begin(), cols.end()), cols.end());
+    for (int32_t c : cols) {
+      a.col_idx.push_back(c);
+      a.values.push_back(static_cast<float>(u(rng) - 0.5) / static_cast<float>(m + 1));
+    }
+    a.col_idx.push_back(static_cast<int32_t>(i));
+    a.values.push_back(1.0f);
+    a.row_ptr.push_back(static_cast<int32_t>(a.col_idx.size()));
+  }
+  a.label = "random 1e6 rows, " + std::to_string(a.nnz()) + " nnz";
+  return a;
+}
+
+// Host matrices are generated once per process (no device objects here:
+// they must be gone before main releases the device).
+const HostCsr& host_matrix(int64_t which) {
+  static const HostCsr river = make_river();
+  if (which == 0) return river;
+  static const HostCsr random = make_random();
+  return random;
+}
+
+// ---- bytes models (int32 indices, f32 values) ----
+uint64_t spmv_bytes(const HostCsr& a) { return 8 * a.nnz() + 4 * (a.n + 1) + 4 * a.n + 4 * a.n; }
+uint64_t solve_bytes(const HostCsr& a) { return 8 * a.nnz() + 4 * (a.n + 1) + 4 * a.n + 4 * a.n; }
+// gb = solve(A^T, dx), then ga over the pattern (read indices, x and gb; write ga).
+uint64_t backward_bytes(const HostCsr& a) {
+  return solve_bytes(a) + 4 * a.nnz() + 4 * (a.n + 1) + 4 * a.nnz() + 8 * a.n;
+}
+
+// ---- xhal ----
+struct XhalMatrix {
+  xhal_csr_t csr = nullptr;
+  explicit XhalMatrix(const HostCsr& a) {
+    xhal_csr_desc_t d{};
+    d.struct_size = sizeof d;
+    d.rows = a.n;
+    d.cols = a.n;
+    d.nnz = a.nnz();
+    d.index_dtype = XHAL_DTYPE_I32;
+    d.row_ptr = a.row_ptr.data();
+    d.col_idx = a.col_idx.data();
+    d.values = a.values.data();
+    check(xhal_csr_create(device(), &d, &csr), "xhal_csr_create");
+  }
+  ~XhalMatrix() { xhal_csr_release(csr); }
+};
+
+void BM_SparseSpmv(benchmark::State& state) {
+  const HostCsr& a = host_matrix(state.range(0));
+  const auto trans = static_cast<xhal_transpose_t>(state.range(1));
+  XhalMatrix m(a);
+  Buffer xb(4 * a.n), yb(4 * a.n);
+  fill_random(xb, a.n, 1);
+  const xhal_tensor_t x = tensor(xb, {a.n}), y = tensor(yb, {a.n});
+  state.SetLabel(a.label);
+  run_timed(state, spmv_bytes(a), [&] {
+    check(xhal_spmv(device(), m.csr, trans, 1.0f, &x, 0.0f, &y), "xhal_spmv");
+  });
+}
+
+void BM_SparseSolve(benchmark::State& state) {
+  const HostCsr& a = host_matrix(state.range(0));
+  XhalMatrix m(a);
+  Buffer bb(4 * a.n), xb(4 * a.n);
+  fill_random(bb, a.n, 2);
+  const xhal_tensor_t b = tensor(bb, {a.n}), x = tensor(xb, {a.n});
+  state.SetLabel(a.label);
+  run_timed(state, solve_bytes(a), [&] {
+    check(xhal_csr_solve(device(), m.csr, XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_LOWER,
+                         XHAL_DIAGONAL_STORED, &b, &x),
+          "xhal_csr_solve");
+  });
+}
+
+void BM_SparseSolveBackward(benchmark::State& state) {
+  const HostCsr& a = host_matrix(state.range(0));
+  XhalMatrix m(a);
+  Buffer xb(4 * a.n), dxb(4 * a.n), gbb(4 * a.n), gab(4 * a.nnz());
+  fill_random(xb, a.n, 3);
+  fill_random(dxb, a.n, 4);
+  const xhal_tensor_t x = tensor(xb, {a.n}), dx = tensor(dxb, {a.n}), gb = tensor(gbb, {a.n}),
+                      ga = tensor(gab, {a.nnz()});
+  state.SetLabel(a.label);
+  run_timed(state, backward_bytes(a), [&] {
+    check(xhal_csr_solve_backward(device(), m.csr, XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_LOWER,
+                                  XHAL_DIAGONAL_STORED, &x, &dx, &gb, &ga),
+          "xhal_csr_solve_backward");
+  });
+}
+
+// {matrix: 0 river, 1 random, transpose}
+void spmv_cases(benchmark::internal::Benchmark* b) {
+  for (int64_t which : {0, 1})
+    for (int64_t trans : {0, 1}) b->Args({which, trans});
+  b->ArgNames({"matrix", "trans"})->UseRealTime()->Unit(benchmark::kMillisecond);
+}
+void matrix_cases(benchmark::internal::Benchmark* b) {
+  b->Arg(0)->Arg(1)->ArgName("matrix")->UseRealTime()->Unit(benchmark::kMillisecond);
+}
+BENCHMARK(BM_SparseSpmv)->Apply(spmv_cases);
+BENCHMARK(BM_SparseSolve)->Apply(matrix_cases);
+BENCHMARK(BM_SparseSolveBackward)->Apply(matrix_cases);
+
+// ---- Eigen on the same matrices (host memory, its own threading) ----
+#ifdef XHAL_BENCH_HAVE_EIGEN
+using EigenCsr = Eigen::SparseMatrix<float, Eigen::RowMajor, int32_t>;
+
+EigenCsr to_eigen(const HostCsr& a) {
+  return Eigen::Map<const EigenCsr>(a.n, a.n, a.nnz(), a.row_ptr.data(), a.col_idx.data(),
+                                    a.values.data());
+}
+
+Eigen::VectorXf random_vector(int64_t n, uint64_t seed) {
+  const std::vector<float> v = random_floats(n, seed);
+  return Eigen::Map<const Eigen::VectorXf>(v.data(), n);
+}
+
+template <class Op>
+void run_timed_host(benchmark::State& state, uint64_t bytes, Op&& op) {
+  copy_gbps(bytes);
+  op();
+  double seconds = 0.0;
+  for (auto _ : state) {
+    const auto t0 = std::chrono::steady_clock::now();
+    op();
+    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+  report_bytes(state, bytes, seconds);
+}
+
+void BM_EigenSpmv(benchmark::State& state) {
+  const HostCsr& a = host_matrix(state.range(0));
+  const EigenCsr m = to_eigen(a);
+  const Eigen::VectorXf x = random_vector(a.n, 1);
+  Eigen::VectorXf y(a.n);
+  state.SetLabel(a.label);
+  if (state.range(1) == 0)
+    run_timed_host(state, spmv_bytes(a), [&] { y.noalias() = m * x; });
+  else
+    run_timed_host(state, spmv_bytes(a), [&] { y.noalias() = m.transpose() * x; });
+  benchmark::DoNotOptimize(y.data());
+}
+
+void BM_EigenSolve(benchmark::State& state) {
+  const HostCsr& a = host_matrix(state.range(0));
+  const EigenCsr m = to_eigen(a);
+  const Eigen::VectorXf b = random_vector(a.n, 2);
+  Eigen::VectorXf x(a.n);
+  state.SetLabel(a.label);
+  run_timed_host(state, solve_bytes(a), [&] {
+    x = b;
+    m.triangularView<Eigen::Lower>().solveInPlace(x);
+  });
+  benchmark::DoNotOptimize(x.data());
+}
+
+void BM_EigenSolveBackward(benchmark::State& state) {
+  const HostCsr& a = host_matrix(state.range(0));
+  const EigenCsr m = to_eigen(a);
+  const Eigen::VectorXf x = random_vector(a.n, 3), dx = random_vector(a.n, 4);
+  Eigen::VectorXf gb(a.n);
+  std::vector<float> ga(a.nnz());
+  state.SetLabel(a.label);
+  run_timed_host(state, backward_bytes(a), [&] {
+    gb = dx;
+    m.transpose().triangularView<Eigen::Upper>().solveInPlace(gb);
+    for (int64_t i = 0; i < a.n; ++i)
+      for (int32_t e = a.row_ptr[i]; e < a.row_ptr[i + 1]; ++e) ga[e] = -(gb[i] * x[a.col_idx[e]]);
+  });
+  benchmark::DoNotOptimize(ga.data());
+}
+
+BENCHMARK(BM_EigenSpmv)->Apply(spmv_cases);
+BENCHMARK(BM_EigenSolve)->Apply(matrix_cases);
+BENCHMARK(BM_EigenSolveBackward)->Apply(matrix_cases);
+#endif
+
+}  // namespace
+}  // namespace xhal_bench
