@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "isa_kernels.h"
 #include "row_ops.h"
 
 namespace xhal::cpu {
@@ -15,6 +16,7 @@ void colsum_tree(float* partial, int64_t blocks, int64_t n, float* out) {
     return;
   }
   // Columns are independent: each thread runs the whole tree on a slab.
+  const auto add_rows = isa().add_rows;
   constexpr int64_t kSlab = 1024;
   const int64_t slabs = (n + kSlab - 1) / kSlab;
 #pragma omp parallel for schedule(static) if (blocks * n > (1 << 16))
@@ -24,17 +26,11 @@ void colsum_tree(float* partial, int64_t blocks, int64_t n, float* out) {
     // Level by level; an odd last node pairs with padding (+0), which is
     // what padding to the next power of two gives.
     for (int64_t count = blocks; count > 1; count = (count + 1) / 2) {
-      for (int64_t i = 0; i < count / 2; ++i) {
-        float* dst = partial + i * n + j0;
-        const float* left = partial + (2 * i) * n + j0;
-        const float* right = partial + (2 * i + 1) * n + j0;
-        for (int64_t j = 0; j < width; ++j) dst[j] = left[j] + right[j];
-      }
-      if (count % 2 == 1) {
-        float* dst = partial + (count / 2) * n + j0;
-        const float* left = partial + (count - 1) * n + j0;
-        for (int64_t j = 0; j < width; ++j) dst[j] = left[j] + 0.0f;
-      }
+      for (int64_t i = 0; i < count / 2; ++i)
+        add_rows(partial + i * n + j0, partial + (2 * i) * n + j0,
+                 partial + (2 * i + 1) * n + j0, width);
+      if (count % 2 == 1)
+        add_rows(partial + (count / 2) * n + j0, partial + (count - 1) * n + j0, nullptr, width);
     }
     std::memcpy(out + j0, partial + j0, width * sizeof(float));
   }

@@ -11,7 +11,7 @@
 
 #include "dense_ops.h"
 #include "index_plan.h"
-#include "simd.h"
+#include "isa_kernels.h"
 
 namespace xhal::cpu {
 namespace {
@@ -68,37 +68,6 @@ void transpose_tile(const std::byte* src, std::byte* dst, int64_t src_b, int64_t
   }
 }
 
-// 4-byte elements: 4x4 blocks transposed in registers.
-typedef float V4 __attribute__((vector_size(16)));
-
-XHAL_CPU_CLONES
-void transpose_tile_f32(const float* src, float* dst, int64_t src_b, int64_t dst_a,
-                        int64_t a_len, int64_t b_len) {
-  const int64_t a4 = a_len & ~int64_t{3}, b4 = b_len & ~int64_t{3};
-  for (int64_t a = 0; a < a4; a += 4)
-    for (int64_t b = 0; b < b4; b += 4) {
-      V4 r[4];
-      for (int k = 0; k < 4; ++k) std::memcpy(&r[k], src + a + (b + k) * src_b, 16);
-      // r[k] holds src[a..a+3] of column b+k; out row a+i takes element i of each.
-      typedef int I4 __attribute__((vector_size(16)));
-      const V4 lo01 = __builtin_shuffle(r[0], r[1], I4{0, 4, 1, 5});
-      const V4 hi01 = __builtin_shuffle(r[0], r[1], I4{2, 6, 3, 7});
-      const V4 lo23 = __builtin_shuffle(r[2], r[3], I4{0, 4, 1, 5});
-      const V4 hi23 = __builtin_shuffle(r[2], r[3], I4{2, 6, 3, 7});
-      const V4 o0 = __builtin_shuffle(lo01, lo23, I4{0, 1, 4, 5});
-      const V4 o1 = __builtin_shuffle(lo01, lo23, I4{2, 3, 6, 7});
-      const V4 o2 = __builtin_shuffle(hi01, hi23, I4{0, 1, 4, 5});
-      const V4 o3 = __builtin_shuffle(hi01, hi23, I4{2, 3, 6, 7});
-      std::memcpy(dst + a * dst_a + b, &o0, 16);
-      std::memcpy(dst + (a + 1) * dst_a + b, &o1, 16);
-      std::memcpy(dst + (a + 2) * dst_a + b, &o2, 16);
-      std::memcpy(dst + (a + 3) * dst_a + b, &o3, 16);
-    }
-  // Ragged edges.
-  for (int64_t a = 0; a < a_len; ++a)
-    for (int64_t b = (a < a4 ? b4 : 0); b < b_len; ++b) dst[a * dst_a + b] = src[a + b * src_b];
-}
-
 template <size_t E>
 void transpose_planes(const Layout& l, int k, const std::byte* src, std::byte* dst) {
   constexpr int64_t kTileA = 64, kTileB = 64;
@@ -113,6 +82,7 @@ void transpose_planes(const Layout& l, int k, const std::byte* src, std::byte* d
   const int64_t a_tiles = (a_len + kTileA - 1) / kTileA, b_tiles = (b_len + kTileB - 1) / kTileB;
   const int64_t tiles = outer.total * a_tiles * b_tiles;
   const int64_t src_b = l.src_stride[last], dst_a = l.dst_stride[k];
+  const auto tile_f32 = isa().transpose_tile_f32;
 #pragma omp parallel for schedule(static) if (tiles > 4)
   for (int64_t t = 0; t < tiles; ++t) {
     const int64_t bt = t % b_tiles;
@@ -125,7 +95,7 @@ void transpose_planes(const Layout& l, int k, const std::byte* src, std::byte* d
     d += a0 * dst_a + b0;
     const int64_t an = std::min(kTileA, a_len - a0), bn = std::min(kTileB, b_len - b0);
     if constexpr (E == 4) {
-      transpose_tile_f32(reinterpret_cast<const float*>(src + s * E),
+      tile_f32(reinterpret_cast<const float*>(src + s * E),
                          reinterpret_cast<float*>(dst + d * E), src_b, dst_a, an, bn);
     } else {
       transpose_tile<E>(src + s * E, dst + d * E, src_b, dst_a, an, bn);

@@ -1,16 +1,16 @@
 // The canonical sums of docs/semantics.md section 3 in vector form:
 // rowsum (3.2), the softmax (m, s) statistics (3.3), the streaming pairwise
 // tree (3.1) and xhal_exp (section 2). Each gives the bits of the scalar
-// reference in canonical.h.
+// reference in canonical.h (checked by tests/dense_kernels_test.cpp). For
+// the per-ISA builds only (see simd.h).
 #pragma once
 
 #include <cmath>
 #include <cstdint>
 
-#include "canonical.h"
 #include "simd.h"
 
-namespace xhal::cpu {
+namespace xhal::cpu::XHAL_CPU_ISA_NS {
 
 constexpr int64_t kChunk = 1024;      // rowsum chunk: 128 lanes x 8 steps
 constexpr int kChunkVectors = 128 / kLanes;
@@ -101,7 +101,8 @@ XHAL_CPU_INLINE float rowsum(int64_t n, Vec&& vec, One&& one) {
 }
 
 // ---- xhal_exp (section 2), 16 lanes ----------------------------------------
-XHAL_CPU_INLINE V exp_v(V x) {
+// The general form: every lane, every range.
+XHAL_CPU_INLINE V exp_v_general(V x) {
   const VI too_big = x > 0x1.62e42ep+6f;
   const VI too_small = x < -0x1.9fe368p+6f;
   const VI is_nan = x != x;
@@ -133,6 +134,40 @@ XHAL_CPU_INLINE V exp_v(V x) {
   return select(is_nan, x, y);
 }
 
+// Fast path when every lane lies in [-87, 88]: then k is in [-126, 127],
+// no range fix-up applies and the result is p * 2^k, the same bits as the
+// general form (whose (p * 1) * 2^k is that product).
+XHAL_CPU_INLINE V exp_v(V x) {
+  const VI outside = (x < -87.0f) | (x > 88.0f) | (x != x);
+  uint64_t words[sizeof(VI) / 8];
+  std::memcpy(words, &outside, sizeof words);
+  uint64_t any = 0;
+  for (uint64_t w : words) any |= w;
+  if (__builtin_expect(any != 0, 0)) return exp_v_general(x);
+  const V t = x * 0x1.715476p+0f;
+  const V k = (t + 0x1.8p23f) - 0x1.8p23f;
+  V r = x - k * 0x1.62e400p-1f;
+  r = r - k * 0x1.7f7d1cp-20f;
+  V p = splat(0x1.687c02p-10f);
+  p = p * r + 0x1.123ba6p-7f;
+  p = p * r + 0x1.555b5ap-5f;
+  p = p * r + 0x1.55548ep-3f;
+  p = p * r + 0x1.fffff8p-2f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  const VI bits = (__builtin_convertvector(k, VI) + 127) << 23;
+  V scale;
+  std::memcpy(&scale, &bits, sizeof scale);
+  return p * scale;
+}
+
+// xhal_exp of one float: lane 0 of the vector form (same bits by construction).
+XHAL_CPU_INLINE float exp1(float x) {
+  float out[kLanes];
+  store(out, exp_v(splat(x)));
+  return out[0];
+}
+
 // ---- softmax statistics (3.3) ---------------------------------------------
 struct MaxSum {
   float m, s;
@@ -141,7 +176,7 @@ struct MaxSum {
 XHAL_CPU_INLINE MaxSum combine(MaxSum a, MaxSum b) {
   const float m = nan_max(a.m, b.m);
   if (m == -INFINITY) return {m, 0.0f};
-  return {m, a.s * canonical_exp(a.m - m) + b.s * canonical_exp(b.m - m)};
+  return {m, a.s * exp1(a.m - m) + b.s * exp1(b.m - m)};
 }
 
 // Tree of (m, s) pairs; the padding (-inf, +0) is the identity, so the
@@ -184,4 +219,4 @@ XHAL_CPU_INLINE V nan_max_v(V a, V b) {
   return select(a != a, a, select(b != b, b, larger));
 }
 
-}  // namespace xhal::cpu
+}  // namespace xhal::cpu::XHAL_CPU_ISA_NS

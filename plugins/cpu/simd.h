@@ -1,23 +1,26 @@
 // 16-float vectors through GCC vector extensions: the same source compiles
 // to SSE2 (4 x xmm), AVX2 (2 x ymm) or AVX-512 (1 x zmm) depending on the
-// target of the function it is inlined into (XHAL_CPU_CLONES). Only
-// correctly rounded IEEE operations are used, so every ISA gives the same bits.
+// flags of the isa_*.cpp build that includes it. Only correctly rounded IEEE
+// operations are used, so every ISA gives the same bits. Everything here
+// lives in that build's namespace (XHAL_CPU_ISA_NS), so no inline function
+// compiled for a wide ISA can be picked by the linker for baseline code.
 #pragma once
 
 #include <cstdint>
 #include <cstring>
 
-namespace xhal::cpu {
-
-// Hot row kernels are compiled three times and picked at load time.
-#if defined(__x86_64__) && !defined(XHAL_CPU_NO_CLONES)
-#define XHAL_CPU_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define XHAL_CPU_CLONES
+#if defined(__SSE2__)
+#include <immintrin.h>
 #endif
 
-// Small helpers must be inlined into each clone to get its ISA.
+#ifndef XHAL_CPU_ISA_NS
+#error "simd.h is for the per-ISA builds (isa_*.cpp) only"
+#endif
+
+namespace xhal::cpu::XHAL_CPU_ISA_NS {
+
 #define XHAL_CPU_INLINE [[gnu::always_inline]] inline
+#define XHAL_CPU_LAMBDA_INLINE __attribute__((always_inline))
 
 constexpr int kLanes = 16;
 typedef float V __attribute__((vector_size(64)));
@@ -33,6 +36,49 @@ XHAL_CPU_INLINE V load(const float* p) {
 }
 XHAL_CPU_INLINE void store(float* p, V v) { std::memcpy(p, &v, sizeof v); }
 
+// Store that bypasses the caches (a full 64-byte line per call when p is
+// 64-byte aligned): for outputs far larger than the caches, it saves reading
+// each destination line before writing it. Needs stream_fence() before the
+// data is handed over.
+XHAL_CPU_INLINE void store_stream(float* p, V v) {
+#if defined(__AVX512F__)
+  __m512 m;
+  std::memcpy(&m, &v, sizeof m);
+  _mm512_stream_ps(p, m);
+#elif defined(__AVX__)
+  __m256 m[2];
+  std::memcpy(m, &v, sizeof m);
+  _mm256_stream_ps(p, m[0]);
+  _mm256_stream_ps(p + 8, m[1]);
+#elif defined(__SSE2__)
+  __m128 m[4];
+  std::memcpy(m, &v, sizeof m);
+  for (int k = 0; k < 4; ++k) _mm_stream_ps(p + 4 * k, m[k]);
+#else
+  store(p, v);
+#endif
+}
+
+XHAL_CPU_INLINE void stream_fence() {
+#if defined(__SSE2__)
+  _mm_sfence();
+#endif
+}
+
+// Writes y[0..n) elementwise: vec(i) gives y[i..i+16), one(i) gives y[i]
+// (the same operations, so either yields the same bits). With `stream`, the
+// aligned body goes around the caches.
+template <class Vec, class One>
+XHAL_CPU_INLINE void write_row(float* y, int64_t n, bool stream, Vec&& vec, One&& one) {
+  int64_t i = 0;
+  if (stream) {
+    for (; i < n && (reinterpret_cast<uintptr_t>(y + i) & 63) != 0; ++i) y[i] = one(i);
+    for (; i + kLanes <= n; i += kLanes) store_stream(y + i, vec(i));
+  }
+  for (; i + kLanes <= n; i += kLanes) store(y + i, vec(i));
+  for (; i < n; ++i) y[i] = one(i);
+}
+
 // Lane-wise select: mask lanes are all ones (true) or zero (false).
 XHAL_CPU_INLINE V select(VI mask, V a, V b) { return mask ? a : b; }
 
@@ -43,4 +89,4 @@ XHAL_CPU_INLINE float nan_max(float a, float b) {
   return a > b ? a : b;
 }
 
-}  // namespace xhal::cpu
+}  // namespace xhal::cpu::XHAL_CPU_ISA_NS

@@ -2,7 +2,8 @@
 // every result is compared bit for bit with a scalar transcription of
 // docs/semantics.md written here (plain loops, canonical.h's tree_sum and
 // canonical_exp), on sizes that hit full chunks, ragged tails, odd block
-// counts and the hub path of index_add.
+// counts and the hub path of index_add; each test runs once per ISA build
+// of the inner loops this CPU supports (sse2, avx2, avx512f).
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -10,12 +11,13 @@
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "canonical.h"
 #include "cpu_plugin.h"
 #include "dense_ops.h"
-#include "reductions.h"
+#include "isa_kernels.h"
 
 namespace xhal::cpu {
 namespace {
@@ -106,14 +108,21 @@ std::vector<float> ref_softmax_row(const float* x, int64_t n) {
       }
     stats.push_back({m, m == -INFINITY ? 0.0f : ref_tree(a)});
   }
+  std::vector<float> chunk_max;
+  for (auto& st : stats) chunk_max.push_back(st.first);
   size_t p = 1;
   while (p < stats.size()) p <<= 1;
   stats.resize(p, {-INFINITY, 0.0f});
   for (size_t w = p; w > 1; w >>= 1)
     for (size_t i = 0; i < w / 2; ++i) stats[i] = ref_combine(stats[2 * i], stats[2 * i + 1]);
+  // Amended 3.3: each chunk reuses its exponentials, scaled once.
   const float inv = 1.0f / stats[0].second;
   std::vector<float> y(n);
-  for (int64_t i = 0; i < n; ++i) y[i] = canonical_exp(x[i] - stats[0].first) * inv;
+  for (int64_t i = 0; i < n; ++i) {
+    const float m = chunk_max[i / 1024];
+    const float e = m == -INFINITY ? 0.0f : canonical_exp(x[i] - m);
+    y[i] = e * (canonical_exp(m - stats[0].first) * inv);
+  }
   return y;
 }
 
@@ -145,166 +154,192 @@ float ref_segsum(const std::vector<float>& terms) {
 
 CpuDevice g_device;
 
+// Runs `body` with each kernel table this CPU can execute.
+template <class F>
+void for_each_isa(F&& body) {
+  for (const IsaKernels* table : supported_isas()) {
+    force_isa(table);
+    SCOPED_TRACE(std::string("isa ") + table->name);
+    body();
+    if (::testing::Test::HasFatalFailure()) break;
+  }
+  force_isa(nullptr);
+}
+
 // ---- xhal_exp -----------------------------------------------------------------
 TEST(CpuDense, VectorExpMatchesScalarBits) {
-  std::vector<float> x = random_floats(1 << 16, 1, -110.0f, 95.0f);
-  const float specials[] = {0.0f, -0.0f, 88.72283f, 0x1.62e42ep+6f, 0x1.62e430p+6f,
-                            -0x1.9fe368p+6f, -0x1.9fe36ap+6f, -87.5f, -100.0f, -103.9f,
-                            INFINITY, -INFINITY, NAN, 1e-30f, -1e-40f, 0.5f};
-  x.insert(x.begin(), std::begin(specials), std::end(specials));
-  while (x.size() % kLanes) x.push_back(1.0f);
-  for (size_t i = 0; i < x.size(); i += kLanes) {
-    float out[kLanes];
-    store(out, exp_v(load(x.data() + i)));
-    for (int l = 0; l < kLanes; ++l) {
-      const float want = canonical_exp(x[i + l]);
-      if (std::isnan(want)) {
-        EXPECT_TRUE(std::isnan(out[l]));
-        continue;
+  for_each_isa([&] {
+    std::vector<float> x = random_floats(1 << 16, 1, -110.0f, 95.0f);
+    const float specials[] = {0.0f, -0.0f, 88.72283f, 0x1.62e42ep+6f, 0x1.62e430p+6f,
+                              -0x1.9fe368p+6f, -0x1.9fe36ap+6f, -87.5f, -100.0f, -103.9f,
+                              INFINITY, -INFINITY, NAN, 1e-30f, -1e-40f, 0.5f};
+    x.insert(x.begin(), std::begin(specials), std::end(specials));
+    while (x.size() % 16) x.push_back(1.0f);
+    for (size_t i = 0; i < x.size(); i += 16) {
+      float out[16];
+      isa().exp16(x.data() + i, out);
+      for (int l = 0; l < 16; ++l) {
+        const float want = canonical_exp(x[i + l]);
+        if (std::isnan(want)) {
+          EXPECT_TRUE(std::isnan(out[l]));
+          continue;
+        }
+        ASSERT_EQ(std::bit_cast<uint32_t>(out[l]), std::bit_cast<uint32_t>(want)) << "x=" << x[i + l];
       }
-      ASSERT_EQ(std::bit_cast<uint32_t>(out[l]), std::bit_cast<uint32_t>(want)) << "x=" << x[i + l];
     }
-  }
+  });
 }
 
 // ---- row ops --------------------------------------------------------------------
 class RowSizes : public ::testing::TestWithParam<std::pair<int64_t, int64_t>> {};
 
 TEST_P(RowSizes, SoftmaxForwardBackwardMatchSpec) {
-  const auto [rows, n] = GetParam();
-  HostTensor x({rows, n}, random_floats(rows * n, 2, -20.0f, 20.0f));
-  // Row 0 gets special entries: -inf, huge and tiny values, ties.
-  x.data[0] = -INFINITY;
-  if (n > 3) x.data[1] = 80.0f, x.data[2] = 80.0f, x.data[3] = -1e30f;
-  HostTensor y({rows, n}, std::vector<float>(rows * n));
-  ASSERT_EQ(softmax_forward(&g_device, &x.t, &y.t), XHAL_OK);
-  std::vector<float> want;
-  for (int64_t r = 0; r < rows; ++r) {
-    auto row = ref_softmax_row(x.data.data() + r * n, n);
-    want.insert(want.end(), row.begin(), row.end());
-  }
-  expect_same_bits(y.data, want, "softmax y");
+  for_each_isa([&] {
+    const auto [rows, n] = GetParam();
+    HostTensor x({rows, n}, random_floats(rows * n, 2, -20.0f, 20.0f));
+    // Row 0 gets special entries: -inf, huge and tiny values, ties.
+    x.data[0] = -INFINITY;
+    if (n > 3) x.data[1] = 80.0f, x.data[2] = 80.0f, x.data[3] = -1e30f;
+    HostTensor y({rows, n}, std::vector<float>(rows * n));
+    ASSERT_EQ(softmax_forward(&g_device, &x.t, &y.t), XHAL_OK);
+    std::vector<float> want;
+    for (int64_t r = 0; r < rows; ++r) {
+      auto row = ref_softmax_row(x.data.data() + r * n, n);
+      want.insert(want.end(), row.begin(), row.end());
+    }
+    expect_same_bits(y.data, want, "softmax y");
 
-  HostTensor dy({rows, n}, random_floats(rows * n, 3));
-  HostTensor dx({rows, n}, std::vector<float>(rows * n));
-  ASSERT_EQ(softmax_backward(&g_device, &y.t, &dy.t, &dx.t), XHAL_OK);
-  std::vector<float> want_dx(rows * n);
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* yr = y.data.data() + r * n;
-    const float* dyr = dy.data.data() + r * n;
-    const float d = ref_rowsum(n, [&](int64_t i) { return yr[i] * dyr[i]; });
-    for (int64_t i = 0; i < n; ++i) want_dx[r * n + i] = yr[i] * (dyr[i] - d);
-  }
-  expect_same_bits(dx.data, want_dx, "softmax dx");
+    HostTensor dy({rows, n}, random_floats(rows * n, 3));
+    HostTensor dx({rows, n}, std::vector<float>(rows * n));
+    ASSERT_EQ(softmax_backward(&g_device, &y.t, &dy.t, &dx.t), XHAL_OK);
+    std::vector<float> want_dx(rows * n);
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* yr = y.data.data() + r * n;
+      const float* dyr = dy.data.data() + r * n;
+      const float d = ref_rowsum(n, [&](int64_t i) { return yr[i] * dyr[i]; });
+      for (int64_t i = 0; i < n; ++i) want_dx[r * n + i] = yr[i] * (dyr[i] - d);
+    }
+    expect_same_bits(dx.data, want_dx, "softmax dx");
+  });
 }
 
 TEST_P(RowSizes, RmsNormForwardBackwardMatchSpec) {
-  const auto [rows, n] = GetParam();
-  const float eps = 1e-5f;
-  HostTensor x({rows, n}, random_floats(rows * n, 4));
-  HostTensor gamma({n}, random_floats(n, 5));
-  HostTensor y({rows, n}, std::vector<float>(rows * n));
-  HostTensor rstd({rows}, std::vector<float>(rows));
-  ASSERT_EQ(rms_norm_forward(&g_device, &x.t, &gamma.t, eps, &y.t, &rstd.t), XHAL_OK);
-  std::vector<float> want_y(rows * n), want_rstd(rows);
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* xr = x.data.data() + r * n;
-    const float ms = ref_rowsum(n, [&](int64_t i) { return xr[i] * xr[i]; }) / (float)n;
-    want_rstd[r] = 1.0f / std::sqrt(ms + eps);
-    for (int64_t i = 0; i < n; ++i) want_y[r * n + i] = (xr[i] * want_rstd[r]) * gamma.data[i];
-  }
-  expect_same_bits(rstd.data, want_rstd, "rms rstd");
-  expect_same_bits(y.data, want_y, "rms y");
+  for_each_isa([&] {
+    const auto [rows, n] = GetParam();
+    const float eps = 1e-5f;
+    HostTensor x({rows, n}, random_floats(rows * n, 4));
+    HostTensor gamma({n}, random_floats(n, 5));
+    HostTensor y({rows, n}, std::vector<float>(rows * n));
+    HostTensor rstd({rows}, std::vector<float>(rows));
+    ASSERT_EQ(rms_norm_forward(&g_device, &x.t, &gamma.t, eps, &y.t, &rstd.t), XHAL_OK);
+    std::vector<float> want_y(rows * n), want_rstd(rows);
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* xr = x.data.data() + r * n;
+      const float ms = ref_rowsum(n, [&](int64_t i) { return xr[i] * xr[i]; }) / (float)n;
+      want_rstd[r] = 1.0f / std::sqrt(ms + eps);
+      for (int64_t i = 0; i < n; ++i) want_y[r * n + i] = (xr[i] * want_rstd[r]) * gamma.data[i];
+    }
+    expect_same_bits(rstd.data, want_rstd, "rms rstd");
+    expect_same_bits(y.data, want_y, "rms y");
 
-  HostTensor dy({rows, n}, random_floats(rows * n, 6));
-  HostTensor dx({rows, n}, std::vector<float>(rows * n));
-  HostTensor dgamma({n}, std::vector<float>(n));
-  ASSERT_EQ(rms_norm_backward(&g_device, &x.t, &gamma.t, &rstd.t, &dy.t, &dx.t, &dgamma.t),
-            XHAL_OK);
-  auto xh = [&](int64_t r, int64_t i) { return x.data[r * n + i] * rstd.data[r]; };
-  std::vector<float> want_dx(rows * n);
-  for (int64_t r = 0; r < rows; ++r) {
-    auto g = [&](int64_t i) { return dy.data[r * n + i] * gamma.data[i]; };
-    const float c = ref_rowsum(n, [&](int64_t i) { return g(i) * xh(r, i); }) / (float)n;
-    for (int64_t i = 0; i < n; ++i) want_dx[r * n + i] = (g(i) - xh(r, i) * c) * rstd.data[r];
-  }
-  expect_same_bits(dx.data, want_dx, "rms dx");
-  expect_same_bits(dgamma.data,
-                   ref_colsum(rows, n, [&](int64_t r, int64_t j) { return dy.data[r * n + j] * xh(r, j); }),
-                   "rms dgamma");
+    HostTensor dy({rows, n}, random_floats(rows * n, 6));
+    HostTensor dx({rows, n}, std::vector<float>(rows * n));
+    HostTensor dgamma({n}, std::vector<float>(n));
+    ASSERT_EQ(rms_norm_backward(&g_device, &x.t, &gamma.t, &rstd.t, &dy.t, &dx.t, &dgamma.t),
+              XHAL_OK);
+    auto xh = [&](int64_t r, int64_t i) { return x.data[r * n + i] * rstd.data[r]; };
+    std::vector<float> want_dx(rows * n);
+    for (int64_t r = 0; r < rows; ++r) {
+      auto g = [&](int64_t i) { return dy.data[r * n + i] * gamma.data[i]; };
+      const float c = ref_rowsum(n, [&](int64_t i) { return g(i) * xh(r, i); }) / (float)n;
+      for (int64_t i = 0; i < n; ++i) want_dx[r * n + i] = (g(i) - xh(r, i) * c) * rstd.data[r];
+    }
+    expect_same_bits(dx.data, want_dx, "rms dx");
+    expect_same_bits(dgamma.data,
+                     ref_colsum(rows, n, [&](int64_t r, int64_t j) { return dy.data[r * n + j] * xh(r, j); }),
+                     "rms dgamma");
+  });
 }
 
 TEST_P(RowSizes, LayerNormForwardBackwardMatchSpec) {
-  const auto [rows, n] = GetParam();
-  const float eps = 1e-5f;
-  // An offset mean makes the two-pass variance matter.
-  HostTensor x({rows, n}, random_floats(rows * n, 7, 99.0f, 101.0f));
-  HostTensor gamma({n}, random_floats(n, 8));
-  HostTensor beta({n}, random_floats(n, 9));
-  HostTensor y({rows, n}, std::vector<float>(rows * n));
-  HostTensor mean({rows}, std::vector<float>(rows));
-  HostTensor rstd({rows}, std::vector<float>(rows));
-  ASSERT_EQ(layer_norm_forward(&g_device, &x.t, &gamma.t, &beta.t, eps, &y.t, &mean.t, &rstd.t),
-            XHAL_OK);
-  std::vector<float> want_y(rows * n), want_mean(rows), want_rstd(rows);
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* xr = x.data.data() + r * n;
-    const float mu = ref_rowsum(n, [&](int64_t i) { return xr[i]; }) / (float)n;
-    const float var = ref_rowsum(n, [&](int64_t i) { float d = xr[i] - mu; return d * d; }) / (float)n;
-    want_mean[r] = mu;
-    want_rstd[r] = 1.0f / std::sqrt(var + eps);
-    for (int64_t i = 0; i < n; ++i)
-      want_y[r * n + i] = ((xr[i] - mu) * want_rstd[r]) * gamma.data[i] + beta.data[i];
-  }
-  expect_same_bits(mean.data, want_mean, "ln mean");
-  expect_same_bits(rstd.data, want_rstd, "ln rstd");
-  expect_same_bits(y.data, want_y, "ln y");
+  for_each_isa([&] {
+    const auto [rows, n] = GetParam();
+    const float eps = 1e-5f;
+    // An offset mean makes the two-pass variance matter.
+    HostTensor x({rows, n}, random_floats(rows * n, 7, 99.0f, 101.0f));
+    HostTensor gamma({n}, random_floats(n, 8));
+    HostTensor beta({n}, random_floats(n, 9));
+    HostTensor y({rows, n}, std::vector<float>(rows * n));
+    HostTensor mean({rows}, std::vector<float>(rows));
+    HostTensor rstd({rows}, std::vector<float>(rows));
+    ASSERT_EQ(layer_norm_forward(&g_device, &x.t, &gamma.t, &beta.t, eps, &y.t, &mean.t, &rstd.t),
+              XHAL_OK);
+    std::vector<float> want_y(rows * n), want_mean(rows), want_rstd(rows);
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* xr = x.data.data() + r * n;
+      const float mu = ref_rowsum(n, [&](int64_t i) { return xr[i]; }) / (float)n;
+      const float var = ref_rowsum(n, [&](int64_t i) { float d = xr[i] - mu; return d * d; }) / (float)n;
+      want_mean[r] = mu;
+      want_rstd[r] = 1.0f / std::sqrt(var + eps);
+      for (int64_t i = 0; i < n; ++i)
+        want_y[r * n + i] = ((xr[i] - mu) * want_rstd[r]) * gamma.data[i] + beta.data[i];
+    }
+    expect_same_bits(mean.data, want_mean, "ln mean");
+    expect_same_bits(rstd.data, want_rstd, "ln rstd");
+    expect_same_bits(y.data, want_y, "ln y");
 
-  HostTensor dy({rows, n}, random_floats(rows * n, 10));
-  HostTensor dx({rows, n}, std::vector<float>(rows * n));
-  HostTensor dgamma({n}, std::vector<float>(n));
-  HostTensor dbeta({n}, std::vector<float>(n));
-  ASSERT_EQ(layer_norm_backward(&g_device, &x.t, &gamma.t, &mean.t, &rstd.t, &dy.t, &dx.t,
-                                &dgamma.t, &dbeta.t),
-            XHAL_OK);
-  auto xh = [&](int64_t r, int64_t i) { return (x.data[r * n + i] - mean.data[r]) * rstd.data[r]; };
-  std::vector<float> want_dx(rows * n);
-  for (int64_t r = 0; r < rows; ++r) {
-    auto g = [&](int64_t i) { return dy.data[r * n + i] * gamma.data[i]; };
-    const float a = ref_rowsum(n, g) / (float)n;
-    const float b = ref_rowsum(n, [&](int64_t i) { return g(i) * xh(r, i); }) / (float)n;
-    for (int64_t i = 0; i < n; ++i)
-      want_dx[r * n + i] = ((g(i) - a) - xh(r, i) * b) * rstd.data[r];
-  }
-  expect_same_bits(dx.data, want_dx, "ln dx");
-  expect_same_bits(dgamma.data,
-                   ref_colsum(rows, n, [&](int64_t r, int64_t j) { return dy.data[r * n + j] * xh(r, j); }),
-                   "ln dgamma");
-  expect_same_bits(dbeta.data,
-                   ref_colsum(rows, n, [&](int64_t r, int64_t j) { return dy.data[r * n + j]; }),
-                   "ln dbeta");
+    HostTensor dy({rows, n}, random_floats(rows * n, 10));
+    HostTensor dx({rows, n}, std::vector<float>(rows * n));
+    HostTensor dgamma({n}, std::vector<float>(n));
+    HostTensor dbeta({n}, std::vector<float>(n));
+    ASSERT_EQ(layer_norm_backward(&g_device, &x.t, &gamma.t, &mean.t, &rstd.t, &dy.t, &dx.t,
+                                  &dgamma.t, &dbeta.t),
+              XHAL_OK);
+    auto xh = [&](int64_t r, int64_t i) { return (x.data[r * n + i] - mean.data[r]) * rstd.data[r]; };
+    std::vector<float> want_dx(rows * n);
+    for (int64_t r = 0; r < rows; ++r) {
+      auto g = [&](int64_t i) { return dy.data[r * n + i] * gamma.data[i]; };
+      const float a = ref_rowsum(n, g) / (float)n;
+      const float b = ref_rowsum(n, [&](int64_t i) { return g(i) * xh(r, i); }) / (float)n;
+      for (int64_t i = 0; i < n; ++i)
+        want_dx[r * n + i] = ((g(i) - a) - xh(r, i) * b) * rstd.data[r];
+    }
+    expect_same_bits(dx.data, want_dx, "ln dx");
+    expect_same_bits(dgamma.data,
+                     ref_colsum(rows, n, [&](int64_t r, int64_t j) { return dy.data[r * n + j] * xh(r, j); }),
+                     "ln dgamma");
+    expect_same_bits(dbeta.data,
+                     ref_colsum(rows, n, [&](int64_t r, int64_t j) { return dy.data[r * n + j]; }),
+                     "ln dbeta");
+  });
 }
 
 // Full chunks, ragged tails, a single element, odd block counts (3 blocks of
-// 32 rows with a short last one), one long row past 200,000 columns.
+// 32 rows with a short last one), one long row past 200,000 columns, and an
+// output big enough for the streaming-store path.
 INSTANTIATE_TEST_SUITE_P(Shapes, RowSizes,
                          ::testing::Values(std::pair<int64_t, int64_t>{1, 1},
                                            std::pair<int64_t, int64_t>{3, 5},
                                            std::pair<int64_t, int64_t>{70, 1024},
                                            std::pair<int64_t, int64_t>{33, 1025},
                                            std::pair<int64_t, int64_t>{65, 3000},
-                                           std::pair<int64_t, int64_t>{2, 200001}));
+                                           std::pair<int64_t, int64_t>{2, 200001},
+                                           // >= 8 MiB of output: streaming stores,
+                                           // rows starting off a 64-byte line.
+                                           std::pair<int64_t, int64_t>{2050, 1025}));
 
 TEST(CpuDense, SoftmaxAllMinusInfRowIsNanAndInPlaceWorks) {
-  const int64_t n = 2048;
-  HostTensor x({2, n}, random_floats(2 * n, 11));
-  for (int64_t i = 0; i < n; ++i) x.data[i] = -INFINITY;
-  std::vector<float> want = ref_softmax_row(x.data.data(), n);
-  auto row1 = ref_softmax_row(x.data.data() + n, n);
-  want.insert(want.end(), row1.begin(), row1.end());
-  ASSERT_EQ(softmax_forward(&g_device, &x.t, &x.t), XHAL_OK);  // y == x
-  EXPECT_TRUE(std::isnan(x.data[0]));
-  expect_same_bits(x.data, want, "in-place softmax");
+  for_each_isa([&] {
+    const int64_t n = 2048;
+    HostTensor x({2, n}, random_floats(2 * n, 11));
+    for (int64_t i = 0; i < n; ++i) x.data[i] = -INFINITY;
+    std::vector<float> want = ref_softmax_row(x.data.data(), n);
+    auto row1 = ref_softmax_row(x.data.data() + n, n);
+    want.insert(want.end(), row1.begin(), row1.end());
+    ASSERT_EQ(softmax_forward(&g_device, &x.t, &x.t), XHAL_OK);  // y == x
+    EXPECT_TRUE(std::isnan(x.data[0]));
+    expect_same_bits(x.data, want, "in-place softmax");
+  });
 }
 
 // ---- index ops -------------------------------------------------------------------
@@ -330,80 +365,86 @@ struct Plan {
 };
 
 TEST(CpuDense, IndexSelectGathersRepeatedRowsOfEveryWidth) {
-  for (const int64_t w : {1, 2, 3, 64, 257}) {
-    const int64_t rows = 50;
-    HostTensor src({rows, w}, random_floats(rows * w, 12));
-    std::vector<int64_t> idx = {3, 3, 0, 49, 7, 3, 49};
-    Plan plan(idx, rows);
-    HostTensor out({static_cast<int64_t>(idx.size()), w}, std::vector<float>(idx.size() * w));
-    ASSERT_EQ(index_select(&g_device, plan.handle, &src.t, &out.t), XHAL_OK);
-    std::vector<float> want;
-    for (int64_t i : idx) want.insert(want.end(), src.data.begin() + i * w, src.data.begin() + (i + 1) * w);
-    expect_same_bits(out.data, want, "gather");
-  }
+  for_each_isa([&] {
+    for (const int64_t w : {1, 2, 3, 64, 257}) {
+      const int64_t rows = 50;
+      HostTensor src({rows, w}, random_floats(rows * w, 12));
+      std::vector<int64_t> idx = {3, 3, 0, 49, 7, 3, 49};
+      Plan plan(idx, rows);
+      HostTensor out({static_cast<int64_t>(idx.size()), w}, std::vector<float>(idx.size() * w));
+      ASSERT_EQ(index_select(&g_device, plan.handle, &src.t, &out.t), XHAL_OK);
+      std::vector<float> want;
+      for (int64_t i : idx) want.insert(want.end(), src.data.begin() + i * w, src.data.begin() + (i + 1) * w);
+      expect_same_bits(out.data, want, "gather");
+    }
+  });
 }
 
 TEST(CpuDense, IndexSelectMovesOneAndEightByteElements) {
-  std::vector<uint8_t> bytes(40);
-  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i * 7);
-  CpuBuffer sb{reinterpret_cast<std::byte*>(bytes.data()), bytes.size()};
-  std::vector<uint8_t> out_bytes(3 * 4, 0);
-  CpuBuffer ob{reinterpret_cast<std::byte*>(out_bytes.data()), out_bytes.size()};
-  xhal_plugin_tensor_t s{&sb, 0, XHAL_DTYPE_U8, 2, {10, 4}, {4, 1}};
-  xhal_plugin_tensor_t o{&ob, 0, XHAL_DTYPE_U8, 2, {3, 4}, {4, 1}};
-  Plan plan({9, 0, 9}, 10);
-  ASSERT_EQ(index_select(&g_device, plan.handle, &s, &o), XHAL_OK);
-  for (int k = 0; k < 4; ++k) {
-    EXPECT_EQ(out_bytes[k], bytes[36 + k]);
-    EXPECT_EQ(out_bytes[4 + k], bytes[k]);
-    EXPECT_EQ(out_bytes[8 + k], bytes[36 + k]);
-  }
-  std::vector<int64_t> wide = {10, -20, 30, INT64_MIN};
-  CpuBuffer wb{reinterpret_cast<std::byte*>(wide.data()), 32};
-  std::vector<int64_t> wide_out(2);
-  CpuBuffer wob{reinterpret_cast<std::byte*>(wide_out.data()), 16};
-  xhal_plugin_tensor_t ws{&wb, 0, XHAL_DTYPE_I64, 2, {4, 1}, {1, 1}};
-  xhal_plugin_tensor_t wo{&wob, 0, XHAL_DTYPE_I64, 2, {2, 1}, {1, 1}};
-  Plan wplan({3, 1}, 4);
-  ASSERT_EQ(index_select(&g_device, wplan.handle, &ws, &wo), XHAL_OK);
-  EXPECT_EQ(wide_out[0], INT64_MIN);
-  EXPECT_EQ(wide_out[1], -20);
+  for_each_isa([&] {
+    std::vector<uint8_t> bytes(40);
+    for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i * 7);
+    CpuBuffer sb{reinterpret_cast<std::byte*>(bytes.data()), bytes.size()};
+    std::vector<uint8_t> out_bytes(3 * 4, 0);
+    CpuBuffer ob{reinterpret_cast<std::byte*>(out_bytes.data()), out_bytes.size()};
+    xhal_plugin_tensor_t s{&sb, 0, XHAL_DTYPE_U8, 2, {10, 4}, {4, 1}};
+    xhal_plugin_tensor_t o{&ob, 0, XHAL_DTYPE_U8, 2, {3, 4}, {4, 1}};
+    Plan plan({9, 0, 9}, 10);
+    ASSERT_EQ(index_select(&g_device, plan.handle, &s, &o), XHAL_OK);
+    for (int k = 0; k < 4; ++k) {
+      EXPECT_EQ(out_bytes[k], bytes[36 + k]);
+      EXPECT_EQ(out_bytes[4 + k], bytes[k]);
+      EXPECT_EQ(out_bytes[8 + k], bytes[36 + k]);
+    }
+    std::vector<int64_t> wide = {10, -20, 30, INT64_MIN};
+    CpuBuffer wb{reinterpret_cast<std::byte*>(wide.data()), 32};
+    std::vector<int64_t> wide_out(2);
+    CpuBuffer wob{reinterpret_cast<std::byte*>(wide_out.data()), 16};
+    xhal_plugin_tensor_t ws{&wb, 0, XHAL_DTYPE_I64, 2, {4, 1}, {1, 1}};
+    xhal_plugin_tensor_t wo{&wob, 0, XHAL_DTYPE_I64, 2, {2, 1}, {1, 1}};
+    Plan wplan({3, 1}, 4);
+    ASSERT_EQ(index_select(&g_device, wplan.handle, &ws, &wo), XHAL_OK);
+    EXPECT_EQ(wide_out[0], INT64_MIN);
+    EXPECT_EQ(wide_out[1], -20);
+  });
 }
 
 // Duplicates, untouched rows (left exactly as they were, NaN included), and
 // a hub row with enough sources to take the parallel subtree path.
 TEST(CpuDense, IndexAddFollowsSegsumOrderIncludingHubs) {
-  for (const int64_t hub_sources : {int64_t{5}, int64_t{33}, int64_t{3000}, int64_t{40000}}) {
-    const int64_t num_rows = 100, w = 300;
-    std::mt19937 rng(13);
-    std::vector<int64_t> idx;
-    for (int64_t i = 0; i < hub_sources; ++i) idx.push_back(0);
-    for (int64_t i = 0; i < 500; ++i) idx.push_back(1 + rng() % 60);  // rows 61..99 untouched
-    std::shuffle(idx.begin(), idx.end(), rng);
-    const int64_t count = static_cast<int64_t>(idx.size());
-    Plan plan(idx, num_rows);
-    // Magnitudes spread over many binades so that any change of order shows.
-    HostTensor src({count, w}, random_floats(count * w, 14));
-    for (size_t i = 0; i < src.data.size(); i += 7) src.data[i] *= 1e6f;
-    HostTensor dst({num_rows, w}, random_floats(num_rows * w, 15));
-    dst.data[99 * w] = NAN;
-    const std::vector<float> before = dst.data;
-    const float alpha = 0.75f;
-    ASSERT_EQ(index_add(&g_device, plan.handle, alpha, &src.t, &dst.t), XHAL_OK);
-    std::vector<float> want = before;
-    for (int64_t r = 0; r < num_rows; ++r) {
-      std::vector<int64_t> sources;
-      for (int64_t i = 0; i < count; ++i)
-        if (idx[i] == r) sources.push_back(i);
-      if (sources.empty()) continue;
-      for (int64_t j = 0; j < w; ++j) {
-        std::vector<float> terms;
-        for (int64_t i : sources) terms.push_back(src.data[i * w + j]);
-        want[r * w + j] = before[r * w + j] + alpha * ref_segsum(terms);
+  for_each_isa([&] {
+    for (const int64_t hub_sources : {int64_t{5}, int64_t{33}, int64_t{3000}, int64_t{40000}}) {
+      const int64_t num_rows = 100, w = 300;
+      std::mt19937 rng(13);
+      std::vector<int64_t> idx;
+      for (int64_t i = 0; i < hub_sources; ++i) idx.push_back(0);
+      for (int64_t i = 0; i < 500; ++i) idx.push_back(1 + rng() % 60);  // rows 61..99 untouched
+      std::shuffle(idx.begin(), idx.end(), rng);
+      const int64_t count = static_cast<int64_t>(idx.size());
+      Plan plan(idx, num_rows);
+      // Magnitudes spread over many binades so that any change of order shows.
+      HostTensor src({count, w}, random_floats(count * w, 14));
+      for (size_t i = 0; i < src.data.size(); i += 7) src.data[i] *= 1e6f;
+      HostTensor dst({num_rows, w}, random_floats(num_rows * w, 15));
+      dst.data[99 * w] = NAN;
+      const std::vector<float> before = dst.data;
+      const float alpha = 0.75f;
+      ASSERT_EQ(index_add(&g_device, plan.handle, alpha, &src.t, &dst.t), XHAL_OK);
+      std::vector<float> want = before;
+      for (int64_t r = 0; r < num_rows; ++r) {
+        std::vector<int64_t> sources;
+        for (int64_t i = 0; i < count; ++i)
+          if (idx[i] == r) sources.push_back(i);
+        if (sources.empty()) continue;
+        for (int64_t j = 0; j < w; ++j) {
+          std::vector<float> terms;
+          for (int64_t i : sources) terms.push_back(src.data[i * w + j]);
+          want[r * w + j] = before[r * w + j] + alpha * ref_segsum(terms);
+        }
       }
+      expect_same_bits(dst.data, want, "index_add");
     }
-    expect_same_bits(dst.data, want, "index_add");
-  }
+  });
 }
 
 // ---- permute ----------------------------------------------------------------------
@@ -446,49 +487,57 @@ std::vector<float> iota(int64_t n) {
 }
 
 TEST(CpuDense, PermuteSwapOfOuterDimsPutsOneAtOneZeroZero) {
-  // src [2,3,4] contiguous, perm (2,1,0): dst [4,3,2], dst[i][j][k] = src[k][j][i].
-  std::vector<float> src = iota(24);
-  std::vector<float> dst(24, -1.0f);
-  CpuBuffer sb{reinterpret_cast<std::byte*>(src.data()), 96};
-  HostTensor d({4, 3, 2}, dst);
-  xhal_plugin_tensor_t s{&sb, 0, XHAL_DTYPE_F32, 3, {4, 3, 2}, {1, 4, 12}};
-  ASSERT_EQ(permute(&g_device, &s, &d.t), XHAL_OK);
-  EXPECT_EQ(d.data[1 * 6 + 0 * 2 + 0], 1.0f);  // dst[1][0][0] = src[0][0][1]
-  EXPECT_EQ(d.data[0 * 6 + 0 * 2 + 1], 12.0f); // dst[0][0][1] = src[1][0][0]
-  EXPECT_EQ(d.data[3 * 6 + 2 * 2 + 1], 23.0f);
+  for_each_isa([&] {
+    // src [2,3,4] contiguous, perm (2,1,0): dst [4,3,2], dst[i][j][k] = src[k][j][i].
+    std::vector<float> src = iota(24);
+    std::vector<float> dst(24, -1.0f);
+    CpuBuffer sb{reinterpret_cast<std::byte*>(src.data()), 96};
+    HostTensor d({4, 3, 2}, dst);
+    xhal_plugin_tensor_t s{&sb, 0, XHAL_DTYPE_F32, 3, {4, 3, 2}, {1, 4, 12}};
+    ASSERT_EQ(permute(&g_device, &s, &d.t), XHAL_OK);
+    EXPECT_EQ(d.data[1 * 6 + 0 * 2 + 0], 1.0f);  // dst[1][0][0] = src[0][0][1]
+    EXPECT_EQ(d.data[0 * 6 + 0 * 2 + 1], 12.0f); // dst[0][0][1] = src[1][0][0]
+    EXPECT_EQ(d.data[3 * 6 + 2 * 2 + 1], 23.0f);
+  });
 }
 
 TEST(CpuDense, PermuteTransposesRaggedTilesAndBatches) {
-  // Last-two-dims transposes with sizes that are not tile multiples.
-  for (auto [b, r, c] : {std::tuple<int64_t, int64_t, int64_t>{1, 1, 7}, {1, 130, 67},
-                         {3, 65, 129}, {2, 5, 3}}) {
-    const std::vector<float> data = iota(b * r * c);
-    // dst [b, c, r] from src [b, r, c]
-    run_permute(data, {b, c, r}, {r * c, 1, c}, 0, "transpose");
-  }
+  for_each_isa([&] {
+    // Last-two-dims transposes with sizes that are not tile multiples.
+    for (auto [b, r, c] : {std::tuple<int64_t, int64_t, int64_t>{1, 1, 7}, {1, 130, 67},
+                           {3, 65, 129}, {2, 5, 3}}) {
+      const std::vector<float> data = iota(b * r * c);
+      // dst [b, c, r] from src [b, r, c]
+      run_permute(data, {b, c, r}, {r * c, 1, c}, 0, "transpose");
+    }
+  });
 }
 
 TEST(CpuDense, PermuteHandlesStridedViewsUpToRankEight) {
-  const std::vector<float> data = iota(6000);
-  // A stepped view without any unit stride, at an offset.
-  run_permute(data, {5, 7, 9}, {700, 3, 70}, 11, "stepped view");
-  // Rank 8, dims permuted and a broadcast (stride 0) dim.
-  run_permute(data, {2, 2, 3, 2, 2, 1, 3, 2}, {1, 0, 900, 3, 60, 1, 240, 6}, 5, "rank 8");
-  // Contiguous runs with permuted outer dims.
-  run_permute(data, {4, 5, 30}, {30, 120, 1}, 0, "runs");
+  for_each_isa([&] {
+    const std::vector<float> data = iota(6000);
+    // A stepped view without any unit stride, at an offset.
+    run_permute(data, {5, 7, 9}, {700, 3, 70}, 11, "stepped view");
+    // Rank 8, dims permuted and a broadcast (stride 0) dim.
+    run_permute(data, {2, 2, 3, 2, 2, 1, 3, 2}, {1, 0, 900, 3, 60, 1, 240, 6}, 5, "rank 8");
+    // Contiguous runs with permuted outer dims.
+    run_permute(data, {4, 5, 30}, {30, 120, 1}, 0, "runs");
+  });
 }
 
 TEST(CpuDense, PermuteEightByteElements) {
-  std::vector<double> data(12);
-  for (int i = 0; i < 12; ++i) data[i] = i + 0.5;
-  std::vector<double> out(12, 0.0);
-  CpuBuffer sb{reinterpret_cast<std::byte*>(data.data()), 96};
-  CpuBuffer ob{reinterpret_cast<std::byte*>(out.data()), 96};
-  xhal_plugin_tensor_t s{&sb, 0, XHAL_DTYPE_F64, 2, {4, 3}, {1, 4}};  // transpose of [3,4]
-  xhal_plugin_tensor_t o{&ob, 0, XHAL_DTYPE_F64, 2, {4, 3}, {3, 1}};
-  ASSERT_EQ(permute(&g_device, &s, &o), XHAL_OK);
-  for (int i = 0; i < 4; ++i)
-    for (int j = 0; j < 3; ++j) EXPECT_EQ(out[i * 3 + j], data[j * 4 + i]);
+  for_each_isa([&] {
+    std::vector<double> data(12);
+    for (int i = 0; i < 12; ++i) data[i] = i + 0.5;
+    std::vector<double> out(12, 0.0);
+    CpuBuffer sb{reinterpret_cast<std::byte*>(data.data()), 96};
+    CpuBuffer ob{reinterpret_cast<std::byte*>(out.data()), 96};
+    xhal_plugin_tensor_t s{&sb, 0, XHAL_DTYPE_F64, 2, {4, 3}, {1, 4}};  // transpose of [3,4]
+    xhal_plugin_tensor_t o{&ob, 0, XHAL_DTYPE_F64, 2, {4, 3}, {3, 1}};
+    ASSERT_EQ(permute(&g_device, &s, &o), XHAL_OK);
+    for (int i = 0; i < 4; ++i)
+      for (int j = 0; j < 3; ++j) EXPECT_EQ(out[i * 3 + j], data[j * 4 + i]);
+  });
 }
 
 }  // namespace

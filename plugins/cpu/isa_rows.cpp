@@ -1,0 +1,371 @@
+// The per-ISA inner loops of the dense ops (see isa_kernels.h). Built once
+// per ISA with XHAL_CPU_ISA_NS naming the namespace; holds no state.
+#include <cmath>
+#include <cstring>
+#include <utility>
+
+#include "isa_kernels.h"
+#include "reductions.h"
+#include "simd.h"
+
+namespace xhal::cpu::XHAL_CPU_ISA_NS {
+namespace {
+
+// ---- softmax (3.3) ---------------------------------------------------------
+// One chunk's max, its exponentials e[i] = xhal_exp(x[i] - m) written to e,
+// and their lane sums. A chunk whose max is -inf has e = +0 and s = +0.
+XHAL_CPU_INLINE MaxSum full_chunk(const float* x, float* e) {
+  V m = load(x);
+  for (int i = 1; i < kChunk / kLanes; ++i) m = nan_max_v(m, load(x + i * kLanes));
+  const float chunk_max = max_of(m);
+  if (chunk_max == -INFINITY) {
+    for (int i = 0; i < kChunk; i += kLanes) store(e + i, splat(0.0f));
+    return {chunk_max, 0.0f};
+  }
+  const V mv = splat(chunk_max);
+  V acc[kChunkVectors];
+  for (int t = 0; t < 8; ++t)
+    for (int v = 0; v < kChunkVectors; ++v) {
+      const int64_t i = t * 128 + v * kLanes;
+      const V ev = exp_v(load(x + i) - mv);
+      store(e + i, ev);
+      acc[v] = t == 0 ? splat(0.0f) + ev : acc[v] + ev;
+    }
+  return {chunk_max, tree128(acc)};
+}
+
+XHAL_CPU_INLINE MaxSum partial_chunk(const float* x, float* e, int64_t count) {
+  float chunk_max = -INFINITY;
+  for (int64_t i = 0; i < count; ++i) chunk_max = nan_max(chunk_max, x[i]);
+  if (chunk_max == -INFINITY) {
+    for (int64_t i = 0; i < count; ++i) e[i] = 0.0f;
+    return {chunk_max, 0.0f};
+  }
+  alignas(64) float lane[128];
+  for (int l = 0; l < 128; ++l) lane[l] = 0.0f;
+  for (int64_t i = 0; i < count; ++i) {
+    e[i] = exp1(x[i] - chunk_max);
+    lane[i % 128] = lane[i % 128] + e[i];
+  }
+  V acc[kChunkVectors];
+  for (int v = 0; v < kChunkVectors; ++v) acc[v] = load(lane + v * kLanes);
+  return {chunk_max, tree128(acc)};
+}
+
+void exp16(const float* x, float* y) { store(y, exp_v(load(x))); }
+
+// scratch: n + ceil(n / 1024) floats (the exponentials, then chunk maxima).
+void softmax_row(const float* x, float* y, int64_t n, float* scratch, bool stream) {
+  const int64_t chunks = (n + kChunk - 1) / kChunk;
+  float* e = scratch;
+  float* chunk_max = scratch + n;
+  MaxSumTree tree;
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int64_t begin = c * kChunk;
+    const MaxSum stat = begin + kChunk <= n ? full_chunk(x + begin, e + begin)
+                                            : partial_chunk(x + begin, e + begin, n - begin);
+    chunk_max[c] = stat.m;
+    tree.push(stat);
+  }
+  const MaxSum row = tree.finish();
+  const float inv = 1.0f / row.s;
+  for (int64_t c = 0; c < chunks; ++c) {
+    const int64_t begin = c * kChunk;
+    const int64_t len = begin + kChunk <= n ? kChunk : n - begin;
+    const float scale = exp1(chunk_max[c] - row.m) * inv;
+    const V sv = splat(scale);
+    const float* ec = e + begin;
+    write_row(
+        y + begin, len, stream, [&](int64_t i) XHAL_CPU_LAMBDA_INLINE { return load(ec + i) * sv; },
+        [&](int64_t i) XHAL_CPU_LAMBDA_INLINE { return ec[i] * scale; });
+  }
+  if (stream) stream_fence();
+}
+
+void softmax_backward_row(const float* y, const float* dy, float* dx, int64_t n, bool stream) {
+  const float d = rowsum(
+      n, [&](int64_t i) XHAL_CPU_LAMBDA_INLINE { return load(y + i) * load(dy + i); },
+      [&](int64_t i) XHAL_CPU_LAMBDA_INLINE { return y[i] * dy[i]; });
+  const V dv = splat(d);
+  write_row(
+      dx, n, stream,
+      [&](int64_t i) XHAL_CPU_LAMBDA_INLINE { return load(y + i) * (load(dy + i) - dv); },
+      [&](int64_t i) XHAL_CPU_LAMBDA_INLINE { return y[i] * (dy[i] - d); });
+  if (stream) stream_fence();
+}
+
+// ---- RMSNorm (3.4) -----------------------------------------------------------
+float rms_norm_row(const float* x, const float* gamma, float eps, float* y, int64_t n,
+                   bool stream) {
+  const float sum = rowsum(
+      n, [&](int64_t i) XHAL_CPU_LAMBDA_INLINE { V v = load(x + i); return v * v; },
+      [&](int64_t i) XHAL_CPU_LAMBDA_INLINE { return x[i] * x[i]; });
+  const float ms = sum / static_cast<float>(n);
+  const float rstd = 1.0f / std::sqrt(ms + eps);
+  const V rv = splat(rstd);
+  write_row(
+      y, n, stream,
+      [&](int64_t i) XHAL_CPU_LAMBDA_INLINE { return (load(x + i) * rv) * load(gamma + i); },
+      [&](int64_t i) XHAL_CPU_LAMBDA_INLINE { return (x[i] * rstd) * gamma[i]; });
+  if (stream) stream_fence();
+  return rstd;
+}
+
+void rms_norm_backward_row(const float* x, const float* gamma, float rstd, const float* dy,
+                           float* dx, float* p, int64_t n, bool stream) {
+  const V rv = splat(rstd);
+  const float dot = rowsum(
+      n,
+      [&](int64_t i) XHAL_CPU_LAMBDA_INLINE {
+        return (load(dy + i) * load(gamma + i)) * (load(x + i) * rv);
+      },
+      [&](int64_t i) XHAL_CPU_LAMBDA_INLINE { return (dy[i] * gamma[i]) * (x[i] * rstd); });
+  const float c = dot / static_cast<float>(n);
+  const V cv = splat(c);
+  // Each element once: dx (returned) and the dgamma partial (side effect).
+  write_row(
+      dx, n, stream,
+      [&](int64_t i) XHAL_CPU_LAMBDA_INLINE {
+        const V xh = load(x + i) * rv;
+        const V d = load(dy + i);
+        const V g = d * load(gamma + i);
+        store(p + i, load(p + i) + d * xh);
+        return (g - xh * cv) * rv;
+      },
+      [&](int64_t i) XHAL_CPU_LAMBDA_INLINE {
+        const float xh = x[i] * rstd;
+        const float d = dy[i];
+        const float g = d * gamma[i];
+        p[i] = p[i] + d * xh;
+        return (g - xh * c) * rstd;
+      });
+  if (stream) stream_fence();
+}
+
+// ---- LayerNorm (3.6) ---------------------------------------------------------
+void layer_norm_row(const float* x, const float* gamma, const float* beta, float eps, float* y,
+                    int64_t n, float* mean_out, float* rstd_out, bool stream) {
+  const float nf = static_cast<float>(n);
+  const float mean = rowsum(n, [&](int64_t i) XHAL_CPU_LAMBDA_INLINE { return load(x + i); },
+                            [&](int64_t i) XHAL_CPU_LAMBDA_INLINE { return x[i]; }) /
+                     nf;
+  const V mv = splat(mean);
+  const float var =
+      rowsum(
+          n, [&](int64_t i) XHAL_CPU_LAMBDA_INLINE { V d = load(x + i) - mv; return d * d; },
+          [&](int64_t i) XHAL_CPU_LAMBDA_INLINE { float d = x[i] - mean; return d * d; }) /
+      nf;
+  const float rstd = 1.0f / std::sqrt(var + eps);
+  const V rv = splat(rstd);
+  write_row(
+      y, n, stream,
+      [&](int64_t i) XHAL_CPU_LAMBDA_INLINE {
+        return ((load(x + i) - mv) * rv) * load(gamma + i) + load(beta + i);
+      },
+      [&](int64_t i) XHAL_CPU_LAMBDA_INLINE {
+        return ((x[i] - mean) * rstd) * gamma[i] + beta[i];
+      });
+  if (stream) stream_fence();
+  *mean_out = mean;
+  *rstd_out = rstd;
+}
+
+void layer_norm_backward_row(const float* x, const float* gamma, float mean, float rstd,
+                             const float* dy, float* dx, float* pg, float* pb, int64_t n,
+                             bool stream) {
+  const float nf = static_cast<float>(n);
+  const V mv = splat(mean), rv = splat(rstd);
+  const float a =
+      rowsum(n, [&](int64_t i) XHAL_CPU_LAMBDA_INLINE { return load(dy + i) * load(gamma + i); },
+             [&](int64_t i) XHAL_CPU_LAMBDA_INLINE { return dy[i] * gamma[i]; }) /
+      nf;
+  const float b =
+      rowsum(
+          n,
+          [&](int64_t i) XHAL_CPU_LAMBDA_INLINE {
+            return (load(dy + i) * load(gamma + i)) * ((load(x + i) - mv) * rv);
+          },
+          [&](int64_t i) XHAL_CPU_LAMBDA_INLINE {
+            return (dy[i] * gamma[i]) * ((x[i] - mean) * rstd);
+          }) /
+      nf;
+  const V av = splat(a), bv = splat(b);
+  write_row(
+      dx, n, stream,
+      [&](int64_t i) XHAL_CPU_LAMBDA_INLINE {
+        const V xh = (load(x + i) - mv) * rv;
+        const V d = load(dy + i);
+        const V g = d * load(gamma + i);
+        store(pg + i, load(pg + i) + d * xh);
+        store(pb + i, load(pb + i) + d);
+        return ((g - av) - xh * bv) * rv;
+      },
+      [&](int64_t i) XHAL_CPU_LAMBDA_INLINE {
+        const float xh = (x[i] - mean) * rstd;
+        const float d = dy[i];
+        const float g = d * gamma[i];
+        pg[i] = pg[i] + d * xh;
+        pb[i] = pb[i] + d;
+        return ((g - a) - xh * b) * rstd;
+      });
+  if (stream) stream_fence();
+}
+
+// ---- index_add: segsum (3.7) across a tile of columns ------------------------
+// The pairwise tree (3.1) over chunk sums, kept as a stack of column tiles.
+class ColumnTree {
+ public:
+  explicit ColumnTree(float* storage) : slot_(storage) {}
+  float* next_slot() { return slot_ + top_ * kIndexTile; }
+  void push_filled(int64_t width) {
+    height_[top_++] = 0;
+    collapse(width);
+  }
+  // Root of what was pushed, padded with +0 up to at least `height`.
+  const float* finish(int64_t width, int height) {
+    while (top_ > 1) {
+      pad_top(width);
+      collapse(width);
+    }
+    while (height_[0] < height) pad_top(width);
+    return slot_;
+  }
+
+ private:
+  void pad_top(int64_t width) {
+    float* v = slot_ + (top_ - 1) * kIndexTile;
+    for (int64_t j = 0; j < width; ++j) v[j] = v[j] + 0.0f;
+    ++height_[top_ - 1];
+  }
+  void collapse(int64_t width) {
+    while (top_ >= 2 && height_[top_ - 1] == height_[top_ - 2]) {
+      float* left = slot_ + (top_ - 2) * kIndexTile;
+      const float* right = slot_ + (top_ - 1) * kIndexTile;
+      for (int64_t j = 0; j < width; ++j) left[j] = left[j] + right[j];
+      ++height_[top_ - 2];
+      --top_;
+    }
+  }
+  float* slot_;
+  int height_[kIndexTreeDepth];
+  int top_ = 0;
+};
+
+void segsum_chunks(const float* src, int64_t w, const int64_t* sources, int64_t m, int64_t c0,
+                   int64_t c1, int height, int64_t j0, int64_t width, float* stack, float* out) {
+  if (c1 - c0 == 1 && height == 0) {  // one chunk (a row with <= 32 sources): no tree
+    const int64_t end = c1 * 32 < m ? c1 * 32 : m;
+    for (int64_t j = 0; j < width; ++j) out[j] = 0.0f;
+    for (int64_t k = c0 * 32; k < end; ++k) {
+      if (k + 2 < end) __builtin_prefetch(src + sources[k + 2] * w + j0);
+      const float* row = src + sources[k] * w + j0;
+      for (int64_t j = 0; j < width; ++j) out[j] = out[j] + row[j];
+    }
+    return;
+  }
+  ColumnTree tree(stack);
+  for (int64_t c = c0; c < c1; ++c) {
+    float* acc = tree.next_slot();
+    for (int64_t j = 0; j < width; ++j) acc[j] = 0.0f;
+    const int64_t end = (c + 1) * 32 < m ? (c + 1) * 32 : m;
+    for (int64_t k = c * 32; k < end; ++k) {
+      if (k + 4 < m) __builtin_prefetch(src + sources[k + 4] * w + j0);
+      const float* row = src + sources[k] * w + j0;
+      for (int64_t j = 0; j < width; ++j) acc[j] = acc[j] + row[j];
+    }
+    tree.push_filled(width);
+  }
+  const float* root = tree.finish(width, height);
+  std::memcpy(out, root, static_cast<size_t>(width) * sizeof(float));
+}
+
+void axpy(float* dst, const float* t, float alpha, int64_t width) {
+  for (int64_t j = 0; j < width; ++j) dst[j] = dst[j] + alpha * t[j];
+}
+
+void add_rows(float* dst, const float* a, const float* b, int64_t width) {
+  if (b == nullptr) {
+    for (int64_t j = 0; j < width; ++j) dst[j] = a[j] + 0.0f;
+  } else {
+    for (int64_t j = 0; j < width; ++j) dst[j] = a[j] + b[j];
+  }
+}
+
+// ---- permute: f32 tile transpose with L x L register blocks -----------------
+// L = the ISA's vector width in floats: each block reads L full source
+// vectors and writes L full destination vectors (a whole cache line each
+// with AVX-512), so a tile is read and written once, line by line.
+#if defined(__AVX512F__)
+constexpr int kT = 16;
+#elif defined(__AVX__)
+constexpr int kT = 8;
+#else
+constexpr int kT = 4;
+#endif
+typedef float VT __attribute__((vector_size(kT * 4)));
+typedef int32_t IT __attribute__((vector_size(kT * 4)));
+
+// Stage h of the butterfly: rows i and i + h swap their h-wide halves of
+// every 2h-wide segment. After h = L/2, ..., 1 the block is transposed.
+// Lane p of the new row i (high = false) or i + h (high = true): lanes
+// 0..L-1 index row i, L..2L-1 row i + h.
+constexpr int32_t butterfly_lane(int h, bool high, int p) {
+  const int seg = p / (2 * h), q = p % (2 * h), base = seg * 2 * h + (high ? h : 0);
+  return q < h ? base + q : kT + base + (q - h);
+}
+template <int H, size_t... P>
+constexpr IT butterfly_mask(bool high, std::index_sequence<P...>) {
+  return IT{butterfly_lane(H, high, static_cast<int>(P))...};
+}
+
+template <int H>
+XHAL_CPU_INLINE void butterfly(VT* rows) {
+  constexpr IT lo = butterfly_mask<H>(false, std::make_index_sequence<kT>{});
+  constexpr IT hi = butterfly_mask<H>(true, std::make_index_sequence<kT>{});
+  for (int i = 0; i < kT; ++i)
+    if ((i & H) == 0) {
+      const VT a = rows[i], b = rows[i + H];
+      rows[i] = __builtin_shuffle(a, b, lo);
+      rows[i + H] = __builtin_shuffle(a, b, hi);
+    }
+  if constexpr (H > 1) butterfly<H / 2>(rows);
+}
+
+void transpose_tile_f32(const float* src, float* dst, int64_t src_b, int64_t dst_a,
+                        int64_t a_len, int64_t b_len) {
+  const int64_t aL = a_len - a_len % kT, bL = b_len - b_len % kT;
+  for (int64_t a = 0; a < aL; a += kT)
+    for (int64_t b = 0; b < bL; b += kT) {
+      // rows[k] = src[a .. a+L) of column b + k; after the butterfly
+      // rows[i] = element i of every column = dst row a + i.
+      VT rows[kT];
+      for (int k = 0; k < kT; ++k) std::memcpy(&rows[k], src + a + (b + k) * src_b, sizeof(VT));
+      butterfly<kT / 2>(rows);
+      for (int i = 0; i < kT; ++i) std::memcpy(dst + (a + i) * dst_a + b, &rows[i], sizeof(VT));
+    }
+  for (int64_t a = 0; a < a_len; ++a)  // ragged edges
+    for (int64_t b = (a < aL ? bL : 0); b < b_len; ++b) dst[a * dst_a + b] = src[a + b * src_b];
+}
+
+}  // namespace
+
+#define XHAL_CPU_STRINGIFY2(x) #x
+#define XHAL_CPU_STRINGIFY(x) XHAL_CPU_STRINGIFY2(x)
+
+extern const IsaKernels kTable;
+const IsaKernels kTable = {
+    XHAL_CPU_STRINGIFY(XHAL_CPU_ISA_NS) + 4,  // drop "isa_"
+    exp16,
+    softmax_row,
+    softmax_backward_row,
+    rms_norm_row,
+    rms_norm_backward_row,
+    layer_norm_row,
+    layer_norm_backward_row,
+    segsum_chunks,
+    axpy,
+    add_rows,
+    transpose_tile_f32,
+};
+
+}  // namespace xhal::cpu::XHAL_CPU_ISA_NS
