@@ -22,8 +22,17 @@ namespace {
 
 using I = int32_t;
 
+// One row of a solve schedule, in level order: its off-diagonal entries
+// [rb, re) and its diagonal entry (-1 if none), found once at creation.
+struct RowRec {
+  I k, rb, re, diag;
+};
+
+constexpr int kMaxBatchLevels = 8192;  // level offsets of a batch in shared memory
+
 struct Schedule {
   bool built = false;
+  RowRec* recs = nullptr;  // [rows] in level order
   I* order = nullptr;    // rows sorted by level
   I* level_off = nullptr;  // [levels + 1] into order
   struct Batch {
@@ -118,15 +127,27 @@ xhal_status_t build_schedule(Device* d, Matrix* m, const std::vector<I>& rp,
     }
     int e = l;
     int64_t widest = 0;
-    while (e < levels && off[e + 1] - off[e] <= kOneBlockWidth) {
+    while (e < levels && e - l < kMaxBatchLevels && off[e + 1] - off[e] <= kOneBlockWidth) {
       widest = std::max<int64_t>(widest, off[e + 1] - off[e]);
       ++e;
     }
     s->batches.push_back({l, e, true, widest});
     l = e;
   }
+  std::vector<RowRec> recs(rows);
+  for (int64_t q = 0; q < rows; ++q) {
+    const I k = order[q];
+    I rb = rp[k], re = rp[k + 1], diag = -1;
+    if (ascending) {
+      if (re > rb && col[re - 1] == k) diag = --re;
+    } else {
+      if (re > rb && col[rb] == k) diag = rb++;
+    }
+    recs[q] = {k, rb, re, diag};
+  }
   xhal_status_t st = up(d, m, order, &s->order);
   if (st == XHAL_OK) st = up(d, m, off, &s->level_off);
+  if (st == XHAL_OK) st = up(d, m, recs, &s->recs);
   return st;
 }
 
@@ -243,6 +264,83 @@ __global__ void __launch_bounds__(1024) solve_levels_kernel(SolveArgs s, int lbe
   }
 }
 
+// One right-hand side, a batch of narrow levels in one block. Everything a
+// row needs except x (its record, up to kPre entries, b[k], the diagonal)
+// does not depend on earlier levels, so it is loaded for level l+1 while
+// level l computes; after the barrier only the x loads remain.
+constexpr int kPre = 4;
+struct Prefetched {
+  I k, rb, re;
+  float bk, dv;
+  I col[kPre];
+  float val[kPre];
+  bool valid;
+};
+
+__device__ __forceinline__ void prefetch(const SolveArgs& s, const RowRec* recs, int64_t pos,
+                                         int64_t end, Prefetched& it) {
+  it.valid = pos < end;
+  if (!it.valid) return;
+  const RowRec r = recs[pos];
+  it.k = r.k;
+  it.rb = r.rb;
+  it.re = r.re;
+  it.bk = s.b.at(r.k, 0);  // only row k writes x[k] (= b[k] in place)
+  it.dv = s.unit ? 1.0f : (r.diag >= 0 ? s.a.value(r.diag) : 0.0f);
+#pragma unroll
+  for (int q = 0; q < kPre; ++q)
+    if (r.rb + q < r.re) {
+      it.col[q] = s.a.col[r.rb + q];
+      it.val[q] = s.a.value(r.rb + q);
+    }
+}
+
+__device__ __forceinline__ void finish_row(const SolveArgs& s, const Prefetched& it) {
+  if (!it.valid) return;
+  const I m = it.re - it.rb;
+  float sum = 0.0f;
+  if (m <= kPre) {
+#pragma unroll
+    for (int q = 0; q < kPre; ++q)
+      if (q < m) sum = xadd(sum, xmul(it.val[q], s.x.at(it.col[q], 0)));
+  } else {
+    sum = thread_segsum(
+        [&](int64_t i) { return xmul(s.a.value(it.rb + i), s.x.at(s.a.col[it.rb + i], 0)); }, m);
+  }
+  const float r = xsub(it.bk, sum);
+  s.x.at(it.k, 0) = s.unit ? r : xdiv(r, it.dv);
+}
+
+__global__ void __launch_bounds__(1024)
+solve_batch_kernel(SolveArgs s, const RowRec* recs, int lbeg, int lend) {
+  __shared__ I off[kMaxBatchLevels + 1];
+  for (int i = threadIdx.x; i <= lend - lbeg; i += blockDim.x) off[i] = s.level_off[lbeg + i];
+  __syncthreads();
+  Prefetched cur[2], nxt[2];
+#pragma unroll
+  for (int j = 0; j < 2; ++j) prefetch(s, recs, off[0] + threadIdx.x + j * 1024, off[1], cur[j]);
+  for (int l = 0; l < lend - lbeg; ++l) {
+    if (l + 1 < lend - lbeg) {
+#pragma unroll
+      for (int j = 0; j < 2; ++j)
+        prefetch(s, recs, off[l + 1] + threadIdx.x + j * 1024, off[l + 2], nxt[j]);
+    }
+#pragma unroll
+    for (int j = 0; j < 2; ++j) finish_row(s, cur[j]);
+    __syncthreads();
+#pragma unroll
+    for (int j = 0; j < 2; ++j) cur[j] = nxt[j];
+  }
+}
+
+// Transposed values in the transposed pattern's order (values may change
+// between solves, so this runs per solve).
+__global__ void gather_values_kernel(const float* v, const I* perm, int64_t nnz, float* out) {
+  for (int64_t e = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; e < nnz;
+       e += int64_t{gridDim.x} * blockDim.x)
+    out[e] = v[perm[e]];
+}
+
 #if !defined(XHAL_GPU_HIP)
 // One launch for the whole solve (one right-hand side): blocks take rows in
 // level order through a ticket (the order they actually start), and a row
@@ -302,12 +400,11 @@ xhal_status_t run_solve(Device* d, const Matrix* m, xhal_transpose_t trans,
   SolveArgs s{view(p, m), sc.order, sc.level_off, b, x, ascending,
               diagonal == XHAL_DIAGONAL_UNIT};
 #if !defined(XHAL_GPU_HIP)
-  // Narrow levels (river networks: ~240 rows per level) run best as level
-  // batches in one block; wide levels (random patterns) as one sync-free
-  // launch. XHAL_CUDA_SOLVE=levels|syncfree overrides, for measurements.
+  // Level batches are the default: on the H200 the sync-free form was
+  // slower on both a river network and a random pattern (docs/performance.md).
+  // XHAL_CUDA_SOLVE=syncfree selects it, for measurements.
   const char* force = std::getenv("XHAL_CUDA_SOLVE");
-  const int64_t levels = sc.levels > 0 ? sc.levels : 1;
-  bool syncfree = p.rows / levels > kOneBlockWidth;
+  bool syncfree = false;
   if (force && std::strcmp(force, "levels") == 0) syncfree = false;
   if (force && std::strcmp(force, "syncfree") == 0) syncfree = true;
   if (syncfree && x.k == 1 && m->flags) {
@@ -323,8 +420,21 @@ xhal_status_t run_solve(Device* d, const Matrix* m, xhal_transpose_t trans,
     return XHAL_OK;
   }
 #endif
+  if (x.k == 1 && transposed && m->nnz) {
+    // Let the one-block batches read A^T's values without the perm hop.
+    void* tv = nullptr;
+    xhal_status_t st = scratch(d, sizeof(float) * m->nnz, &tv);
+    if (st != XHAL_OK) return st;
+    gather_values_kernel<<<grid_for(m->nnz, 256), 256, 0, d->stream>>>(
+        s.a.values, p.perm, m->nnz, static_cast<float*>(tv));
+    ++*launches;
+    s.a.values = static_cast<const float*>(tv);
+    s.a.perm = nullptr;
+  }
   for (const auto& bt : sc.batches) {
-    if (bt.one_block) {
+    if (bt.one_block && x.k == 1) {
+      solve_batch_kernel<<<1, 1024, 0, d->stream>>>(s, sc.recs, bt.begin, bt.end);
+    } else if (bt.one_block) {
       solve_levels_kernel<<<1, 1024, 0, d->stream>>>(s, bt.begin, bt.end);
     } else {
       solve_levels_kernel<<<grid_for(bt.width * x.k, 256), 256, 0, d->stream>>>(s, bt.begin,
