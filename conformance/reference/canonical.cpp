@@ -129,19 +129,34 @@ std::vector<float> colsum(const float* terms, size_t rows, size_t n) {
   return out;
 }
 
-void softmax_stats(const float* x, size_t n, float* out_m, float* out_s) {
+namespace {
+
+// Section 3.3 for one row: per chunk the max m[c] and the exponentials
+// e[i] (kept for the outputs), the chunk sums s[c], and their (+) tree.
+struct SoftmaxRow {
+  std::vector<float> chunk_max, e;
+  float m = 0, s = 0;
+};
+
+SoftmaxRow softmax_row(const float* x, size_t n) {
+  SoftmaxRow row;
   size_t chunks = (n + kChunk - 1) / kChunk;
+  row.chunk_max.resize(chunks);
+  row.e.resize(n);
   std::vector<Stat> st(chunks);
   for (size_t c = 0; c < chunks; ++c) {
     float m = kNegInf;
     for (size_t i = c * kChunk; i < n && i < (c + 1) * kChunk; ++i) m = nan_max(m, x[i]);
+    for (size_t i = c * kChunk; i < n && i < (c + 1) * kChunk; ++i)
+      row.e[i] = m == kNegInf ? 0.0f : xhal_exp(x[i] - m);
     std::vector<float> a(kLanes, 0.0f);
     for (size_t l = 0; l < kLanes; ++l)
       for (size_t t = 0; t < kSteps; ++t) {
         size_t i = c * kChunk + t * kLanes + l;
-        if (i < n) a[l] = a[l] + (m == kNegInf ? 0.0f : xhal_exp(x[i] - m));
+        if (i < n) a[l] = a[l] + row.e[i];
       }
-    st[c] = {m, m == kNegInf ? 0.0f : tree(a)};
+    row.chunk_max[c] = m;
+    st[c] = {m, tree(a)};
   }
   st.resize(pow2_at_least(st.size()), Stat{kNegInf, 0.0f});
   while (st.size() > 1) {
@@ -149,26 +164,27 @@ void softmax_stats(const float* x, size_t n, float* out_m, float* out_s) {
     for (size_t i = 0; i < next.size(); ++i) next[i] = combine(st[2 * i], st[2 * i + 1]);
     st.swap(next);
   }
-  *out_m = st[0].m;
-  *out_s = st[0].s;
+  row.m = st[0].m;
+  row.s = st[0].s;
+  return row;
+}
+
+}  // namespace
+
+void softmax_stats(const float* x, size_t n, float* out_m, float* out_s) {
+  SoftmaxRow row = softmax_row(x, n);
+  *out_m = row.m;
+  *out_s = row.s;
 }
 
 void softmax_forward(const float* x, size_t rows, size_t n, float* y) {
   for (size_t r = 0; r < rows; ++r) {
-    const float* xr = x + r * n;
-    float big_m, big_s;
-    softmax_stats(xr, n, &big_m, &big_s);
-    const float inv = 1.0f / big_s;
-    // Each chunk reuses its own exponentials, scaled once (semantics 3.3).
-    for (size_t c = 0; c * kChunk < n; ++c) {
-      const size_t end = std::min(n, (c + 1) * kChunk);
-      float m = kNegInf;
-      for (size_t i = c * kChunk; i < end; ++i) m = nan_max(m, xr[i]);
-      const float scale = xhal_exp(m - big_m) * inv;
-      for (size_t i = c * kChunk; i < end; ++i) {
-        const float e = m == kNegInf ? 0.0f : xhal_exp(xr[i] - m);
-        y[r * n + i] = e * scale;
-      }
+    SoftmaxRow row = softmax_row(x + r * n, n);
+    float inv = 1.0f / row.s;
+    for (size_t c = 0; c < row.chunk_max.size(); ++c) {
+      // One scale per chunk; its outputs reuse the chunk's exponentials.
+      float scale = xhal_exp(row.chunk_max[c] - row.m) * inv;
+      for (size_t i = c * kChunk; i < n && i < (c + 1) * kChunk; ++i) y[r * n + i] = row.e[i] * scale;
     }
   }
 }

@@ -30,7 +30,8 @@ float segsum(const std::vector<float>& terms);
 // 3.5: colsum over rows of term(r, j) given as a [rows, n] array.
 std::vector<float> colsum(const float* terms, size_t rows, size_t n);
 
-// 3.3 softmax over rows of length n.
+// 3.3 softmax over rows of length n (per-chunk exponentials reused for y,
+// one scale xhal_exp(m[c] - M) * (1 / S) per chunk).
 void softmax_forward(const float* x, size_t rows, size_t n, float* y);
 void softmax_backward(const float* y, const float* dy, size_t rows, size_t n, float* dx);
 // 3.3 row statistics (M, S), exposed for the reference's own tests.
