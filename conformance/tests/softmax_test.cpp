@@ -1,4 +1,5 @@
 // softmax forward and backward over the last dim.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -85,7 +86,16 @@ TEST_P(SoftmaxTest, ForwardLargeTinyEqualAndInfiniteEntries) {
   r = random_floats(n, fresh_seed(), -3.0f, 3.0f);          // -inf only in the last chunk
   r[n - 1] = -kInf;
   row(r);
-  check_forward(dev, x, 7, n);
+  r = random_floats(n, fresh_seed(), -3.0f, 3.0f);          // a whole chunk of -inf
+  std::fill(r.begin() + 1024, r.begin() + 2048, -kInf);
+  row(r);
+  r = random_floats(n, fresh_seed(), -3.0f, 3.0f);          // one +inf: NaN row
+  r[2100] = kInf;
+  row(r);
+  r = random_floats(n, fresh_seed(), -3.0f, 3.0f);          // one NaN: NaN row
+  r[5] = std::numeric_limits<float>::quiet_NaN();
+  row(r);
+  check_forward(dev, x, 10, n);
 }
 
 TEST_P(SoftmaxTest, ForwardRowOf200001Columns) {
