@@ -17,6 +17,18 @@ namespace {
 
 int64_t chunks_of(int64_t m) { return (m + kSegsumChunk - 1) / kSegsumChunk; }
 
+// The next rows' first sources and destination, ahead of use: both are
+// random addresses the hardware prefetcher cannot guess.
+constexpr int64_t kAhead = 16;
+void prefetch_row(const IndexPlan& plan, int64_t r, const float* src, const float* dst, int64_t w) {
+  const int64_t lines = w < 512 ? w : 512;  // floats worth prefetching per row
+  const int64_t begin = plan.row_ptr[r];
+  const int64_t end = plan.row_ptr[r + 1] < begin + 4 ? plan.row_ptr[r + 1] : begin + 4;
+  for (int64_t k = begin; k < end; ++k)
+    for (int64_t j = 0; j < lines; j += 16) __builtin_prefetch(src + plan.row_sources[k] * w + j);
+  for (int64_t j = 0; j < lines; j += 16) __builtin_prefetch(dst + r * w + j);
+}
+
 void add_light_rows(const IndexPlan& plan, float alpha, const float* src, float* dst, int64_t w) {
   const IsaKernels& k = isa();
   const int64_t rows = static_cast<int64_t>(plan.light_rows.size());
@@ -26,9 +38,14 @@ void add_light_rows(const IndexPlan& plan, float alpha, const float* src, float*
     alignas(64) float sum[kIndexTile];
 #pragma omp for schedule(dynamic, 64)
     for (int64_t i = 0; i < rows; ++i) {
+      if (i + kAhead < rows) prefetch_row(plan, plan.light_rows[i + kAhead], src, dst, w);
       const int64_t r = plan.light_rows[i];
       const int64_t* sources = plan.row_sources.data() + plan.row_ptr[r];
       const int64_t m = plan.row_ptr[r + 1] - plan.row_ptr[r];
+      if (m <= kSegsumChunk) {
+        k.add_small_row(dst + r * w, src, w, sources, m, alpha);
+        continue;
+      }
       for (int64_t j0 = 0; j0 < w; j0 += kIndexTile) {
         const int64_t width = std::min(kIndexTile, w - j0);
         k.segsum_chunks(src, w, sources, m, 0, chunks_of(m), 0, j0, width, stack.data(), sum);

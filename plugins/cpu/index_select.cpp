@@ -3,6 +3,7 @@
 
 #include "dense_ops.h"
 #include "index_plan.h"
+#include "isa_kernels.h"
 
 namespace xhal::cpu {
 namespace {
@@ -35,9 +36,23 @@ xhal_status_t index_select(void* device, void* plan_handle, const xhal_plugin_te
     default: break;
   }
   const int64_t count = static_cast<int64_t>(plan.count);
-#pragma omp parallel for schedule(static) if (count * row_bytes > (1 << 18))
-  for (int64_t i = 0; i < count; ++i)
-    std::memcpy(o + i * row_bytes, s + plan.indices[i] * row_bytes, row_bytes);
+  const IsaKernels& k = isa();
+  const bool stream = count * row_bytes >= kStreamBytes;
+  // Rows are fetched a few ahead: their addresses are random, so the
+  // hardware prefetcher cannot guess them.
+  constexpr int64_t kAhead = 4;
+#pragma omp parallel if (count * row_bytes > (1 << 18))
+  {
+#pragma omp for schedule(dynamic, 1024)
+    for (int64_t i = 0; i < count; ++i) {
+      if (i + kAhead < count) {
+        const std::byte* next = s + plan.indices[i + kAhead] * row_bytes;
+        for (uint64_t b = 0; b < row_bytes; b += 64) __builtin_prefetch(next + b);
+      }
+      k.copy_row(o + i * row_bytes, s + plan.indices[i] * row_bytes, row_bytes, stream);
+    }
+    if (stream) k.stream_fence();
+  }
   return XHAL_OK;
 }
 

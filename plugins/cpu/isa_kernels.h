@@ -5,6 +5,7 @@
 // same bits: only correctly rounded IEEE operations in the canonical order.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -35,13 +36,23 @@ struct IsaKernels {
   void (*segsum_chunks)(const float* src, int64_t w, const int64_t* sources, int64_t m,
                         int64_t c0, int64_t c1, int height, int64_t j0, int64_t width,
                         float* stack, float* out);
+  // A destination row with 1..32 sources, summed and added in one pass.
+  void (*add_small_row)(float* dst, const float* src, int64_t w, const int64_t* sources,
+                        int64_t m, float alpha);
   // dst[j] = dst[j] + alpha * t[j]
   void (*axpy)(float* dst, const float* t, float alpha, int64_t width);
   // Elementwise tree level: dst[j] = a[j] + b[j] (b may be null: + 0).
   void (*add_rows)(float* dst, const float* a, const float* b, int64_t width);
+  // index_select: one row of `bytes` (streaming stores when asked and the
+  // row is whole 64-byte lines), and the fence that ends a streamed op.
+  void (*copy_row)(std::byte* dst, const std::byte* src, uint64_t bytes, bool stream);
+  void (*stream_fence)();
   // dst[a * dst_a + b] = src[a + b * src_b] for a < a_len, b < b_len (f32).
+  // stream: write around the caches; needs dst and dst_a * 4 to be
+  // multiples of transpose_alignment bytes.
   void (*transpose_tile_f32)(const float* src, float* dst, int64_t src_b, int64_t dst_a,
-                             int64_t a_len, int64_t b_len);
+                             int64_t a_len, int64_t b_len, bool stream);
+  uint64_t transpose_alignment;
 };
 
 inline int64_t softmax_scratch_floats(int64_t n) { return n + (n + 1023) / 1024; }

@@ -251,13 +251,18 @@ class ColumnTree {
   int top_ = 0;
 };
 
+// Asks for the cache lines of [p, p + count) ahead of use.
+XHAL_CPU_INLINE void prefetch_floats(const float* p, int64_t count) {
+  for (int64_t i = 0; i < count; i += 16) __builtin_prefetch(p + i);
+}
+
 void segsum_chunks(const float* src, int64_t w, const int64_t* sources, int64_t m, int64_t c0,
                    int64_t c1, int height, int64_t j0, int64_t width, float* stack, float* out) {
   if (c1 - c0 == 1 && height == 0) {  // one chunk (a row with <= 32 sources): no tree
     const int64_t end = c1 * 32 < m ? c1 * 32 : m;
     for (int64_t j = 0; j < width; ++j) out[j] = 0.0f;
     for (int64_t k = c0 * 32; k < end; ++k) {
-      if (k + 2 < end) __builtin_prefetch(src + sources[k + 2] * w + j0);
+      if (k + 2 < end) prefetch_floats(src + sources[k + 2] * w + j0, width);
       const float* row = src + sources[k] * w + j0;
       for (int64_t j = 0; j < width; ++j) out[j] = out[j] + row[j];
     }
@@ -269,7 +274,7 @@ void segsum_chunks(const float* src, int64_t w, const int64_t* sources, int64_t 
     for (int64_t j = 0; j < width; ++j) acc[j] = 0.0f;
     const int64_t end = (c + 1) * 32 < m ? (c + 1) * 32 : m;
     for (int64_t k = c * 32; k < end; ++k) {
-      if (k + 4 < m) __builtin_prefetch(src + sources[k + 4] * w + j0);
+      if (k + 4 < m) prefetch_floats(src + sources[k + 4] * w + j0, width);
       const float* row = src + sources[k] * w + j0;
       for (int64_t j = 0; j < width; ++j) acc[j] = acc[j] + row[j];
     }
@@ -277,6 +282,24 @@ void segsum_chunks(const float* src, int64_t w, const int64_t* sources, int64_t 
   }
   const float* root = tree.finish(width, height);
   std::memcpy(out, root, static_cast<size_t>(width) * sizeof(float));
+}
+
+// A destination row with 1..32 sources (one segsum chunk): the sum from +0
+// in source order and dst + alpha * sum, in registers, column block by block.
+void add_small_row(float* dst, const float* src, int64_t w, const int64_t* sources, int64_t m,
+                   float alpha) {
+  const V av = splat(alpha);
+  int64_t j = 0;
+  for (; j + kLanes <= w; j += kLanes) {
+    V acc = splat(0.0f) + load(src + sources[0] * w + j);
+    for (int64_t k = 1; k < m; ++k) acc = acc + load(src + sources[k] * w + j);
+    store(dst + j, load(dst + j) + av * acc);
+  }
+  for (; j < w; ++j) {
+    float acc = 0.0f + src[sources[0] * w + j];
+    for (int64_t k = 1; k < m; ++k) acc = acc + src[sources[k] * w + j];
+    dst[j] = dst[j] + alpha * acc;
+  }
 }
 
 void axpy(float* dst, const float* t, float alpha, int64_t width) {
@@ -288,6 +311,19 @@ void add_rows(float* dst, const float* a, const float* b, int64_t width) {
     for (int64_t j = 0; j < width; ++j) dst[j] = a[j] + 0.0f;
   } else {
     for (int64_t j = 0; j < width; ++j) dst[j] = a[j] + b[j];
+  }
+}
+
+// ---- index_select: one row, bytes moved as 64-byte vectors --------------------
+void copy_row(std::byte* dst, const std::byte* src, uint64_t bytes, bool stream) {
+  if (!stream || (reinterpret_cast<uintptr_t>(dst) & 63) != 0 || bytes % 64 != 0) {
+    std::memcpy(dst, src, bytes);
+    return;
+  }
+  for (uint64_t i = 0; i < bytes; i += 64) {
+    V v;
+    std::memcpy(&v, src + i, 64);
+    store_stream(reinterpret_cast<float*>(dst + i), v);
   }
 }
 
@@ -331,8 +367,35 @@ XHAL_CPU_INLINE void butterfly(VT* rows) {
   if constexpr (H > 1) butterfly<H / 2>(rows);
 }
 
+XHAL_CPU_INLINE void store_vt(float* p, VT v, bool stream) {
+#if defined(__AVX512F__)
+  if (stream) {
+    __m512 m;
+    std::memcpy(&m, &v, sizeof m);
+    _mm512_stream_ps(p, m);
+    return;
+  }
+#elif defined(__AVX__)
+  if (stream) {
+    __m256 m;
+    std::memcpy(&m, &v, sizeof m);
+    _mm256_stream_ps(p, m);
+    return;
+  }
+#elif defined(__SSE2__)
+  if (stream) {
+    __m128 m;
+    std::memcpy(&m, &v, sizeof m);
+    _mm_stream_ps(p, m);
+    return;
+  }
+#endif
+  std::memcpy(p, &v, sizeof v);
+}
+
+// stream: dst and dst_a are aligned to the vector width (checked by the caller).
 void transpose_tile_f32(const float* src, float* dst, int64_t src_b, int64_t dst_a,
-                        int64_t a_len, int64_t b_len) {
+                        int64_t a_len, int64_t b_len, bool stream) {
   const int64_t aL = a_len - a_len % kT, bL = b_len - b_len % kT;
   for (int64_t a = 0; a < aL; a += kT)
     for (int64_t b = 0; b < bL; b += kT) {
@@ -341,7 +404,7 @@ void transpose_tile_f32(const float* src, float* dst, int64_t src_b, int64_t dst
       VT rows[kT];
       for (int k = 0; k < kT; ++k) std::memcpy(&rows[k], src + a + (b + k) * src_b, sizeof(VT));
       butterfly<kT / 2>(rows);
-      for (int i = 0; i < kT; ++i) std::memcpy(dst + (a + i) * dst_a + b, &rows[i], sizeof(VT));
+      for (int i = 0; i < kT; ++i) store_vt(dst + (a + i) * dst_a + b, rows[i], stream);
     }
   for (int64_t a = 0; a < a_len; ++a)  // ragged edges
     for (int64_t b = (a < aL ? bL : 0); b < b_len; ++b) dst[a * dst_a + b] = src[a + b * src_b];
@@ -363,9 +426,13 @@ const IsaKernels kTable = {
     layer_norm_row,
     layer_norm_backward_row,
     segsum_chunks,
+    add_small_row,
     axpy,
     add_rows,
+    copy_row,
+    stream_fence,
     transpose_tile_f32,
+    sizeof(VT),
 };
 
 }  // namespace xhal::cpu::XHAL_CPU_ISA_NS

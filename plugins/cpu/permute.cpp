@@ -70,7 +70,7 @@ void transpose_tile(const std::byte* src, std::byte* dst, int64_t src_b, int64_t
 
 template <size_t E>
 void transpose_planes(const Layout& l, int k, const std::byte* src, std::byte* dst) {
-  constexpr int64_t kTileA = 64, kTileB = 64;
+  constexpr int64_t kTileA = 128, kTileB = 64;
   const int last = l.rank - 1;
   Outer outer;
   for (int d = 0; d < last; ++d)
@@ -83,23 +83,35 @@ void transpose_planes(const Layout& l, int k, const std::byte* src, std::byte* d
   const int64_t tiles = outer.total * a_tiles * b_tiles;
   const int64_t src_b = l.src_stride[last], dst_a = l.dst_stride[k];
   const auto tile_f32 = isa().transpose_tile_f32;
-#pragma omp parallel for schedule(static) if (tiles > 4)
-  for (int64_t t = 0; t < tiles; ++t) {
-    const int64_t bt = t % b_tiles;
-    const int64_t at = (t / b_tiles) % a_tiles;
-    const int64_t o = t / (b_tiles * a_tiles);
-    int64_t s, d;
-    outer.decode(l, o, &s, &d);
-    const int64_t a0 = at * kTileA, b0 = bt * kTileB;
-    s += a0 * l.src_stride[k] + b0 * src_b;
-    d += a0 * dst_a + b0;
-    const int64_t an = std::min(kTileA, a_len - a0), bn = std::min(kTileB, b_len - b0);
-    if constexpr (E == 4) {
-      tile_f32(reinterpret_cast<const float*>(src + s * E),
-                         reinterpret_cast<float*>(dst + d * E), src_b, dst_a, an, bn);
-    } else {
-      transpose_tile<E>(src + s * E, dst + d * E, src_b, dst_a, an, bn);
+  // Streaming stores pay off past the caches and need aligned rows.
+  const uint64_t align = isa().transpose_alignment;
+  bool stream = E == 4 && outer.total * a_len * b_len * E >= kStreamBytes &&
+                reinterpret_cast<uintptr_t>(dst) % align == 0 &&
+                (static_cast<uint64_t>(dst_a) * E) % align == 0;
+  for (int i = 0; i < outer.count; ++i)
+    stream = stream && (static_cast<uint64_t>(l.dst_stride[outer.dims[i]]) * E) % align == 0;
+#pragma omp parallel if (tiles > 4)
+  {
+// Dynamic: a thread that loses its core for a while does not hold the rest.
+#pragma omp for schedule(dynamic, 8)
+    for (int64_t t = 0; t < tiles; ++t) {
+      const int64_t bt = t % b_tiles;
+      const int64_t at = (t / b_tiles) % a_tiles;
+      const int64_t o = t / (b_tiles * a_tiles);
+      int64_t s, d;
+      outer.decode(l, o, &s, &d);
+      const int64_t a0 = at * kTileA, b0 = bt * kTileB;
+      s += a0 * l.src_stride[k] + b0 * src_b;
+      d += a0 * dst_a + b0;
+      const int64_t an = std::min(kTileA, a_len - a0), bn = std::min(kTileB, b_len - b0);
+      if constexpr (E == 4) {
+        tile_f32(reinterpret_cast<const float*>(src + s * E), reinterpret_cast<float*>(dst + d * E),
+                 src_b, dst_a, an, bn, stream);
+      } else {
+        transpose_tile<E>(src + s * E, dst + d * E, src_b, dst_a, an, bn);
+      }
     }
+    if (stream) isa().stream_fence();
   }
 }
 
