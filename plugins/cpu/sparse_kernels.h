@@ -24,16 +24,10 @@ inline std::vector<float>& segsum_scratch() {
   return scratch;
 }
 
-// segsum(term(0), ..., term(m-1)): chunks of 32 summed left to right from
-// +0, chunk sums combined by the padded pairwise tree. Each term is one
-// rounded value (a product is rounded before it is added).
+// Rows longer than one chunk: chunk sums, then the pairwise tree. Kept out
+// of line so that the short-row path stays small in every caller's loop.
 template <typename Term>
-inline float segsum(int64_t m, Term&& term) {
-  if (m <= kSegsumChunk) {
-    float s = 0.0f;
-    for (int64_t i = 0; i < m; ++i) s = s + term(i);
-    return s;
-  }
+[[gnu::noinline]] float segsum_chunked(int64_t m, const Term& term) {
   const int64_t chunks = (m + kSegsumChunk - 1) / kSegsumChunk;
   int64_t padded = 1;
   while (padded < chunks) padded <<= 1;
@@ -46,6 +40,19 @@ inline float segsum(int64_t m, Term&& term) {
     sums[static_cast<size_t>(c)] = s;
   }
   return tree_sum(sums.data(), static_cast<size_t>(chunks));
+}
+
+// segsum(term(0), ..., term(m-1)): chunks of 32 summed left to right from
+// +0, chunk sums combined by the padded pairwise tree. Each term is one
+// rounded value (a product is rounded before it is added).
+template <typename Term>
+[[gnu::always_inline]] inline float segsum(int64_t m, const Term& term) {
+  if (m <= kSegsumChunk) [[likely]] {
+    float s = 0.0f;
+    for (int64_t i = 0; i < m; ++i) s = s + term(i);
+    return s;
+  }
+  return segsum_chunked(m, term);
 }
 
 // A rank-1 [n] or rank-2 [n, k] f32 tensor seen as n rows of k columns.

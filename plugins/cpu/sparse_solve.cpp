@@ -19,22 +19,21 @@ namespace {
 
 // Off-diagonal entries of a row are contiguous: a row walked ascending
 // (lower) keeps its diagonal last, one walked descending keeps it first.
-template <typename I, bool kPermuted, bool kUnit>
+template <typename I, bool kPermuted, bool kUnit, bool kAscending>
 struct RowSolver {
   const I* row_ptr;
   const I* col;
   const I* perm;
   const float* values;
-  bool ascending;
   Columns b, x;
 
   float value(int64_t e) const { return kPermuted ? values[perm[e]] : values[e]; }
 
   template <typename Wait>
-  void operator()(int64_t k, Wait& wait) const {
+  [[gnu::always_inline]] void operator()(int64_t k, Wait& wait) const {
     int64_t rb = row_ptr[k], re = row_ptr[k + 1];
     int64_t diag = -1;
-    if (ascending) {
+    if constexpr (kAscending) {
       if (re > rb && static_cast<int64_t>(col[re - 1]) == k) diag = --re;
     } else {
       if (re > rb && static_cast<int64_t>(col[rb]) == k) diag = rb++;
@@ -43,6 +42,19 @@ struct RowSolver {
     // A stored diagonal is checked present by the core; a missing one reads
     // as the 0 it is, giving the IEEE quotient.
     const float d = kUnit ? 1.0f : (diag >= 0 ? value(diag) : 0.0f);
+    if (x.k != 1 || x.row_stride != 1 || b.row_stride != 1) {
+      solve_columns(k, rb, re, d);
+      return;
+    }
+    // One contiguous right-hand side, the common case: kept small so that
+    // the rows of a walk overlap in the core.
+    const float* xv = x.data;
+    const float s = segsum(re - rb, [&](int64_t i) { return value(rb + i) * xv[col[rb + i]]; });
+    const float r = b.data[k] - s;
+    x.data[k] = kUnit ? r : r / d;
+  }
+
+  [[gnu::noinline]] void solve_columns(int64_t k, int64_t rb, int64_t re, float d) const {
     for (int64_t c = 0; c < x.k; ++c) {
       const float* xc = x.data + c * x.col_stride;
       const float s = segsum(re - rb, [&](int64_t i) {
@@ -128,18 +140,28 @@ void run_rows(const SolveSchedule<I>& sched, int64_t n, bool ascending, const Ro
   });
 }
 
+template <typename I, bool kPermuted, bool kUnit, bool kAscending>
+void solve_rows(const CsrPattern<I>& p, const SolveSchedule<I>& sched, const float* values,
+                const Columns& b, const Columns& x) {
+  const int64_t work = (static_cast<int64_t>(p.row_ptr[p.rows]) + p.rows) * x.k;
+  const RowSolver<I, kPermuted, kUnit, kAscending> row{p.row_ptr.data(), p.col_idx.data(),
+                                                       p.perm.data(), values, b, x};
+  run_rows(sched, p.rows, kAscending, row, work);
+}
+
 template <typename I, bool kPermuted>
 void solve_pattern(const CsrPattern<I>& p, const SolveSchedule<I>& sched, const float* values,
                    bool ascending, bool unit, const Columns& b, const Columns& x) {
-  const int64_t work = (static_cast<int64_t>(p.row_ptr[p.rows]) + p.rows) * x.k;
   if (unit) {
-    RowSolver<I, kPermuted, true> row{p.row_ptr.data(), p.col_idx.data(), p.perm.data(), values,
-                                      ascending, b, x};
-    run_rows(sched, p.rows, ascending, row, work);
+    if (ascending)
+      solve_rows<I, kPermuted, true, true>(p, sched, values, b, x);
+    else
+      solve_rows<I, kPermuted, true, false>(p, sched, values, b, x);
   } else {
-    RowSolver<I, kPermuted, false> row{p.row_ptr.data(), p.col_idx.data(), p.perm.data(), values,
-                                       ascending, b, x};
-    run_rows(sched, p.rows, ascending, row, work);
+    if (ascending)
+      solve_rows<I, kPermuted, false, true>(p, sched, values, b, x);
+    else
+      solve_rows<I, kPermuted, false, false>(p, sched, values, b, x);
   }
 }
 

@@ -9,35 +9,51 @@
 namespace xhal::cpu {
 namespace {
 
+// Rows [first, last) of y = (alpha * op(A) x) + (beta * y).
 template <typename I, bool kPermuted>
-void multiply(const CsrPattern<I>& p, const float* values, float alpha, const Columns& x,
-              float beta, const Columns& y, TeamChoice& choice) {
+void multiply_rows(const CsrPattern<I>& p, const float* values, float alpha, const Columns& x,
+                   float beta, const Columns& y, int64_t first, int64_t last) {
   const I* row_ptr = p.row_ptr.data();
   const I* col = p.col_idx.data();
   const I* perm = p.perm.data();
-  const int64_t rows = p.rows;
-  const int64_t k = y.k;
-  const int64_t work = (static_cast<int64_t>(p.row_ptr[rows]) + rows) * k;
-  run_chosen(choice, work, [&](int threads) {
-#pragma omp parallel num_threads(threads)
-  {
-    int64_t first = 0, last = 0;
-    balanced_rows(p.row_ptr, rows, omp_get_thread_num(), omp_get_num_threads(), &first, &last);
+  auto value = [&](int64_t e) { return kPermuted ? values[perm[e]] : values[e]; };
+  if (y.k == 1 && x.row_stride == 1 && y.row_stride == 1) {  // plain vectors: the common case
+    const float* xv = x.data;
+    float* yv = y.data;
     for (int64_t r = first; r < last; ++r) {
       const int64_t rb = row_ptr[r];
       const int64_t m = static_cast<int64_t>(row_ptr[r + 1]) - rb;
-      for (int64_t c = 0; c < k; ++c) {
-        const float* xc = x.data + c * x.col_stride;
-        const float t = segsum(m, [&](int64_t i) {
-          const int64_t e = rb + i;
-          const float v = kPermuted ? values[perm[e]] : values[e];
-          return v * xc[static_cast<int64_t>(col[e]) * x.row_stride];
-        });
-        float& out = y.at(r, c);
-        out = beta == 0.0f ? alpha * t : (alpha * t) + (beta * out);
-      }
+      const float t = segsum(m, [&](int64_t i) { return value(rb + i) * xv[col[rb + i]]; });
+      yv[r] = beta == 0.0f ? alpha * t : (alpha * t) + (beta * yv[r]);
+    }
+    return;
+  }
+  for (int64_t r = first; r < last; ++r) {
+    const int64_t rb = row_ptr[r];
+    const int64_t m = static_cast<int64_t>(row_ptr[r + 1]) - rb;
+    for (int64_t c = 0; c < y.k; ++c) {
+      const float* xc = x.data + c * x.col_stride;
+      const float t = segsum(m, [&](int64_t i) {
+        return value(rb + i) * xc[static_cast<int64_t>(col[rb + i]) * x.row_stride];
+      });
+      float& out = y.at(r, c);
+      out = beta == 0.0f ? alpha * t : (alpha * t) + (beta * out);
     }
   }
+}
+
+template <typename I, bool kPermuted>
+void multiply(const CsrPattern<I>& p, const float* values, float alpha, const Columns& x,
+              float beta, const Columns& y, TeamChoice& choice) {
+  const int64_t rows = p.rows;
+  const int64_t work = (static_cast<int64_t>(p.row_ptr[rows]) + rows) * y.k;
+  run_chosen(choice, work, [&](int threads) {
+#pragma omp parallel num_threads(threads)
+    {
+      int64_t first = 0, last = 0;
+      balanced_rows(p.row_ptr, rows, omp_get_thread_num(), omp_get_num_threads(), &first, &last);
+      multiply_rows<I, kPermuted>(p, values, alpha, x, beta, y, first, last);
+    }
   });
 }
 
