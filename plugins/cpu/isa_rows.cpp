@@ -175,20 +175,19 @@ void layer_norm_backward_row(const float* x, const float* gamma, float mean, flo
                              bool stream) {
   const float nf = static_cast<float>(n);
   const V mv = splat(mean), rv = splat(rstd);
-  const float a =
-      rowsum(n, [&](int64_t i) XHAL_CPU_LAMBDA_INLINE { return load(dy + i) * load(gamma + i); },
-             [&](int64_t i) XHAL_CPU_LAMBDA_INLINE { return dy[i] * gamma[i]; }) /
-      nf;
-  const float b =
-      rowsum(
-          n,
-          [&](int64_t i) XHAL_CPU_LAMBDA_INLINE {
-            return (load(dy + i) * load(gamma + i)) * ((load(x + i) - mv) * rv);
-          },
-          [&](int64_t i) XHAL_CPU_LAMBDA_INLINE {
-            return (dy[i] * gamma[i]) * ((x[i] - mean) * rstd);
-          }) /
-      nf;
+  // a = rowsum(g) / n and b = rowsum(g * xh) / n, read in one pass.
+  const F2 sums = rowsum2(
+      n,
+      [&](int64_t i) XHAL_CPU_LAMBDA_INLINE {
+        const V g = load(dy + i) * load(gamma + i);
+        return V2{g, g * ((load(x + i) - mv) * rv)};
+      },
+      [&](int64_t i) XHAL_CPU_LAMBDA_INLINE {
+        const float g = dy[i] * gamma[i];
+        return F2{g, g * ((x[i] - mean) * rstd)};
+      });
+  const float a = sums.a / nf;
+  const float b = sums.b / nf;
   const V av = splat(a), bv = splat(b);
   write_row(
       dx, n, stream,

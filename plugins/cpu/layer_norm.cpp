@@ -1,7 +1,7 @@
 // LayerNorm forward and backward (docs/semantics.md 3.6), two-pass and
 // numerically stable (the variance sums (x - mean)^2). Backward builds
 // dgamma/dbeta from 32-row block partials as in rms_norm.cpp.
-#include <vector>
+#include <memory>
 
 #include "dense_ops.h"
 #include "isa_kernels.h"
@@ -50,19 +50,20 @@ xhal_status_t layer_norm_backward(void* device, const xhal_plugin_tensor_t* x,
   const auto row = isa().layer_norm_backward_row;
   const bool stream = static_cast<uint64_t>(s.rows * s.n) * sizeof(float) >= kStreamBytes;
   const int64_t blocks = (s.rows + kColsumBlockRows - 1) / kColsumBlockRows;
-  std::vector<float> partial_g(static_cast<size_t>(blocks * s.n));
-  std::vector<float> partial_b(static_cast<size_t>(blocks * s.n));
+  // Every element is set by its block before use: no zero-fill.
+  std::unique_ptr<float[]> partial_g(new float[static_cast<size_t>(blocks * s.n)]);
+  std::unique_ptr<float[]> partial_b(new float[static_cast<size_t>(blocks * s.n)]);
 #pragma omp parallel for schedule(dynamic, 1) if (s.rows * s.n > 8192)
   for (int64_t b = 0; b < blocks; ++b) {
-    float* pg = partial_g.data() + b * s.n;
-    float* pb = partial_b.data() + b * s.n;
+    float* pg = partial_g.get() + b * s.n;
+    float* pb = partial_b.get() + b * s.n;
     for (int64_t j = 0; j < s.n; ++j) pg[j] = pb[j] = 0.0f;
     const int64_t end = (b + 1) * kColsumBlockRows < s.rows ? (b + 1) * kColsumBlockRows : s.rows;
     for (int64_t r = b * kColsumBlockRows; r < end; ++r)
       row(xp + r * s.n, gp, mp[r], rp[r], dyp + r * s.n, dxp + r * s.n, pg, pb, s.n, stream);
   }
-  colsum_tree(partial_g.data(), blocks, s.n, tensor_data<float>(dgamma));
-  colsum_tree(partial_b.data(), blocks, s.n, tensor_data<float>(dbeta));
+  colsum_tree(partial_g.get(), blocks, s.n, tensor_data<float>(dgamma));
+  colsum_tree(partial_b.get(), blocks, s.n, tensor_data<float>(dbeta));
   return XHAL_OK;
 }
 

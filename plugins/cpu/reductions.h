@@ -100,6 +100,59 @@ XHAL_CPU_INLINE float rowsum(int64_t n, Vec&& vec, One&& one) {
   return chunks.finish();
 }
 
+// Two rowsums of the same length in one pass (each in its own canonical
+// order): vec(i) and one(i) return a pair of terms.
+struct V2 {
+  V a, b;
+};
+struct F2 {
+  float a, b;
+};
+template <class Vec, class One>
+XHAL_CPU_INLINE F2 rowsum2(int64_t n, Vec&& vec, One&& one) {
+  TreeStream chunks_a, chunks_b;
+  const int64_t full = n / kChunk;
+  for (int64_t c = 0; c < full; ++c) {
+    const int64_t base = c * kChunk;
+    V acc_a[kChunkVectors], acc_b[kChunkVectors];
+    for (int v = 0; v < kChunkVectors; ++v) {
+      const V2 t = vec(base + v * kLanes);
+      acc_a[v] = splat(0.0f) + t.a;
+      acc_b[v] = splat(0.0f) + t.b;
+    }
+    for (int t = 1; t < 8; ++t)
+      for (int v = 0; v < kChunkVectors; ++v) {
+        const V2 term = vec(base + t * 128 + v * kLanes);
+        acc_a[v] = acc_a[v] + term.a;
+        acc_b[v] = acc_b[v] + term.b;
+      }
+    chunks_a.push(tree128(acc_a));
+    chunks_b.push(tree128(acc_b));
+  }
+  if (full * kChunk < n) {
+    const int64_t base = full * kChunk;
+    alignas(64) float lane_a[128], lane_b[128];
+    for (int l = 0; l < 128; ++l) lane_a[l] = lane_b[l] = 0.0f;
+    for (int t = 0; t < 8; ++t)
+      for (int l = 0; l < 128; ++l) {
+        const int64_t i = base + t * 128 + l;
+        if (i < n) {
+          const F2 term = one(i);
+          lane_a[l] = lane_a[l] + term.a;
+          lane_b[l] = lane_b[l] + term.b;
+        }
+      }
+    V acc_a[kChunkVectors], acc_b[kChunkVectors];
+    for (int v = 0; v < kChunkVectors; ++v) {
+      acc_a[v] = load(lane_a + v * kLanes);
+      acc_b[v] = load(lane_b + v * kLanes);
+    }
+    chunks_a.push(tree128(acc_a));
+    chunks_b.push(tree128(acc_b));
+  }
+  return {chunks_a.finish(), chunks_b.finish()};
+}
+
 // ---- xhal_exp (section 2), 16 lanes ----------------------------------------
 // The general form: every lane, every range.
 XHAL_CPU_INLINE V exp_v_general(V x) {

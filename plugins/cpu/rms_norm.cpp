@@ -1,7 +1,7 @@
 // RMSNorm forward and backward (docs/semantics.md 3.4). Backward walks rows
 // in 32-row blocks so each block's dgamma partial (colsum stage 1) is summed
 // in ascending row order by one thread; stage 2 is colsum_tree.
-#include <vector>
+#include <memory>
 
 #include "dense_ops.h"
 #include "isa_kernels.h"
@@ -43,16 +43,17 @@ xhal_status_t rms_norm_backward(void* device, const xhal_plugin_tensor_t* x,
   const auto row = isa().rms_norm_backward_row;
   const bool stream = static_cast<uint64_t>(s.rows * s.n) * sizeof(float) >= kStreamBytes;
   const int64_t blocks = (s.rows + kColsumBlockRows - 1) / kColsumBlockRows;
-  std::vector<float> partial(static_cast<size_t>(blocks * s.n));
+  // Every element is set by its block before use: no zero-fill.
+  std::unique_ptr<float[]> partial(new float[static_cast<size_t>(blocks * s.n)]);
 #pragma omp parallel for schedule(dynamic, 1) if (s.rows * s.n > 8192)
   for (int64_t b = 0; b < blocks; ++b) {
-    float* p = partial.data() + b * s.n;
+    float* p = partial.get() + b * s.n;
     for (int64_t j = 0; j < s.n; ++j) p[j] = 0.0f;
     const int64_t end = (b + 1) * kColsumBlockRows < s.rows ? (b + 1) * kColsumBlockRows : s.rows;
     for (int64_t r = b * kColsumBlockRows; r < end; ++r)
       row(xp + r * s.n, gp, rp[r], dyp + r * s.n, dxp + r * s.n, p, s.n, stream);
   }
-  colsum_tree(partial.data(), blocks, s.n, tensor_data<float>(dgamma));
+  colsum_tree(partial.get(), blocks, s.n, tensor_data<float>(dgamma));
   return XHAL_OK;
 }
 
