@@ -6,7 +6,7 @@
 # Writes under $OUT (at most 8 files): run.log (xhal-info, conformance and
 # sanitizer output), conformance-cuda.json, xhal-bench.json, torch.json,
 # cusparse.json. "quick" runs only xhal-info, the conformance suite and the
-# sanitizers.
+# sanitizers. The sanitizers run last (they are the slowest part).
 set -u
 B=${1:-build-cuda}
 MODE=${2:-full}
@@ -29,6 +29,7 @@ timeout ${T_CONF:-200} "$B/bin/xhal-conformance" --device cuda --report "$OUT/co
   --gtest_brief=1 >>"$LOG" 2>&1
 echo "conformance exit code $?" >>"$LOG"
 
+sanitizers() {
 # A representative subset under the sanitizers (they slow kernels ~100x).
 SUBSET='*Buffer*:*Gather*:*ScatterAdd*:*Permute*:*Softmax*:*RmsNorm*:*LayerNorm*:*Sparse*'
 if [ -z "${SKIP_SANITIZERS:-}" ]; then
@@ -43,7 +44,8 @@ timeout ${T_SAN:-120} compute-sanitizer --tool racecheck --error-exitcode 17 \
   >>"$LOG" 2>&1
 echo "racecheck exit code $?" >>"$LOG"
 fi
-[ "$MODE" = quick ] && exit 0
+}
+[ "$MODE" = quick ] && { sanitizers; exit 0; }
 
 section "xhal-bench (XHAL_DEVICE=cuda)"
 if [ -x "$B/bin/xhal-bench" ]; then
@@ -68,4 +70,5 @@ if [ ! -x "$CC" ]; then
 fi
 timeout ${T_SPARSE:-150} "$CC" "$OUT/cusparse.json" >>"$LOG" 2>&1
 echo "cusparse_compare exit code $?" >>"$LOG"
+sanitizers
 section "done"

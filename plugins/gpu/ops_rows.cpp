@@ -5,6 +5,8 @@
 // chunks, one block each, whose partial statistics go through scratch
 // memory between launches (one launch per sequential reduction, then one
 // that applies).
+#include <type_traits>
+
 #include "gpu_plugin.h"
 #include "tree_device.h"
 
@@ -29,6 +31,7 @@ struct Sum2Op {
 // Registers of one warp's chunk: up to three inputs, 8 float4 each.
 struct ChunkRegs {
   float4 in[kMaxInputs][8];
+  float chunk_max;  // softmax: m[c], with in[0] replaced by e[i]
 };
 
 // rowsum of one chunk from a term function term(t, component, element).
@@ -66,24 +69,54 @@ __device__ __forceinline__ int64_t elem(int64_t i0, int t) {
 // pointers of inputs (row-major [rows, n] or [n] when per_column), pads,
 // chunk_stat(phase) and apply.
 
+// Softmax forward, 3.3 as amended: one xhal_exp per element. chunk_stat
+// turns the chunk's x into e[i] = xhal_exp(x[i] - m[c]) in registers (all +0
+// when m[c] = -inf) and keeps m[c]; apply writes y[i] = e[i] * r[c] with
+// r[c] = xhal_exp(m[c] - M) * (1 / S).
 struct SoftmaxFwd {
   using Op = MaxSumOp;
   static constexpr int kPhases = 1, kInputs = 1;
+  static constexpr bool kStatInApply = true;  // split form: the apply pass rebuilds e
   const float* x;
   float* y;
   __device__ const float* input(int) const { return x; }
   __device__ static float pad(int) { return neg_inf(); }
-  __device__ MaxSum chunk_stat(int, const ChunkRegs& r, const MaxSum*, int64_t, int64_t,
+  __device__ MaxSum chunk_stat(int, ChunkRegs& r, const MaxSum*, int64_t, int64_t,
                                int64_t) const {
-    return chunk_maxsum(r.in[0]);
-  }
-  __device__ void apply(ChunkRegs& r, const MaxSum* tot, int64_t, int64_t, int64_t i0, float4* out) const {
-    const float inv = xdiv(1.0f, tot[0].s);
+    float4(&v)[8] = r.in[0];
+    // fmaxf drops NaN; a NaN element still turns e and s into NaN through
+    // xhal_exp(NaN - m), except when m would be -inf, checked below.
+    float m = neg_inf();
+#pragma unroll
+    for (int t = 0; t < 8; ++t) m = fmaxf(fmaxf(m, fmaxf(v[t].x, v[t].y)), fmaxf(v[t].z, v[t].w));
+    m = warp_max(m);
+    if (m == neg_inf()) {
+      bool nan = false;
+#pragma unroll
+      for (int t = 0; t < 8; ++t)
+        nan |= (v[t].x != v[t].x) | (v[t].y != v[t].y) | (v[t].z != v[t].z) | (v[t].w != v[t].w);
+      if (warp_max(nan ? 1.0f : 0.0f) != 0.0f) m = __int_as_float(0x7fffffff);
+    }
+    r.chunk_max = m;
+    const bool all_neg_inf = m == neg_inf();
+    float a[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
     for (int t = 0; t < 8; ++t)
 #pragma unroll
-      for (int q = 0; q < 4; ++q)
-        comp(out[t], q) = xmul(canonical_exp(xsub(comp(r.in[0][t], q), tot[0].m)), inv);
+      for (int q = 0; q < 4; ++q) {
+        const float e = all_neg_inf ? 0.0f : canonical_exp(xsub(comp(v[t], q), m));
+        comp(v[t], q) = e;
+        a[q] = xadd(a[q], e);  // padding: e = xhal_exp(-inf) = +0 adds nothing
+      }
+    return {m, warp_tree_sum(xadd(xadd(a[0], a[1]), xadd(a[2], a[3])))};
+  }
+  __device__ void apply(ChunkRegs& r, const MaxSum* tot, int64_t, int64_t, int64_t,
+                        float4* out) const {
+    const float rc = xmul(canonical_exp(xsub(r.chunk_max, tot[0].m)), xdiv(1.0f, tot[0].s));
+#pragma unroll
+    for (int t = 0; t < 8; ++t)
+#pragma unroll
+      for (int q = 0; q < 4; ++q) comp(out[t], q) = xmul(comp(r.in[0][t], q), rc);
   }
   __device__ float* output() const { return y; }
   __device__ void row_out(int64_t, const MaxSum*, int64_t) const {}
@@ -269,6 +302,11 @@ struct LnBwd {
   __device__ void row_out(int64_t, const Sum2*, int64_t) const {}
 };
 
+template <class B, class = void>
+constexpr bool kStatInApply = false;
+template <class B>
+constexpr bool kStatInApply<B, std::void_t<decltype(B::kStatInApply)>> = B::kStatInApply;
+
 // The generic row kernel. split == 0: one block per row (W * 1024 >= n).
 // split > 0: `split` blocks per row; phase p < kPhases writes partials of
 // reduction p into ws[p], phase kPhases applies.
@@ -307,6 +345,7 @@ row_kernel(B body, int64_t rows, int64_t n, int split, int phase, typename B::Op
         if (threadIdx.x == 0) ws[(phase * rows + row) * split + seg] = c;
         continue;
       }
+      if constexpr (kStatInApply<B>) body.chunk_stat(0, r, tot, row, n, i0);
     }
     float4 out[8];
     body.apply(r, tot, row, n, i0, out);

@@ -208,6 +208,7 @@ __global__ void spmm_short_kernel(PatternView a, int64_t rows, Cols x, Cols y, f
     const I b = a.row_ptr[r], e = a.row_ptr[r + 1];
     if (e - b > 32) continue;  // the long-row kernel does it
     float s = 0.0f;
+#pragma unroll 4
     for (I k = b; k < e; ++k) s = xadd(s, xmul(a.value(k), x.at(a.col[k], c)));
     y.at(r, c) = finish(alpha, s, beta, beta == 0.0f ? 0.0f : y.at(r, c));
   }

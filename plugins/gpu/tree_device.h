@@ -46,6 +46,7 @@ __device__ __forceinline__ float warp_segsum(F term, int64_t m) {
       [&](int64_t c) {
         float s = 0.0f;
         const int64_t end = c * 32 + 32 < m ? c * 32 + 32 : m;
+#pragma unroll 4
         for (int64_t k = c * 32; k < end; ++k) s = xadd(s, term(k));
         return s;
       },
@@ -58,6 +59,7 @@ template <class F>
 __device__ __forceinline__ float thread_segsum(F term, int64_t m) {
   if (m <= 32) {
     float s = 0.0f;
+#pragma unroll 4
     for (int64_t k = 0; k < m; ++k) s = xadd(s, term(k));
     return s;
   }
@@ -68,6 +70,7 @@ __device__ __forceinline__ float thread_segsum(F term, int64_t m) {
       [&](int64_t c) {
         float s = 0.0f;
         const int64_t end = c * 32 + 32 < m ? c * 32 + 32 : m;
+#pragma unroll 4
         for (int64_t k = c * 32; k < end; ++k) s = xadd(s, term(k));
         return s;
       },
