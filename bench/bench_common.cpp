@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <vector>
 
 namespace xhal_bench {
 
@@ -77,19 +78,23 @@ double copy_gbps(uint64_t bytes_moved) {
   fill_random(src, half / sizeof(float), 99);
   check(xhal_buffer_copy(src.get(), 0, dst.get(), 0, half), "xhal_buffer_copy");  // first touch
   check(xhal_device_synchronize(device()), "xhal_device_synchronize");
-  // Best of a few repetitions, at least ~0.2 s in all.
-  double best = 0.0;
+  // Median of several timings (at least ~0.2 s in all), the same statistic
+  // as an op's mean over its iterations would be on a quiet machine, but
+  // less swayed by other processes on a shared one.
+  std::vector<double> rates;
   const auto begin = std::chrono::steady_clock::now();
-  for (int rep = 0; rep < 50; ++rep) {
+  for (int rep = 0; rep < 51; ++rep) {
     const auto t0 = std::chrono::steady_clock::now();
     check(xhal_buffer_copy(src.get(), 0, dst.get(), 0, half), "xhal_buffer_copy");
     check(xhal_device_synchronize(device()), "xhal_device_synchronize");
     const auto t1 = std::chrono::steady_clock::now();
-    best = std::max(best, 2.0 * half * 1e-9 / std::chrono::duration<double>(t1 - t0).count());
-    if (rep >= 3 && std::chrono::duration<double>(t1 - begin).count() > 0.2) break;
+    rates.push_back(2.0 * half * 1e-9 / std::chrono::duration<double>(t1 - t0).count());
+    if (rep >= 4 && std::chrono::duration<double>(t1 - begin).count() > 0.2) break;
   }
-  measured[bytes_moved] = best;
-  return best;
+  std::sort(rates.begin(), rates.end());
+  const double median = rates[rates.size() / 2];
+  measured[bytes_moved] = median;
+  return median;
 }
 
 void report_bytes(benchmark::State& state, uint64_t bytes_per_iteration, double seconds) {

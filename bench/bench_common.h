@@ -48,7 +48,8 @@ xhal_tensor_t tensor(const Buffer& buffer, std::initializer_list<int64_t> shape,
                      xhal_dtype_t dtype = XHAL_DTYPE_F32);
 
 // GB/s of xhal_buffer_copy moving `bytes_moved` bytes (reading half and
-// writing half), measured once per size and remembered.
+// writing half): the median of several timings, measured once per size and
+// remembered.
 double copy_gbps(uint64_t bytes_moved);
 
 // Records the bytes one iteration moves over `seconds` of timed work:
