@@ -24,6 +24,16 @@ inline std::vector<float>& segsum_scratch() {
   return scratch;
 }
 
+// tree_sum of v[0..m) without touching v (tree_sum pads and folds in place).
+inline float tree_sum_of_copy(const float* v, int64_t m) {
+  int64_t padded = 1;
+  while (padded < m) padded <<= 1;
+  std::vector<float>& copy = segsum_scratch();
+  if (static_cast<int64_t>(copy.size()) < padded) copy.resize(static_cast<size_t>(padded));
+  std::copy(v, v + m, copy.begin());
+  return tree_sum(copy.data(), static_cast<size_t>(m));
+}
+
 // Rows longer than one chunk: chunk sums, then the pairwise tree. Kept out
 // of line so that the short-row path stays small in every caller's loop.
 template <typename Term>

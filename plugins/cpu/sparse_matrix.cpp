@@ -12,6 +12,7 @@
 #include <new>
 
 #include "dense_ops.h"
+#include "sparse_kernels.h"
 
 namespace xhal::cpu {
 
@@ -99,6 +100,15 @@ void fill_patterns(CsrPatterns<I>& ps, const xhal_plugin_csr_desc_t* d, bool low
   copy_indices(ps.at.row_ptr, d->t_row_ptr, d->cols + 1);
   copy_indices(ps.at.col_idx, d->t_col_idx, d->nnz);
   copy_indices(ps.at.perm, d->t_perm, d->nnz);
+  ps.first_slot.resize(static_cast<size_t>(d->cols) + 1);
+  ps.first_slot[0] = 0;
+  ps.slot.resize(static_cast<size_t>(d->nnz));
+  for (int64_t j = 0; j < d->cols; ++j) {
+    const int64_t begin = d->t_row_ptr[j], count = d->t_row_ptr[j + 1] - begin;
+    for (int64_t q = 0; q < count; ++q)
+      ps.slot[d->t_perm[begin + q]] = static_cast<I>(ps.first_slot[j] + q / kSegsumChunk);
+    ps.first_slot[j + 1] = ps.first_slot[j] + std::max<int64_t>(1, (count + kSegsumChunk - 1) / kSegsumChunk);
+  }
   if (d->rows != d->cols) return;  // no solves on a rectangular matrix
   const int threads = omp_get_max_threads();
   // A lower: op(A) = A walks A's rows ascending, op(A) = A^T walks A^T's

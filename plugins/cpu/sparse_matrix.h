@@ -86,6 +86,11 @@ struct CsrPattern {
 template <typename I>
 struct CsrPatterns {
   CsrPattern<I> a, at;
+  // For A^T x walked over A's rows: column j's running sums live in slots
+  // [first_slot[j], first_slot[j+1]) (one per chunk of 32 entries, at least
+  // one), and entry e adds into slot[e].
+  std::vector<int64_t> first_slot;  // [cols + 1]
+  std::vector<I> slot;              // [nnz]
 };
 
 struct CsrMatrix {

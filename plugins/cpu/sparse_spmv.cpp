@@ -4,6 +4,9 @@
 // so every output has one owner: no atomics, the same bits on any team size.
 #include <omp.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "sparse_kernels.h"
 
 namespace xhal::cpu {
@@ -57,6 +60,51 @@ void multiply(const CsrPattern<I>& p, const float* values, float alpha, const Co
   });
 }
 
+// y = (alpha * A^T x) + (beta * y) for plain vectors, walking A's rows in
+// ascending order and adding each A[i,j] * x[i] into a running sum of column
+// j (from +0): its terms arrive in ascending i, so a column of at most 32
+// entries is summed exactly as segsum sums it, and a longer one keeps one
+// running sum per chunk of 32 (slots built at creation) and ends with the
+// pairwise tree. Values and
+// indices stream in order instead of being gathered through t_perm. Each
+// member owns a range of columns and takes that part of every row.
+template <typename I>
+void multiply_transposed_by_rows(const CsrPatterns<I>& ps, const float* values, float alpha,
+                                 const float* x, float beta, float* y, int threads) {
+  const CsrPattern<I>& a = ps.a;
+  const int64_t cols = ps.at.rows;
+  const I* row_ptr = a.row_ptr.data();
+  const I* col = a.col_idx.data();
+  const I* slot = ps.slot.data();
+  const int64_t* first_slot = ps.first_slot.data();
+  std::vector<float> sums(static_cast<size_t>(first_slot[cols]));
+#pragma omp parallel num_threads(threads)
+  {
+    int64_t c0 = 0, c1 = 0;
+    balanced_rows(ps.at.row_ptr, cols, omp_get_thread_num(), omp_get_num_threads(), &c0, &c1);
+    for (int64_t q = first_slot[c0]; q < first_slot[c1]; ++q) sums[q] = 0.0f;
+    const bool all_columns = c0 == 0 && c1 == cols;
+    for (int64_t i = 0; i < a.rows; ++i) {
+      int64_t eb = row_ptr[i], ee = row_ptr[i + 1];
+      if (!all_columns) {
+        const I* first = std::lower_bound(col + eb, col + ee, static_cast<I>(c0));
+        ee = std::lower_bound(first, col + ee, static_cast<I>(c1)) - col;
+        eb = first - col;
+      }
+      const float xi = x[i];
+      for (int64_t e = eb; e < ee; ++e) {
+        float& s = sums[slot[e]];
+        s = s + values[e] * xi;
+      }
+    }
+    for (int64_t j = c0; j < c1; ++j) {
+      const int64_t q = first_slot[j], chunks = first_slot[j + 1] - q;
+      const float t = chunks == 1 ? sums[q] : tree_sum_of_copy(&sums[q], chunks);
+      y[j] = beta == 0.0f ? alpha * t : (alpha * t) + (beta * y[j]);
+    }
+  }
+}
+
 xhal_status_t multiply_op(void* device, void* a, xhal_transpose_t trans, float alpha,
                           const xhal_plugin_tensor_t* x, float beta,
                           const xhal_plugin_tensor_t* y) {
@@ -66,7 +114,14 @@ xhal_status_t multiply_op(void* device, void* a, xhal_transpose_t trans, float a
   if (yv.n == 0 || yv.k == 0) return XHAL_OK;
   const float* values = m.value_data();
   with_patterns(m, [&](const auto& ps) {
-    if (trans == XHAL_TRANSPOSE)
+    using I = typename decltype(ps.a.row_ptr)::value_type;
+    const bool vectors = yv.k == 1 && xv.row_stride == 1 && yv.row_stride == 1;
+    if (trans == XHAL_TRANSPOSE && vectors) {
+      const int64_t work = static_cast<int64_t>(m.nnz) + m.rows + m.cols;
+      run_chosen(m.multiply_choice[1], work, [&](int threads) {
+        multiply_transposed_by_rows<I>(ps, values, alpha, xv.data, beta, yv.data, threads);
+      });
+    } else if (trans == XHAL_TRANSPOSE)
       multiply<typename decltype(ps.at.row_ptr)::value_type, true>(ps.at, values, alpha, xv, beta,
                                                                    yv, m.multiply_choice[1]);
     else

@@ -389,6 +389,35 @@ TEST(SparseKernels, WavefrontMatchesPlainWalkOnRandomLower) {
   }
 }
 
+TEST(SparseKernels, TransposedSpmvMatchesColumnSegsums) {
+  // Low columns hold hundreds of entries (chunked sums), the rest a few;
+  // the team splits the columns.
+  TestMatrix a = random_lower(30000, 9);
+  std::vector<std::vector<float>> terms(a.cols);
+  std::mt19937 rng(4);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> xh(a.rows), yh(a.cols);
+  for (auto& e : xh) e = u(rng);
+  for (auto& e : yh) e = u(rng);
+  for (int64_t i = 0; i < a.rows; ++i)
+    for (int64_t e = a.row_ptr[i]; e < a.row_ptr[i + 1]; ++e)
+      terms[a.col_idx[e]].push_back(a.values[e] * xh[i]);
+  std::vector<float> want(a.cols);
+  size_t longest = 0;
+  for (int64_t j = 0; j < a.cols; ++j) {
+    const float t = segsum(static_cast<int64_t>(terms[j].size()), [&](int64_t q) { return terms[j][q]; });
+    want[j] = (0.5f * t) + (-2.0f * yh[j]);
+    longest = std::max(longest, terms[j].size());
+  }
+  ASSERT_GT(longest, 64u);
+  for (int call = 0; call < 3; ++call) {  // team, one thread, the faster
+    auto x = vec(xh);
+    auto y = vec(yh);
+    ASSERT_EQ(spmv(&a.device, a.handle, XHAL_TRANSPOSE, 0.5f, &x.t, -2.0f, &y.t), XHAL_OK);
+    expect_same_bits(y.data, want);
+  }
+}
+
 TEST(SparseKernels, ChainRunsOnOneThreadAndMatchesPlainWalk) {
   TestMatrix a = random_tree(50000, 1, 11);  // window 1: a single chain
   EXPECT_FALSE(with_patterns(*static_cast<const CsrMatrix*>(a.handle),
