@@ -14,24 +14,41 @@ namespace {
 // ---- softmax (3.3) ---------------------------------------------------------
 // One chunk's max, its exponentials e[i] = xhal_exp(x[i] - m) written to e,
 // and their lane sums. A chunk whose max is -inf has e = +0 and s = +0.
-XHAL_CPU_INLINE MaxSum full_chunk(const float* x, float* e) {
-  V m = load(x);
-  for (int i = 1; i < kChunk / kLanes; ++i) m = nan_max_v(m, load(x + i * kLanes));
-  const float chunk_max = max_of(m);
-  if (chunk_max == -INFINITY) {
-    for (int i = 0; i < kChunk; i += kLanes) store(e + i, splat(0.0f));
-    return {chunk_max, 0.0f};
-  }
+template <bool kInside>
+XHAL_CPU_INLINE MaxSum chunk_exps(const float* x, float* e, float chunk_max) {
   const V mv = splat(chunk_max);
   V acc[kChunkVectors];
   for (int t = 0; t < 8; ++t)
     for (int v = 0; v < kChunkVectors; ++v) {
       const int64_t i = t * 128 + v * kLanes;
-      const V ev = exp_v(load(x + i) - mv);
+      // The next chunk's lines arrive while this one computes.
+      __builtin_prefetch(x + kChunk + i);
+      const V d = load(x + i) - mv;
+      const V ev = kInside ? exp_v_inside(d) : exp_v(d);
       store(e + i, ev);
       acc[v] = t == 0 ? splat(0.0f) + ev : acc[v] + ev;
     }
   return {chunk_max, tree128(acc)};
+}
+
+XHAL_CPU_INLINE MaxSum full_chunk(const float* x, float* e) {
+  V m = load(x), lo = m;
+  for (int i = 1; i < kChunk / kLanes; ++i) {
+    const V v = load(x + i * kLanes);
+    m = nan_max_v(m, v);
+    lo = select(v < lo, v, lo);
+  }
+  const float chunk_max = max_of(m);
+  if (chunk_max == -INFINITY) {
+    for (int i = 0; i < kChunk; i += kLanes) store(e + i, splat(0.0f));
+    return {chunk_max, 0.0f};
+  }
+  // With no NaN (the max would be NaN) and min - max >= -87, every x - max
+  // lies in [-87, 0] (rounding is monotonic): no per-vector range checks.
+  const float chunk_min = -max_of(-lo);
+  if (chunk_max == chunk_max && chunk_max < INFINITY && chunk_min - chunk_max >= -87.0f)
+    return chunk_exps<true>(x, e, chunk_max);
+  return chunk_exps<false>(x, e, chunk_max);
 }
 
 XHAL_CPU_INLINE MaxSum partial_chunk(const float* x, float* e, int64_t count) {

@@ -190,13 +190,7 @@ XHAL_CPU_INLINE V exp_v_general(V x) {
 // Fast path when every lane lies in [-87, 88]: then k is in [-126, 127],
 // no range fix-up applies and the result is p * 2^k, the same bits as the
 // general form (whose (p * 1) * 2^k is that product).
-XHAL_CPU_INLINE V exp_v(V x) {
-  const VI outside = (x < -87.0f) | (x > 88.0f) | (x != x);
-  uint64_t words[sizeof(VI) / 8];
-  std::memcpy(words, &outside, sizeof words);
-  uint64_t any = 0;
-  for (uint64_t w : words) any |= w;
-  if (__builtin_expect(any != 0, 0)) return exp_v_general(x);
+XHAL_CPU_INLINE V exp_v_inside(V x) {  // every lane known to be in [-87, 88]
   const V t = x * 0x1.715476p+0f;
   const V k = (t + 0x1.8p23f) - 0x1.8p23f;
   V r = x - k * 0x1.62e400p-1f;
@@ -212,6 +206,16 @@ XHAL_CPU_INLINE V exp_v(V x) {
   V scale;
   std::memcpy(&scale, &bits, sizeof scale);
   return p * scale;
+}
+
+XHAL_CPU_INLINE V exp_v(V x) {
+  const VI outside = (x < -87.0f) | (x > 88.0f) | (x != x);
+  uint64_t words[sizeof(VI) / 8];
+  std::memcpy(words, &outside, sizeof words);
+  uint64_t any = 0;
+  for (uint64_t w : words) any |= w;
+  if (__builtin_expect(any != 0, 0)) return exp_v_general(x);
+  return exp_v_inside(x);
 }
 
 // xhal_exp of one float: lane 0 of the vector form (same bits by construction).
