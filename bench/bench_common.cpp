@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -68,28 +69,37 @@ xhal_tensor_t tensor(const Buffer& buffer, std::initializer_list<int64_t> shape,
   return t;
 }
 
+double time_copy(uint64_t bytes_moved) {
+  // One pair of buffers, kept while consecutive benchmarks use the same size.
+  static std::unique_ptr<Buffer> src, dst;
+  const uint64_t half = std::max<uint64_t>(bytes_moved / 2, 4);
+  if (!src || src->bytes() != half) {
+    src.reset();
+    dst.reset();
+    src = std::make_unique<Buffer>(half);
+    dst = std::make_unique<Buffer>(half);
+    fill_random(*src, half / sizeof(float), 99);
+    check(xhal_buffer_copy(src->get(), 0, dst->get(), 0, half), "xhal_buffer_copy");
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  check(xhal_buffer_copy(src->get(), 0, dst->get(), 0, half), "xhal_buffer_copy");
+  check(xhal_device_synchronize(device()), "xhal_device_synchronize");
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
 double copy_gbps(uint64_t bytes_moved) {
   static std::mutex mutex;
   static std::map<uint64_t, double> measured;
   std::lock_guard<std::mutex> lock(mutex);
   if (auto it = measured.find(bytes_moved); it != measured.end()) return it->second;
-  const uint64_t half = std::max<uint64_t>(bytes_moved / 2, 4);
-  Buffer src(half), dst(half);
-  fill_random(src, half / sizeof(float), 99);
-  check(xhal_buffer_copy(src.get(), 0, dst.get(), 0, half), "xhal_buffer_copy");  // first touch
-  check(xhal_device_synchronize(device()), "xhal_device_synchronize");
-  // Median of several timings (at least ~0.2 s in all), the same statistic
-  // as an op's mean over its iterations would be on a quiet machine, but
-  // less swayed by other processes on a shared one.
   std::vector<double> rates;
   const auto begin = std::chrono::steady_clock::now();
+  time_copy(bytes_moved);  // first touch
   for (int rep = 0; rep < 51; ++rep) {
-    const auto t0 = std::chrono::steady_clock::now();
-    check(xhal_buffer_copy(src.get(), 0, dst.get(), 0, half), "xhal_buffer_copy");
-    check(xhal_device_synchronize(device()), "xhal_device_synchronize");
-    const auto t1 = std::chrono::steady_clock::now();
-    rates.push_back(2.0 * half * 1e-9 / std::chrono::duration<double>(t1 - t0).count());
-    if (rep >= 4 && std::chrono::duration<double>(t1 - begin).count() > 0.2) break;
+    rates.push_back(bytes_moved * 1e-9 / time_copy(bytes_moved));
+    if (rep >= 4 &&
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count() > 0.2)
+      break;
   }
   std::sort(rates.begin(), rates.end());
   const double median = rates[rates.size() / 2];
@@ -103,6 +113,16 @@ void report_bytes(benchmark::State& state, uint64_t bytes_per_iteration, double 
   const double gbps = static_cast<double>(state.iterations()) * bytes_per_iteration * 1e-9 / seconds;
   state.counters["GB/s"] = gbps;
   state.counters["copy_ratio"] = gbps / copy_gbps(bytes_per_iteration);
+}
+
+void report_bytes(benchmark::State& state, uint64_t bytes_per_iteration, double op_seconds,
+                  double copy_seconds) {
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes_per_iteration));
+  if (op_seconds <= 0.0 || copy_seconds <= 0.0) return;
+  const double gigabytes = static_cast<double>(state.iterations()) * bytes_per_iteration * 1e-9;
+  state.counters["GB/s"] = gigabytes / op_seconds;
+  state.counters["copy_GB/s"] = gigabytes / copy_seconds;
+  state.counters["copy_ratio"] = copy_seconds / op_seconds;
 }
 
 }  // namespace xhal_bench

@@ -47,30 +47,43 @@ void fill_random(Buffer& buffer, uint64_t count, uint64_t seed, float lo = 0.5f,
 xhal_tensor_t tensor(const Buffer& buffer, std::initializer_list<int64_t> shape,
                      xhal_dtype_t dtype = XHAL_DTYPE_F32);
 
-// GB/s of xhal_buffer_copy moving `bytes_moved` bytes (reading half and
-// writing half): the median of several timings, measured once per size and
-// remembered.
+// GB/s of xhal_buffer_copy moving `bytes_moved` bytes: the median of
+// several timings, measured once per size and remembered (for benchmarks
+// that cannot interleave copies, e.g. host-side comparisons).
 double copy_gbps(uint64_t bytes_moved);
 
-// Records the bytes one iteration moves over `seconds` of timed work:
-// bytes_per_second, and the plain counters "GB/s" and "copy_ratio" (GB/s
-// over copy_gbps of the same bytes).
+// As below, with the ratio taken against copy_gbps(bytes_per_iteration).
 void report_bytes(benchmark::State& state, uint64_t bytes_per_iteration, double seconds);
 
-// Runs `op` once per iteration with a device synchronize inside the timing.
+// Times one xhal_buffer_copy moving `bytes_moved` bytes (reading half and
+// writing half) on buffers kept for that size; returns seconds.
+double time_copy(uint64_t bytes_moved);
+
+// Records `bytes_per_iteration` over `op_seconds` of timed work: the
+// bytes_per_second field and the counters "GB/s", "copy_GB/s" and
+// "copy_ratio" (op GB/s over copy GB/s; the copies ran interleaved with the
+// op's iterations, so both saw the same machine).
+void report_bytes(benchmark::State& state, uint64_t bytes_per_iteration, double op_seconds,
+                  double copy_seconds);
+
+// Runs `op` once per iteration with a device synchronize inside the timing,
+// and after each iteration (outside the timing) one copy of the same bytes.
 template <class Op>
 void run_timed(benchmark::State& state, uint64_t bytes_per_iteration, Op&& op) {
-  copy_gbps(bytes_per_iteration);  // measured before this op's timing starts
+  time_copy(bytes_per_iteration);  // allocates and touches the copy buffers
   op();                            // warm-up: first touch of every page
   check(xhal_device_synchronize(device()), "xhal_device_synchronize");
-  double seconds = 0.0;
+  double op_seconds = 0.0, copy_seconds = 0.0;
   for (auto _ : state) {
     const auto t0 = std::chrono::steady_clock::now();
     op();
     check(xhal_device_synchronize(device()), "xhal_device_synchronize");
-    seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    op_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    state.PauseTiming();
+    copy_seconds += time_copy(bytes_per_iteration);
+    state.ResumeTiming();
   }
-  report_bytes(state, bytes_per_iteration, seconds);
+  report_bytes(state, bytes_per_iteration, op_seconds, copy_seconds);
 }
 
 }  // namespace xhal_bench
