@@ -1,6 +1,8 @@
 // Buffers live in host memory, 64-byte aligned. Writes and reads count as
 // host<->device transfers so apps see the same counters as on a GPU; copy and
 // fill are device-side work.
+#include <sys/mman.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -10,18 +12,27 @@
 namespace xhal::cpu {
 namespace {
 constexpr uint64_t kAlignment = 64;
+// Large buffers sit on 2 MiB pages where the kernel allows it: gathers,
+// transposes and strided views then stay within the TLB, and first touch
+// takes 512 times fewer page faults.
+constexpr uint64_t kHugePage = 2u << 20;
+constexpr uint64_t kHugeFrom = 4u << 20;
 CpuDevice* dev(void* device) { return static_cast<CpuDevice*>(device); }
 CpuBuffer* buf(void* buffer) { return static_cast<CpuBuffer*>(buffer); }
 }  // namespace
 
 xhal_status_t buffer_allocate(void*, uint64_t size, void** out_buffer) {
   // Size 0 is valid; it still gets a real (tiny) allocation so data is never null.
-  const uint64_t rounded = size == 0 ? kAlignment : (size + kAlignment - 1) / kAlignment * kAlignment;
+  const uint64_t align = size >= kHugeFrom ? kHugePage : kAlignment;
+  const uint64_t rounded = size == 0 ? align : (size + align - 1) / align * align;
   if (rounded < size) {
-    set_error("cpu plugin: buffer size overflows when rounded to 64 bytes");
+    set_error("cpu plugin: buffer size overflows when rounded to its alignment");
     return XHAL_OUT_OF_MEMORY;
   }
-  void* data = std::aligned_alloc(kAlignment, rounded);
+  void* data = std::aligned_alloc(align, rounded);
+#ifdef MADV_HUGEPAGE
+  if (data != nullptr && align == kHugePage) madvise(data, rounded, MADV_HUGEPAGE);  // a hint
+#endif
   if (data == nullptr) {
     set_error("cpu plugin: host allocation failed");
     return XHAL_OUT_OF_MEMORY;
