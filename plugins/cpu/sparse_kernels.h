@@ -24,6 +24,15 @@ inline std::vector<float>& segsum_scratch() {
   return scratch;
 }
 
+// Scratch of the calling thread for one op call, kept between calls: a fresh
+// allocation of tens of MB per call costs more in page faults than the op.
+template <typename T>
+inline T* call_scratch(size_t count) {
+  thread_local std::vector<T> scratch;
+  if (scratch.size() < count) scratch.resize(count);
+  return scratch.data();
+}
+
 // tree_sum of v[0..m) without touching v (tree_sum pads and folds in place).
 inline float tree_sum_of_copy(const float* v, int64_t m) {
   int64_t padded = 1;

@@ -110,6 +110,8 @@ void fill_patterns(CsrPatterns<I>& ps, const xhal_plugin_csr_desc_t* d, bool low
     ps.first_slot[j + 1] = ps.first_slot[j] + std::max<int64_t>(1, (count + kSegsumChunk - 1) / kSegsumChunk);
   }
   if (d->rows != d->cols) return;  // no solves on a rectangular matrix
+  ps.t_pos.resize(static_cast<size_t>(d->nnz));
+  for (int64_t q = 0; q < d->nnz; ++q) ps.t_pos[d->t_perm[q]] = static_cast<I>(q);
   const int threads = omp_get_max_threads();
   // A lower: op(A) = A walks A's rows ascending, op(A) = A^T walks A^T's
   // rows descending; an upper A the other way round.

@@ -91,6 +91,8 @@ struct CsrPatterns {
   // one), and entry e adds into slot[e].
   std::vector<int64_t> first_slot;  // [cols + 1]
   std::vector<I> slot;              // [nnz]
+  // Position of each entry of A in the transposed order (inverse of t_perm).
+  std::vector<I> t_pos;             // [nnz]
 };
 
 struct CsrMatrix {

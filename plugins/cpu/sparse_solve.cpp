@@ -6,6 +6,7 @@
 // depend on the schedule.
 #include <omp.h>
 
+#include <algorithm>
 #include <atomic>
 #include <vector>
 #include <cstdio>
@@ -99,14 +100,16 @@ struct WaitForRow {
 // Each member walks the rows dealt to it, flagging each row when solved.
 template <typename I, typename Row, typename Alone>
 void run_dealt(const SolveSchedule<I>& sched, int64_t n, const Row& row, const Alone& walk_alone) {
-  // Done flags per call, so concurrent solves on one matrix do not meet.
-  std::vector<uint8_t> done(static_cast<size_t>(n), 0);
+  // Done flags of this call (scratch of the calling thread, so concurrent
+  // solves on one matrix do not meet).
+  uint8_t* done = call_scratch<uint8_t>(static_cast<size_t>(n));
+  std::fill(done, done + n, uint8_t{0});
   const I* rows = sched.rows.data();
 #pragma omp parallel num_threads(sched.team)
   {
     const int self = omp_get_thread_num();
     if (omp_get_num_threads() == sched.team) {
-      WaitForRow wait{done.data()};
+      WaitForRow wait{done};
       for (int64_t i = sched.first[self]; i < sched.first[self + 1]; ++i) {
         const int64_t k = rows[i];
         row(k, wait);
@@ -165,6 +168,77 @@ void solve_pattern(const CsrPattern<I>& p, const SolveSchedule<I>& sched, const 
   }
 }
 
+// op(A) = A^T with one contiguous right-hand side, walking A's rows: row k
+// solves x[k] from the terms its column holds, then writes each of its own
+// off-diagonal terms A[k,j] * x[k] into the slot of that entry in column j
+// (transposed order). Column j then reads its terms in ascending row order,
+// the canonical order, while A's values stream in row order instead of
+// being gathered through t_perm.
+template <typename I, bool kUnit, bool kAscending>
+struct TransposedRowSolver {
+  const I* row_ptr;    // A
+  const I* col;
+  const I* t_row_ptr;  // A^T
+  const I* t_col;
+  const I* t_pos;
+  const float* values;
+  float* terms;        // [nnz], in transposed order
+  const float* b;
+  float* x;
+
+  template <typename Wait>
+  [[gnu::always_inline]] void operator()(int64_t k, Wait& wait) const {
+    // Column k of A lists rows ascending; op(A) = A^T is walked ascending
+    // when A is upper (diagonal last in the column), descending when lower.
+    int64_t tb = t_row_ptr[k], te = t_row_ptr[k + 1];
+    int64_t rb = row_ptr[k], re = row_ptr[k + 1];
+    int64_t diag = -1;
+    if constexpr (kAscending) {
+      if (te > tb && static_cast<int64_t>(t_col[te - 1]) == k) --te;
+      if (re > rb && static_cast<int64_t>(col[rb]) == k) diag = rb++;
+    } else {
+      if (te > tb && static_cast<int64_t>(t_col[tb]) == k) ++tb;
+      if (re > rb && static_cast<int64_t>(col[re - 1]) == k) diag = --re;
+    }
+    for (int64_t q = tb; q < te; ++q) wait(static_cast<int64_t>(t_col[q]));
+    const float d = kUnit ? 1.0f : (diag >= 0 ? values[diag] : 0.0f);
+    const float s = segsum(te - tb, [&](int64_t i) { return terms[tb + i]; });
+    const float r = b[k] - s;
+    const float xk = kUnit ? r : r / d;
+    x[k] = xk;
+    for (int64_t e = rb; e < re; ++e) terms[t_pos[e]] = values[e] * xk;
+  }
+};
+
+template <typename I, bool kUnit, bool kAscending>
+void solve_transposed_rows(const CsrPatterns<I>& ps, const SolveSchedule<I>& sched,
+                           const float* values, float* terms, const Columns& b, const Columns& x) {
+  const int64_t n = ps.a.rows;
+  const int64_t work = static_cast<int64_t>(ps.a.row_ptr[n]) + n;
+  const TransposedRowSolver<I, kUnit, kAscending> row{
+      ps.a.row_ptr.data(), ps.a.col_idx.data(), ps.at.row_ptr.data(), ps.at.col_idx.data(),
+      ps.t_pos.data(),     values,              terms,                b.data, x.data};
+  run_rows(sched, n, kAscending, row, work);
+}
+
+template <typename I>
+void solve_transposed_vector(const CsrPatterns<I>& ps, const SolveSchedule<I>& sched,
+                             const float* values, bool ascending, bool unit, const Columns& b,
+                             const Columns& x) {
+  float* terms = call_scratch<float>(static_cast<size_t>(ps.a.row_ptr[ps.a.rows]));
+  if (unit) {
+    if (ascending)
+      solve_transposed_rows<I, true, true>(ps, sched, values, terms, b, x);
+    else
+      solve_transposed_rows<I, true, false>(ps, sched, values, terms, b, x);
+  } else {
+    if (ascending)
+      solve_transposed_rows<I, false, true>(ps, sched, values, terms, b, x);
+    else
+      solve_transposed_rows<I, false, false>(ps, sched, values, terms, b, x);
+  }
+}
+
 const char* triangle_name(xhal_triangle_t t) {
   return t == XHAL_TRIANGLE_LOWER ? "lower" : "upper";
 }
@@ -192,7 +266,10 @@ xhal_status_t solve(const CsrMatrix& m, xhal_transpose_t trans, xhal_triangle_t 
     }
     if (x.n == 0 || x.k == 0) return XHAL_OK;
     using I = typename std::remove_cvref_t<decltype(p.row_ptr)>::value_type;
-    if (transposed)
+    const bool vectors = x.k == 1 && x.row_stride == 1 && b.row_stride == 1;
+    if (transposed && vectors)
+      solve_transposed_vector(ps, sched, values, ascending, unit, b, x);
+    else if (transposed)
       solve_pattern<I, true>(p, sched, values, ascending, unit, b, x);
     else
       solve_pattern<I, false>(p, sched, values, ascending, unit, b, x);

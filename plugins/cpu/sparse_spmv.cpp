@@ -77,7 +77,7 @@ void multiply_transposed_by_rows(const CsrPatterns<I>& ps, const float* values, 
   const I* col = a.col_idx.data();
   const I* slot = ps.slot.data();
   const int64_t* first_slot = ps.first_slot.data();
-  std::vector<float> sums(static_cast<size_t>(first_slot[cols]));
+  float* sums = call_scratch<float>(static_cast<size_t>(first_slot[cols]));
 #pragma omp parallel num_threads(threads)
   {
     int64_t c0 = 0, c1 = 0;
