@@ -22,7 +22,7 @@ XHAL_CPU_INLINE MaxSum chunk_exps(const float* x, float* e, float chunk_max) {
     for (int v = 0; v < kChunkVectors; ++v) {
       const int64_t i = t * 128 + v * kLanes;
       // The next chunk's lines arrive while this one computes.
-      __builtin_prefetch(x + kChunk + i);
+      if (i % 16 == 0) __builtin_prefetch(x + kChunk + i);
       const V d = load(x + i) - mv;
       const V ev = kInside ? exp_v_inside(d) : exp_v(d);
       store(e + i, ev);
@@ -69,7 +69,9 @@ XHAL_CPU_INLINE MaxSum partial_chunk(const float* x, float* e, int64_t count) {
   return {chunk_max, tree128(acc)};
 }
 
-void exp16(const float* x, float* y) { store(y, exp_v(load(x))); }
+void exp16(const float* x, float* y) {
+  for (int i = 0; i < 16; i += kLanes) store(y + i, exp_v(load(x + i)));
+}
 
 // scratch: n + ceil(n / 1024) floats (the exponentials, then chunk maxima).
 void softmax_row(const float* x, float* y, int64_t n, float* scratch, bool stream) {
@@ -330,15 +332,15 @@ void add_rows(float* dst, const float* a, const float* b, int64_t width) {
   }
 }
 
-// ---- index_select: one row, bytes moved as 64-byte vectors --------------------
+// ---- index_select: one row, whole vectors with streaming stores --------------
 void copy_row(std::byte* dst, const std::byte* src, uint64_t bytes, bool stream) {
-  if (!stream || (reinterpret_cast<uintptr_t>(dst) & 63) != 0 || bytes % 64 != 0) {
+  if (!stream || (reinterpret_cast<uintptr_t>(dst) % sizeof(V)) != 0 || bytes % sizeof(V) != 0) {
     std::memcpy(dst, src, bytes);
     return;
   }
-  for (uint64_t i = 0; i < bytes; i += 64) {
+  for (uint64_t i = 0; i < bytes; i += sizeof(V)) {
     V v;
-    std::memcpy(&v, src + i, 64);
+    std::memcpy(&v, src + i, sizeof(V));
     store_stream(reinterpret_cast<float*>(dst + i), v);
   }
 }

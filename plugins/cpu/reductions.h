@@ -6,7 +6,9 @@
 #pragma once
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
+#include <utility>
 
 #include "simd.h"
 
@@ -50,20 +52,27 @@ struct TreeStream {
 };
 
 // ---- tree of the 128 lanes of one chunk -----------------------------------
-XHAL_CPU_INLINE V pair_sums(V a, V b) {  // [a0+a1, a2+a3, ..., b14+b15]
-  const VI even = {0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30};
-  const VI odd = {1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31};
+template <size_t... P>
+constexpr VI lane_mask(int first, std::index_sequence<P...>) {
+  return VI{static_cast<int32_t>(first + 2 * static_cast<int>(P))...};
+}
+
+XHAL_CPU_INLINE V pair_sums(V a, V b) {  // [a0+a1, a2+a3, ..., b(L-2)+b(L-1)]
+  constexpr VI even = lane_mask(0, std::make_index_sequence<kLanes>{});
+  constexpr VI odd = lane_mask(1, std::make_index_sequence<kLanes>{});
   return __builtin_shuffle(a, b, even) + __builtin_shuffle(a, b, odd);
 }
 
+// tree (3.1) of the 128 lanes held as kChunkVectors vectors, in lane order:
+// each level of pair sums halves the vectors and keeps the order.
 XHAL_CPU_INLINE float tree128(const V acc[kChunkVectors]) {
-  V l1[4], l2[2];
-  for (int i = 0; i < 4; ++i) l1[i] = pair_sums(acc[2 * i], acc[2 * i + 1]);
-  for (int i = 0; i < 2; ++i) l2[i] = pair_sums(l1[2 * i], l1[2 * i + 1]);
-  V v = pair_sums(l2[0], l2[1]);  // 16 partial sums, in tree order
-  float s[16];
-  store(s, v);
-  for (int w = 16; w > 1; w >>= 1)
+  V level[kChunkVectors];
+  for (int i = 0; i < kChunkVectors; ++i) level[i] = acc[i];
+  for (int count = kChunkVectors; count > 1; count /= 2)
+    for (int i = 0; i < count / 2; ++i) level[i] = pair_sums(level[2 * i], level[2 * i + 1]);
+  float s[kLanes];
+  store(s, level[0]);
+  for (int w = kLanes; w > 1; w >>= 1)
     for (int i = 0; i < w / 2; ++i) s[i] = s[2 * i] + s[2 * i + 1];
   return s[0];
 }
@@ -264,10 +273,10 @@ struct MaxSumTree {
 
 // Lane-wise NaN-propagating max, reduced to one float.
 XHAL_CPU_INLINE float max_of(V v) {
-  float s[16];
+  float s[kLanes];
   store(s, v);
   float m = s[0];
-  for (int i = 1; i < 16; ++i) m = nan_max(m, s[i]);
+  for (int i = 1; i < kLanes; ++i) m = nan_max(m, s[i]);
   return m;
 }
 

@@ -22,9 +22,17 @@ namespace xhal::cpu::XHAL_CPU_ISA_NS {
 #define XHAL_CPU_INLINE [[gnu::always_inline]] inline
 #define XHAL_CPU_LAMBDA_INLINE __attribute__((always_inline))
 
+// The ISA's native width: wider GCC vectors get their compares and selects
+// split lane by lane on narrower ISAs.
+#if defined(__AVX512F__)
 constexpr int kLanes = 16;
-typedef float V __attribute__((vector_size(64)));
-typedef int32_t VI __attribute__((vector_size(64)));
+#elif defined(__AVX__)
+constexpr int kLanes = 8;
+#else
+constexpr int kLanes = 4;
+#endif
+typedef float V __attribute__((vector_size(kLanes * 4)));
+typedef int32_t VI __attribute__((vector_size(kLanes * 4)));
 
 XHAL_CPU_INLINE V splat(float x) { return V{} + x; }
 XHAL_CPU_INLINE VI splat_i(int32_t x) { return VI{} + x; }
@@ -36,8 +44,7 @@ XHAL_CPU_INLINE V load(const float* p) {
 }
 XHAL_CPU_INLINE void store(float* p, V v) { std::memcpy(p, &v, sizeof v); }
 
-// Store that bypasses the caches (a full 64-byte line per call when p is
-// 64-byte aligned): for outputs far larger than the caches, it saves reading
+// Store that bypasses the caches (p aligned to the vector width): for outputs far larger than the caches, it saves reading
 // each destination line before writing it. Needs stream_fence() before the
 // data is handed over.
 XHAL_CPU_INLINE void store_stream(float* p, V v) {
@@ -46,14 +53,13 @@ XHAL_CPU_INLINE void store_stream(float* p, V v) {
   std::memcpy(&m, &v, sizeof m);
   _mm512_stream_ps(p, m);
 #elif defined(__AVX__)
-  __m256 m[2];
-  std::memcpy(m, &v, sizeof m);
-  _mm256_stream_ps(p, m[0]);
-  _mm256_stream_ps(p + 8, m[1]);
+  __m256 m;
+  std::memcpy(&m, &v, sizeof m);
+  _mm256_stream_ps(p, m);
 #elif defined(__SSE2__)
-  __m128 m[4];
-  std::memcpy(m, &v, sizeof m);
-  for (int k = 0; k < 4; ++k) _mm_stream_ps(p + 4 * k, m[k]);
+  __m128 m;
+  std::memcpy(&m, &v, sizeof m);
+  _mm_stream_ps(p, m);
 #else
   store(p, v);
 #endif
