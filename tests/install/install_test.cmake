@@ -8,6 +8,13 @@ function(run what)
   set(last_output "${out}" PARENT_SCOPE)
 endfunction()
 
+# A sanitized libxhal needs its runtime first in the program: the sample is
+# then built with the same -fsanitize flags, as an app would be.
+set(san_flags "")
+if(SANITIZE)
+  set(san_flags -fsanitize=${SANITIZE})
+endif()
+
 file(REMOVE_RECURSE ${WORK_DIR})
 set(prefix ${WORK_DIR}/prefix)
 run("install" ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
@@ -43,7 +50,8 @@ endif()
 
 # 1. find_package(xhal), standalone.
 run("configure hello" ${CMAKE_COMMAND} -S ${SOURCE_DIR}/samples/hello -B ${WORK_DIR}/hello
-    -G ${GENERATOR} -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_C_COMPILER=${C_COMPILER})
+    -G ${GENERATOR} -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_C_COMPILER=${C_COMPILER}
+    "-DCMAKE_C_FLAGS=${san_flags}" "-DCMAKE_EXE_LINKER_FLAGS=${san_flags}")
 run("build hello" ${CMAKE_COMMAND} --build ${WORK_DIR}/hello)
 run("run hello" ${clean_env} ${WORK_DIR}/hello/xhal-hello)
 if(NOT last_output MATCHES "device: cpu:0" OR NOT last_output MATCHES "all equal")
@@ -65,6 +73,6 @@ if(NOT rc EQUAL 0 OR NOT flags MATCHES "-lxhal")
 endif()
 separate_arguments(flag_list UNIX_COMMAND "${flags}")
 get_filename_component(libdir ${libxhal} DIRECTORY)
-run("cc hello.c" ${C_COMPILER} -std=c11 ${SOURCE_DIR}/samples/hello/hello.c ${flag_list}
+run("cc hello.c" ${C_COMPILER} -std=c11 ${san_flags} ${SOURCE_DIR}/samples/hello/hello.c ${flag_list}
     -Wl,-rpath,${libdir} -o ${WORK_DIR}/hello-pc)
 run("run hello (pkg-config build)" ${clean_env} ${WORK_DIR}/hello-pc)
