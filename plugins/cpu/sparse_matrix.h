@@ -29,8 +29,10 @@ class TeamChoice {
     return *this;
   }
 
-  // Tries each way once, then takes the faster, retrying the slower one
-  // call in kExploreEvery so that a change of load is noticed.
+  // Tries each way once, then takes the faster, retrying the slower one now
+  // and then so that a change of load is noticed: one call in kExploreEvery
+  // times how many times slower it was, so retries cost at most about
+  // 1/kExploreEvery of the time.
   bool use_team() {
     const uint64_t call = calls_.fetch_add(1, std::memory_order_relaxed);
     const double team = team_s_.load(std::memory_order_relaxed);
@@ -38,7 +40,9 @@ class TeamChoice {
     if (team == 0.0) return true;
     if (single == 0.0) return false;
     const bool team_faster = team <= single;
-    return call % kExploreEvery == 0 ? !team_faster : team_faster;
+    const double slowdown = team_faster ? single / team : team / single;
+    const uint64_t every = kExploreEvery * static_cast<uint64_t>(slowdown < 256.0 ? slowdown + 0.5 : 256.0);
+    return call % every == 0 ? !team_faster : team_faster;
   }
   void record(bool team, double seconds) {
     std::atomic<double>& slot = team ? team_s_ : single_s_;

@@ -279,34 +279,49 @@ xhal_status_t solve(const CsrMatrix& m, xhal_transpose_t trans, xhal_triangle_t 
 
 // ga[e] = -segsum_c(gb[i,c] * x[j,c]) on A's pattern; (i, j) = (row, col)
 // for op(A) = A and (col, row) for A^T. Unit diagonal entries get +0.
+// Rows [first, last) of the pattern gradient.
+template <typename I, bool kTransposed, bool kVectors>
+void gradient_rows(const CsrPattern<I>& p, bool unit, const Columns& x, const Columns& gb,
+                   float* ga, int64_t ga_stride, int64_t first, int64_t last) {
+  const I* row_ptr = p.row_ptr.data();
+  const I* col = p.col_idx.data();
+  for (int64_t r = first; r < last; ++r) {
+    for (int64_t e = row_ptr[r]; e < static_cast<int64_t>(row_ptr[r + 1]); ++e) {
+      const int64_t cidx = col[e];
+      const int64_t i = kTransposed ? cidx : r;
+      const int64_t j = kTransposed ? r : cidx;
+      float g;
+      if constexpr (kVectors)  // segsum of one term: +0 + gb[i] * x[j]
+        g = -(0.0f + gb.data[i] * x.data[j]);
+      else
+        g = -segsum(x.k, [&](int64_t c) { return gb.at(i, c) * x.at(j, c); });
+      ga[e * ga_stride] = unit && cidx == r ? 0.0f : g;
+    }
+  }
+}
+
+// ga[e] = -segsum_c(gb[i,c] * x[j,c]) on A's pattern; (i, j) = (row, col)
+// for op(A) = A and (col, row) for A^T. Unit diagonal entries get +0.
 template <typename I>
 void pattern_gradient(const CsrPattern<I>& p, bool transposed, bool unit, const Columns& x,
                       const Columns& gb, float* ga, int64_t ga_stride, TeamChoice& choice) {
-  const I* row_ptr = p.row_ptr.data();
-  const I* col = p.col_idx.data();
   const int64_t rows = p.rows;
-  const int64_t k = x.k;
-  const int64_t work = (static_cast<int64_t>(p.row_ptr[rows]) + rows) * k;
+  const int64_t work = (static_cast<int64_t>(p.row_ptr[rows]) + rows) * x.k;
+  const bool vectors = x.k == 1 && x.row_stride == 1 && gb.row_stride == 1;
   run_chosen(choice, work, [&](int threads) {
 #pragma omp parallel num_threads(threads)
-  {
-    int64_t first = 0, last = 0;
-    balanced_rows(p.row_ptr, rows, omp_get_thread_num(), omp_get_num_threads(), &first, &last);
-    for (int64_t r = first; r < last; ++r) {
-      for (int64_t e = row_ptr[r]; e < static_cast<int64_t>(row_ptr[r + 1]); ++e) {
-        const int64_t cidx = col[e];
-        float g;
-        if (unit && cidx == r) {
-          g = 0.0f;
-        } else {
-          const int64_t i = transposed ? cidx : r;
-          const int64_t j = transposed ? r : cidx;
-          g = -segsum(k, [&](int64_t c) { return gb.at(i, c) * x.at(j, c); });
-        }
-        ga[e * ga_stride] = g;
-      }
+    {
+      int64_t first = 0, last = 0;
+      balanced_rows(p.row_ptr, rows, omp_get_thread_num(), omp_get_num_threads(), &first, &last);
+      if (vectors && transposed)
+        gradient_rows<I, true, true>(p, unit, x, gb, ga, ga_stride, first, last);
+      else if (vectors)
+        gradient_rows<I, false, true>(p, unit, x, gb, ga, ga_stride, first, last);
+      else if (transposed)
+        gradient_rows<I, true, false>(p, unit, x, gb, ga, ga_stride, first, last);
+      else
+        gradient_rows<I, false, false>(p, unit, x, gb, ga, ga_stride, first, last);
     }
-  }
   });
 }
 

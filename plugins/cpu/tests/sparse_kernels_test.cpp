@@ -239,6 +239,12 @@ TEST(SparseKernels, SolveBackwardByHand) {
   EXPECT_TRUE(same_bits(ga.data[0], +0.0f));
   EXPECT_EQ(ga.data[1], -12.0f);
   EXPECT_TRUE(same_bits(ga.data[2], +0.0f));
+  // A -0 product: -segsum(-0) = -(+0 + -0) = -0 (not -(-0) = +0).
+  auto xz = vec({1, -0.0f});
+  ASSERT_EQ(csr_solve_backward(&a.device, a.handle, XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_LOWER,
+                               XHAL_DIAGONAL_STORED, &xz.t, &dx.t, &gb.t, &ga.t),
+            XHAL_OK);
+  EXPECT_TRUE(same_bits(ga.data[2], -0.0f)) << ga.data[2];
 }
 
 TEST(SparseKernels, SpgemmAddsProductsInAscendingK) {
