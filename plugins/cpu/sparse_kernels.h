@@ -8,10 +8,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
+#include <new>
 #include <variant>
 #include <vector>
 
 #include "canonical.h"
+#include "dense_ops.h"
 #include "sparse_matrix.h"
 
 namespace xhal::cpu {
@@ -137,6 +140,20 @@ inline void run_chosen(TeamChoice& choice, int64_t work, Body&& body) {
   const auto start = std::chrono::steady_clock::now();
   body(team ? threads : 1);
   choice.record(team, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+}
+
+// Runs an op's body; a failed scratch allocation (taken before any output
+// is written) becomes XHAL_OUT_OF_MEMORY instead of crossing the C ABI.
+template <typename Body>
+inline xhal_status_t guard_allocation(const char* op, Body&& body) {
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    char msg[128];
+    std::snprintf(msg, sizeof msg, "cpu plugin: %s: out of host memory for scratch", op);
+    set_error(msg);
+    return XHAL_OUT_OF_MEMORY;
+  }
 }
 
 template <typename F>

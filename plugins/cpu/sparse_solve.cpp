@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <vector>
 #include <cstdio>
 #include <thread>
@@ -168,6 +169,22 @@ void solve_pattern(const CsrPattern<I>& p, const SolveSchedule<I>& sched, const 
   }
 }
 
+// segsum of m <= 4 terms without a branch on m (a column's count varies
+// from row to row in a tree, and a mispredicted loop exit costs more than
+// the adds): the missing terms are +0, which leaves a running sum from +0
+// bit for bit unchanged (such a sum is never -0, and x + +0 == x otherwise).
+inline float sum_up_to_4(const float* t, int64_t m) {
+  static const float kZeros[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  const float* src = m > 0 ? t : kZeros;
+  const int64_t last = m > 0 ? m - 1 : 0;
+  float s = 0.0f;
+  for (int64_t i = 0; i < 4; ++i) {
+    const uint32_t keep = i < m ? 0xffffffffu : 0u;
+    s = s + std::bit_cast<float>(std::bit_cast<uint32_t>(src[std::min(i, last)]) & keep);
+  }
+  return s;
+}
+
 // op(A) = A^T with one contiguous right-hand side, walking A's rows: row k
 // solves x[k] from the terms its column holds, then writes each of its own
 // off-diagonal terms A[k,j] * x[k] into the slot of that entry in column j
@@ -202,7 +219,8 @@ struct TransposedRowSolver {
     }
     for (int64_t q = tb; q < te; ++q) wait(static_cast<int64_t>(t_col[q]));
     const float d = kUnit ? 1.0f : (diag >= 0 ? values[diag] : 0.0f);
-    const float s = segsum(te - tb, [&](int64_t i) { return terms[tb + i]; });
+    const float s = te - tb <= 4 ? sum_up_to_4(terms + tb, te - tb)
+                                 : segsum(te - tb, [&](int64_t i) { return terms[tb + i]; });
     const float r = b[k] - s;
     const float xk = kUnit ? r : r / d;
     x[k] = xk;
@@ -331,8 +349,10 @@ xhal_status_t csr_solve(void* device, void* a, xhal_transpose_t trans, xhal_tria
                         xhal_diagonal_t diagonal, const xhal_plugin_tensor_t* b,
                         const xhal_plugin_tensor_t* x) {
   count_launch(device);
-  return solve(*static_cast<const CsrMatrix*>(a), trans, triangle, diagonal, columns_of(b),
-               columns_of(x));
+  return guard_allocation("csr_solve", [&] {
+    return solve(*static_cast<const CsrMatrix*>(a), trans, triangle, diagonal, columns_of(b),
+                 columns_of(x));
+  });
 }
 
 xhal_status_t csr_solve_backward(void* device, void* a, xhal_transpose_t trans,
@@ -343,7 +363,9 @@ xhal_status_t csr_solve_backward(void* device, void* a, xhal_transpose_t trans,
   const auto& m = *static_cast<const CsrMatrix*>(a);
   const xhal_transpose_t flipped = trans == XHAL_TRANSPOSE ? XHAL_TRANSPOSE_NONE : XHAL_TRANSPOSE;
   const Columns gbv = columns_of(gb);
-  const xhal_status_t st = solve(m, flipped, triangle, diagonal, columns_of(dx), gbv);
+  const xhal_status_t st = guard_allocation("csr_solve_backward", [&] {
+    return solve(m, flipped, triangle, diagonal, columns_of(dx), gbv);
+  });
   if (st != XHAL_OK || ga == nullptr || m.nnz == 0) return st;
   float* gav = tensor_data<float>(ga);
   const int64_t ga_stride = ga->strides[0];

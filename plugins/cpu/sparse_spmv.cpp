@@ -135,12 +135,12 @@ xhal_status_t multiply_op(void* device, void* a, xhal_transpose_t trans, float a
 
 xhal_status_t spmv(void* device, void* a, xhal_transpose_t trans, float alpha,
                    const xhal_plugin_tensor_t* x, float beta, const xhal_plugin_tensor_t* y) {
-  return multiply_op(device, a, trans, alpha, x, beta, y);
+  return guard_allocation("spmv", [&] { return multiply_op(device, a, trans, alpha, x, beta, y); });
 }
 
 xhal_status_t spmm(void* device, void* a, xhal_transpose_t trans, float alpha,
                    const xhal_plugin_tensor_t* x, float beta, const xhal_plugin_tensor_t* y) {
-  return multiply_op(device, a, trans, alpha, x, beta, y);
+  return guard_allocation("spmm", [&] { return multiply_op(device, a, trans, alpha, x, beta, y); });
 }
 
 }  // namespace xhal::cpu
