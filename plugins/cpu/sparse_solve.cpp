@@ -1,20 +1,16 @@
-// csr_solve and csr_solve_backward. A row k of op(A) gives
+// csr_solve. A row k of op(A) gives
 //   x[k] = (b[k] - s) / op(A)[k,k]   (unit: b[k] - s),
 // s the segment sum of its off-diagonal terms in ascending column order.
 // Rows are dealt to the team at creation and each member waits only for the
 // rows of others it reads (sparse_matrix.h, SolveSchedule); the bits do not
 // depend on the schedule.
-#include <omp.h>
+#include "sparse_solve.h"
 
 #include <algorithm>
-#include <atomic>
 #include <bit>
-#include <vector>
 #include <cstdio>
-#include <thread>
 
-#include "dense_ops.h"
-#include "sparse_kernels.h"
+#include "sparse_solve_schedule.h"
 
 namespace xhal::cpu {
 namespace {
@@ -68,81 +64,6 @@ struct RowSolver {
     }
   }
 };
-
-struct NoWait {
-  void operator()(int64_t) const {}
-};
-
-inline void spin_pause() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
-
-// Before a row reads x[j], waits until row j is solved (its own rows are
-// always done: a member walks them in the solve's order).
-struct WaitForRow {
-  uint8_t* done;
-
-  bool is_done(int64_t j) const {
-    return std::atomic_ref<uint8_t>(done[j]).load(std::memory_order_acquire) != 0;
-  }
-  void operator()(int64_t j) const {
-    if (is_done(j)) return;
-    for (int spins = 0; !is_done(j); ++spins) {
-      if (spins < 4096)
-        spin_pause();
-      else
-        std::this_thread::yield();  // another process may hold the core
-    }
-  }
-};
-
-// Each member walks the rows dealt to it, flagging each row when solved.
-template <typename I, typename Row, typename Alone>
-void run_dealt(const SolveSchedule<I>& sched, int64_t n, const Row& row, const Alone& walk_alone) {
-  // Done flags of this call (scratch of the calling thread, so concurrent
-  // solves on one matrix do not meet).
-  uint8_t* done = call_scratch<uint8_t>(static_cast<size_t>(n));
-  std::fill(done, done + n, uint8_t{0});
-  const I* rows = sched.rows.data();
-#pragma omp parallel num_threads(sched.team)
-  {
-    const int self = omp_get_thread_num();
-    if (omp_get_num_threads() == sched.team) {
-      WaitForRow wait{done};
-      for (int64_t i = sched.first[self]; i < sched.first[self + 1]; ++i) {
-        const int64_t k = rows[i];
-        row(k, wait);
-        std::atomic_ref<uint8_t>(done[k]).store(1, std::memory_order_release);
-      }
-    } else if (self == 0) {  // a smaller team than dealt for: one thread, in order
-      walk_alone();
-    }
-  }
-}
-
-template <typename I, typename Row>
-void run_rows(const SolveSchedule<I>& sched, int64_t n, bool ascending, const Row& row,
-              int64_t work) {
-  auto walk_alone = [&] {
-    NoWait none;
-    if (ascending)
-      for (int64_t k = 0; k < n; ++k) row(k, none);
-    else
-      for (int64_t k = n - 1; k >= 0; --k) row(k, none);
-  };
-  if (sched.team < 2) {
-    walk_alone();
-    return;
-  }
-  run_chosen(sched.choice, work, [&](int threads) {
-    if (threads < sched.team)
-      walk_alone();
-    else
-      run_dealt(sched, n, row, walk_alone);
-  });
-}
 
 template <typename I, bool kPermuted, bool kUnit, bool kAscending>
 void solve_rows(const CsrPattern<I>& p, const SolveSchedule<I>& sched, const float* values,
@@ -261,6 +182,8 @@ const char* triangle_name(xhal_triangle_t t) {
   return t == XHAL_TRIANGLE_LOWER ? "lower" : "upper";
 }
 
+}  // namespace
+
 // Solves op(A) x = b; `triangle` names where A's entries lie.
 xhal_status_t solve(const CsrMatrix& m, xhal_transpose_t trans, xhal_triangle_t triangle,
                     xhal_diagonal_t diagonal, const Columns& b, const Columns& x) {
@@ -295,56 +218,6 @@ xhal_status_t solve(const CsrMatrix& m, xhal_transpose_t trans, xhal_triangle_t 
   });
 }
 
-// ga[e] = -segsum_c(gb[i,c] * x[j,c]) on A's pattern; (i, j) = (row, col)
-// for op(A) = A and (col, row) for A^T. Unit diagonal entries get +0.
-// Rows [first, last) of the pattern gradient.
-template <typename I, bool kTransposed, bool kVectors>
-void gradient_rows(const CsrPattern<I>& p, bool unit, const Columns& x, const Columns& gb,
-                   float* ga, int64_t ga_stride, int64_t first, int64_t last) {
-  const I* row_ptr = p.row_ptr.data();
-  const I* col = p.col_idx.data();
-  for (int64_t r = first; r < last; ++r) {
-    for (int64_t e = row_ptr[r]; e < static_cast<int64_t>(row_ptr[r + 1]); ++e) {
-      const int64_t cidx = col[e];
-      const int64_t i = kTransposed ? cidx : r;
-      const int64_t j = kTransposed ? r : cidx;
-      float g;
-      if constexpr (kVectors)  // segsum of one term: +0 + gb[i] * x[j]
-        g = -(0.0f + gb.data[i] * x.data[j]);
-      else
-        g = -segsum(x.k, [&](int64_t c) { return gb.at(i, c) * x.at(j, c); });
-      ga[e * ga_stride] = unit && cidx == r ? 0.0f : g;
-    }
-  }
-}
-
-// ga[e] = -segsum_c(gb[i,c] * x[j,c]) on A's pattern; (i, j) = (row, col)
-// for op(A) = A and (col, row) for A^T. Unit diagonal entries get +0.
-template <typename I>
-void pattern_gradient(const CsrPattern<I>& p, bool transposed, bool unit, const Columns& x,
-                      const Columns& gb, float* ga, int64_t ga_stride, TeamChoice& choice) {
-  const int64_t rows = p.rows;
-  const int64_t work = (static_cast<int64_t>(p.row_ptr[rows]) + rows) * x.k;
-  const bool vectors = x.k == 1 && x.row_stride == 1 && gb.row_stride == 1;
-  run_chosen(choice, work, [&](int threads) {
-#pragma omp parallel num_threads(threads)
-    {
-      int64_t first = 0, last = 0;
-      balanced_rows(p.row_ptr, rows, omp_get_thread_num(), omp_get_num_threads(), &first, &last);
-      if (vectors && transposed)
-        gradient_rows<I, true, true>(p, unit, x, gb, ga, ga_stride, first, last);
-      else if (vectors)
-        gradient_rows<I, false, true>(p, unit, x, gb, ga, ga_stride, first, last);
-      else if (transposed)
-        gradient_rows<I, true, false>(p, unit, x, gb, ga, ga_stride, first, last);
-      else
-        gradient_rows<I, false, false>(p, unit, x, gb, ga, ga_stride, first, last);
-    }
-  });
-}
-
-}  // namespace
-
 xhal_status_t csr_solve(void* device, void* a, xhal_transpose_t trans, xhal_triangle_t triangle,
                         xhal_diagonal_t diagonal, const xhal_plugin_tensor_t* b,
                         const xhal_plugin_tensor_t* x) {
@@ -353,29 +226,6 @@ xhal_status_t csr_solve(void* device, void* a, xhal_transpose_t trans, xhal_tria
     return solve(*static_cast<const CsrMatrix*>(a), trans, triangle, diagonal, columns_of(b),
                  columns_of(x));
   });
-}
-
-xhal_status_t csr_solve_backward(void* device, void* a, xhal_transpose_t trans,
-                                 xhal_triangle_t triangle, xhal_diagonal_t diagonal,
-                                 const xhal_plugin_tensor_t* x, const xhal_plugin_tensor_t* dx,
-                                 const xhal_plugin_tensor_t* gb, const xhal_plugin_tensor_t* ga) {
-  count_launch(device);
-  const auto& m = *static_cast<const CsrMatrix*>(a);
-  const xhal_transpose_t flipped = trans == XHAL_TRANSPOSE ? XHAL_TRANSPOSE_NONE : XHAL_TRANSPOSE;
-  const Columns gbv = columns_of(gb);
-  const xhal_status_t st = guard_allocation("csr_solve_backward", [&] {
-    return solve(m, flipped, triangle, diagonal, columns_of(dx), gbv);
-  });
-  if (st != XHAL_OK || ga == nullptr || m.nnz == 0) return st;
-  float* gav = tensor_data<float>(ga);
-  const int64_t ga_stride = ga->strides[0];
-  const Columns xv = columns_of(x);
-  const bool transposed = trans == XHAL_TRANSPOSE;
-  const bool unit = diagonal == XHAL_DIAGONAL_UNIT;
-  with_patterns(m, [&](const auto& ps) {
-    pattern_gradient(ps.a, transposed, unit, xv, gbv, gav, ga_stride, m.gradient_choice);
-  });
-  return XHAL_OK;
 }
 
 }  // namespace xhal::cpu
