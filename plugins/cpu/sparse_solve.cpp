@@ -17,7 +17,7 @@ namespace {
 
 // Off-diagonal entries of a row are contiguous: a row walked ascending
 // (lower) keeps its diagonal last, one walked descending keeps it first.
-template <typename I, bool kPermuted, bool kUnit, bool kAscending>
+template <typename I, bool kPermuted, bool kUnit, bool kAscending, bool kVector>
 struct RowSolver {
   const I* row_ptr;
   const I* col;
@@ -40,16 +40,16 @@ struct RowSolver {
     // A stored diagonal is checked present by the core; a missing one reads
     // as the 0 it is, giving the IEEE quotient.
     const float d = kUnit ? 1.0f : (diag >= 0 ? value(diag) : 0.0f);
-    if (x.k != 1 || x.row_stride != 1 || b.row_stride != 1) {
+    if constexpr (kVector) {
+      // One contiguous right-hand side, the common case: kept small so that
+      // the rows of a walk overlap in the core.
+      const float* xv = x.data;
+      const float s = segsum(re - rb, [&](int64_t i) { return value(rb + i) * xv[col[rb + i]]; });
+      const float r = b.data[k] - s;
+      x.data[k] = kUnit ? r : r / d;
+    } else {
       solve_columns(k, rb, re, d);
-      return;
     }
-    // One contiguous right-hand side, the common case: kept small so that
-    // the rows of a walk overlap in the core.
-    const float* xv = x.data;
-    const float s = segsum(re - rb, [&](int64_t i) { return value(rb + i) * xv[col[rb + i]]; });
-    const float r = b.data[k] - s;
-    x.data[k] = kUnit ? r : r / d;
   }
 
   [[gnu::noinline]] void solve_columns(int64_t k, int64_t rb, int64_t re, float d) const {
@@ -69,9 +69,15 @@ template <typename I, bool kPermuted, bool kUnit, bool kAscending>
 void solve_rows(const CsrPattern<I>& p, const SolveSchedule<I>& sched, const float* values,
                 const Columns& b, const Columns& x) {
   const int64_t work = (static_cast<int64_t>(p.row_ptr[p.rows]) + p.rows) * x.k;
-  const RowSolver<I, kPermuted, kUnit, kAscending> row{p.row_ptr.data(), p.col_idx.data(),
-                                                       p.perm.data(), values, b, x};
-  run_rows(sched, p.rows, kAscending, row, work);
+  if (x.k == 1 && x.row_stride == 1 && b.row_stride == 1) {
+    const RowSolver<I, kPermuted, kUnit, kAscending, true> row{
+        p.row_ptr.data(), p.col_idx.data(), p.perm.data(), values, b, x};
+    run_rows(sched, p.rows, kAscending, row, work);
+  } else {
+    const RowSolver<I, kPermuted, kUnit, kAscending, false> row{
+        p.row_ptr.data(), p.col_idx.data(), p.perm.data(), values, b, x};
+    run_rows(sched, p.rows, kAscending, row, work);
+  }
 }
 
 template <typename I, bool kPermuted>

@@ -72,11 +72,12 @@ template <typename I, typename Row>
 void run_rows(const SolveSchedule<I>& sched, int64_t n, bool ascending, const Row& row,
               int64_t work) {
   auto walk_alone = [&] {
+    const Row local = row;  // a local copy keeps its pointers in registers
     NoWait none;
     if (ascending)
-      for (int64_t k = 0; k < n; ++k) row(k, none);
+      for (int64_t k = 0; k < n; ++k) local(k, none);
     else
-      for (int64_t k = n - 1; k >= 0; --k) row(k, none);
+      for (int64_t k = n - 1; k >= 0; --k) local(k, none);
   };
   if (sched.team < 2) {
     walk_alone();
