@@ -109,10 +109,24 @@ void fill_patterns(CsrPatterns<I>& ps, const xhal_plugin_csr_desc_t* d, bool low
       ps.slot[d->t_perm[begin + q]] = static_cast<I>(ps.first_slot[j] + q / kSegsumChunk);
     ps.first_slot[j + 1] = ps.first_slot[j] + std::max<int64_t>(1, (count + kSegsumChunk - 1) / kSegsumChunk);
   }
+  const int threads = omp_get_max_threads();
+  if (threads > 1 && threads <= kMaxSolveTeam) {
+    ps.split_team = threads;
+    ps.row_split.resize(static_cast<size_t>(threads - 1) * static_cast<size_t>(d->rows));
+    for (int t = 1; t < threads; ++t) {
+      int64_t c0 = 0, c1 = 0;
+      balanced_rows(ps.at.row_ptr, d->cols, t, threads, &c0, &c1);
+      I* split = ps.row_split.data() + static_cast<size_t>(t - 1) * static_cast<size_t>(d->rows);
+      for (int64_t i = 0; i < d->rows; ++i) {
+        const int64_t* row_end = d->col_idx + d->row_ptr[i + 1];
+        split[i] = static_cast<I>(std::lower_bound(d->col_idx + d->row_ptr[i], row_end, c0) -
+                                  d->col_idx);
+      }
+    }
+  }
   if (d->rows != d->cols) return;  // no solves on a rectangular matrix
   ps.t_pos.resize(static_cast<size_t>(d->nnz));
   for (int64_t q = 0; q < d->nnz; ++q) ps.t_pos[d->t_perm[q]] = static_cast<I>(q);
-  const int threads = omp_get_max_threads();
   // A lower: op(A) = A walks A's rows ascending, op(A) = A^T walks A^T's
   // rows descending; an upper A the other way round.
   if (lower) {

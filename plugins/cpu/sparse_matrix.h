@@ -95,6 +95,11 @@ struct CsrPatterns {
   // one), and entry e adds into slot[e].
   std::vector<int64_t> first_slot;  // [cols + 1]
   std::vector<I> slot;              // [nnz]
+  // A team of split_team members splits the columns as balanced_rows does
+  // over A^T; row_split[(t - 1) * rows + i] is the first entry of row i in
+  // member t's columns (t >= 1), so no member searches the rows per call.
+  int split_team = 1;
+  std::vector<I> row_split;
   // Position of each entry of A in the transposed order (inverse of t_perm).
   std::vector<I> t_pos;             // [nnz]
 };

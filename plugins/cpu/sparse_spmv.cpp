@@ -80,13 +80,20 @@ void multiply_transposed_by_rows(const CsrPatterns<I>& ps, const float* values, 
   float* sums = call_scratch<float>(static_cast<size_t>(first_slot[cols]));
 #pragma omp parallel num_threads(threads)
   {
+    const int self = omp_get_thread_num(), team = omp_get_num_threads();
     int64_t c0 = 0, c1 = 0;
-    balanced_rows(ps.at.row_ptr, cols, omp_get_thread_num(), omp_get_num_threads(), &c0, &c1);
+    balanced_rows(ps.at.row_ptr, cols, self, team, &c0, &c1);
     for (int64_t q = first_slot[c0]; q < first_slot[c1]; ++q) sums[q] = 0.0f;
     const bool all_columns = c0 == 0 && c1 == cols;
+    const bool presplit = team == ps.split_team;
+    const I* from = presplit && self > 0 ? ps.row_split.data() + (self - 1) * a.rows : nullptr;
+    const I* to = presplit && self + 1 < team ? ps.row_split.data() + self * a.rows : nullptr;
     for (int64_t i = 0; i < a.rows; ++i) {
       int64_t eb = row_ptr[i], ee = row_ptr[i + 1];
-      if (!all_columns) {
+      if (presplit) {
+        if (from != nullptr) eb = from[i];
+        if (to != nullptr) ee = to[i];
+      } else if (!all_columns) {
         const I* first = std::lower_bound(col + eb, col + ee, static_cast<I>(c0));
         ee = std::lower_bound(first, col + ee, static_cast<I>(c1)) - col;
         eb = first - col;
