@@ -44,8 +44,9 @@ XHAL_API xhal_status_t xhal_device_get_info(uint32_t index,
 /* Opens the first device matching `selector` (same grammar as XHAL_DEVICE,
  * see docs/device-selection.md); NULL or "" opens the default device (index
  * 0 of the list). Malformed: XHAL_INVALID_ARGUMENT quoting it; no match:
- * XHAL_NOT_FOUND listing the devices. Opening one device twice gives two
- * handles to the same device; each is released by xhal_device_release. */
+ * XHAL_NOT_FOUND listing the devices. Opening one device twice returns the
+ * same handle with an open count of two: every open is matched by one
+ * xhal_device_release, and the last one closes the device. */
 XHAL_API xhal_status_t xhal_device_open(const char* selector,
                                         xhal_device_t* out_device);
 XHAL_API xhal_status_t xhal_device_open_index(uint32_t index,

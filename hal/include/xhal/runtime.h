@@ -53,7 +53,8 @@ typedef struct xhal_plugin_info {
   const char* path;
   const char* backend;        /* from the file name, or as declared once loaded */
   xhal_plugin_state_t state;
-  const char* reason;         /* "" when loaded */
+  const char* reason;         /* why rejected/skipped; when loaded, the
+                                 plugin's note ("" or e.g. "0 devices: ...") */
   uint32_t abi_major;         /* 0 when unknown */
   uint32_t abi_minor;
   const char* plugin_version; /* "" when unknown */
