@@ -31,7 +31,32 @@ XHAL_CPU_INLINE MaxSum chunk_exps(const float* x, float* e, float chunk_max) {
   return {chunk_max, tree128(acc)};
 }
 
+XHAL_CPU_INLINE MaxSum full_chunk_general(const float* x, float* e);
+
 XHAL_CPU_INLINE MaxSum full_chunk(const float* x, float* e) {
+  // One pass of plain max / min plus a running sum that turns NaN or inf
+  // when any input is NaN or infinite (or the sum overflows): without NaN
+  // maxps gives the bits of nan_max_v. Otherwise the general pass below.
+  V m = load(x), lo = m, check = m;
+  for (int i = 1; i < kChunk / kLanes; ++i) {
+    const V v = load(x + i * kLanes);
+    m = max_ps(m, v);
+    lo = min_ps(v, lo);
+    check = check + v;
+  }
+  const V zero = check - check;  // +0 in every lane iff check is finite
+  uint64_t words[sizeof(V) / 8];
+  std::memcpy(words, &zero, sizeof words);
+  uint64_t any = 0;
+  for (uint64_t w : words) any |= w;
+  if (__builtin_expect(any != 0, 0)) return full_chunk_general(x, e);
+  const float chunk_max = max_of(m);
+  const float chunk_min = -max_of(-lo);
+  if (chunk_min - chunk_max >= -87.0f) return chunk_exps<true>(x, e, chunk_max);
+  return chunk_exps<false>(x, e, chunk_max);
+}
+
+XHAL_CPU_INLINE MaxSum full_chunk_general(const float* x, float* e) {
   V m = load(x), lo = m;
   for (int i = 1; i < kChunk / kLanes; ++i) {
     const V v = load(x + i * kLanes);

@@ -201,7 +201,8 @@ XHAL_CPU_INLINE V exp_v_general(V x) {
 // general form (whose (p * 1) * 2^k is that product).
 XHAL_CPU_INLINE V exp_v_inside(V x) {  // every lane known to be in [-87, 88]
   const V t = x * 0x1.715476p+0f;
-  const V k = (t + 0x1.8p23f) - 0x1.8p23f;
+  const V shifted = t + 0x1.8p23f;  // k in the low mantissa bits: 0x4b400000 + k
+  const V k = shifted - 0x1.8p23f;
   V r = x - k * 0x1.62e400p-1f;
   r = r - k * 0x1.7f7d1cp-20f;
   V p = splat(0x1.687c02p-10f);
@@ -211,7 +212,11 @@ XHAL_CPU_INLINE V exp_v_inside(V x) {  // every lane known to be in [-87, 88]
   p = p * r + 0x1.fffff8p-2f;
   p = p * r + 1.0f;
   p = p * r + 1.0f;
-  const VI bits = (__builtin_convertvector(k, VI) + 127) << 23;
+  // 2^k from the bits of `shifted`: (0x4b400000 + k) << 23 wraps to k << 23
+  // (0x4b400000 << 23 is 0 mod 2^32), so no float-to-int conversion.
+  VI bits;
+  std::memcpy(&bits, &shifted, sizeof bits);
+  bits = (bits << 23) + (127 << 23);
   V scale;
   std::memcpy(&scale, &bits, sizeof scale);
   return p * scale;

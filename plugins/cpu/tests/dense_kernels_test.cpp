@@ -342,6 +342,33 @@ TEST(CpuDense, SoftmaxAllMinusInfRowIsNanAndInPlaceWorks) {
   });
 }
 
+// Whole 1024-chunks holding NaN, +inf, -inf only, finite values whose
+// running sum overflows, and mixed-sign zeros: the one-pass max/min fast path must hand
+// each to the NaN-propagating pass and still give the spec's bits.
+TEST(CpuDense, SoftmaxChunksWithNanInfOverflowAndZeros) {
+  for_each_isa([&] {
+    const int64_t n = 4096, rows = 6;
+    HostTensor x({rows, n}, random_floats(rows * n, 12, -20.0f, 20.0f));
+    x.data[0 * n + 1024 + 500] = NAN;       // mid-chunk NaN
+    x.data[1 * n + 2048 + 7] = INFINITY;    // +inf in a chunk
+    for (int64_t i = 0; i < 1024; ++i)      // finite, but the sum overflows
+      x.data[2 * n + i] = (i % 2 ? 3e38f : 2.9e38f);
+    for (int64_t i = 0; i < 1024; ++i)      // only zeros of both signs
+      x.data[3 * n + 3072 + i] = (i % 3 ? -0.0f : 0.0f);
+    x.data[4 * n + 1023] = NAN;             // NaN in the last lane of a chunk
+    for (int64_t i = 0; i < 1024; ++i)      // a whole chunk of -inf: e = +0
+      x.data[5 * n + 1024 + i] = -INFINITY;
+    HostTensor y({rows, n}, std::vector<float>(rows * n));
+    ASSERT_EQ(softmax_forward(&g_device, &x.t, &y.t), XHAL_OK);
+    std::vector<float> want;
+    for (int64_t r = 0; r < rows; ++r) {
+      auto row = ref_softmax_row(x.data.data() + r * n, n);
+      want.insert(want.end(), row.begin(), row.end());
+    }
+    expect_same_bits(y.data, want, "softmax special chunks");
+  });
+}
+
 // ---- index ops -------------------------------------------------------------------
 struct Plan {
   std::vector<int64_t> idx, row_ptr, sources;
