@@ -395,6 +395,59 @@ TEST(SparseKernels, WavefrontMatchesPlainWalkOnRandomLower) {
   }
 }
 
+// Backward against a plain walk: gb = op(A)^-T dx, then
+// ga[e] = -segsum_c(gb[i,c] * x[j,c]) on A's pattern, unit diagonals +0.
+// One vector takes the solve that writes ga as it goes; three columns the
+// separate pass. Three calls: team, one thread, the faster.
+void expect_backward_matches_plain_walk(TestMatrix& a, int64_t k) {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> xh(a.rows * k), dxh(a.rows * k);
+  for (auto& e : xh) e = u(rng);
+  for (auto& e : dxh) e = u(rng);
+  for (bool op_transposed : {false, true})
+    for (bool unit : {false, true}) {
+      const std::vector<float> gb_want = plain_solve(a, !op_transposed, unit, dxh, k);
+      std::vector<float> ga_want(a.col_idx.size());
+      for (int64_t r = 0; r < a.rows; ++r)
+        for (int64_t e = a.row_ptr[r]; e < a.row_ptr[r + 1]; ++e) {
+          const int64_t i = op_transposed ? a.col_idx[e] : r;
+          const int64_t j = op_transposed ? r : a.col_idx[e];
+          const float g = -segsum(k, [&](int64_t c) { return gb_want[i * k + c] * xh[j * k + c]; });
+          ga_want[e] = unit && a.col_idx[e] == r ? 0.0f : g;
+        }
+      for (int call = 0; call < 3; ++call) {
+        auto x = k == 1 ? vec(xh) : cols(xh, k);
+        auto dx = k == 1 ? vec(dxh) : cols(dxh, k);
+        auto gb = k == 1 ? vec(std::vector<float>(xh.size(), 7.0f))
+                         : cols(std::vector<float>(xh.size(), 7.0f), k);
+        auto ga = vec(std::vector<float>(a.col_idx.size(), 7.0f));
+        ASSERT_EQ(csr_solve_backward(&a.device, a.handle,
+                                     op_transposed ? XHAL_TRANSPOSE : XHAL_TRANSPOSE_NONE,
+                                     XHAL_TRIANGLE_LOWER,
+                                     unit ? XHAL_DIAGONAL_UNIT : XHAL_DIAGONAL_STORED, &x.t, &dx.t,
+                                     &gb.t, &ga.t),
+                  XHAL_OK);
+        expect_same_bits(gb.data, gb_want);
+        expect_same_bits(ga.data, ga_want);
+      }
+    }
+}
+
+TEST(SparseKernels, BackwardMatchesPlainWalkOnRiverTrees) {
+  TestMatrix a = random_tree(200000, 64, 9);
+  ASSERT_TRUE(solves_run_in_parallel(a));
+  expect_backward_matches_plain_walk(a, 1);
+}
+
+TEST(SparseKernels, BackwardMatchesPlainWalkOnRandomLower) {
+  for (int64_t k : {1, 3}) {
+    TestMatrix a = random_lower(30000, 13);
+    ASSERT_TRUE(solves_run_in_parallel(a));
+    expect_backward_matches_plain_walk(a, k);
+  }
+}
+
 TEST(SparseKernels, TransposedSpmvMatchesColumnSegsums) {
   // Low columns hold hundreds of entries (chunked sums), the rest a few;
   // the team splits the columns.
