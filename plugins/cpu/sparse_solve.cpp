@@ -136,13 +136,16 @@ struct TransposedRowSolver {
     // when A is upper (diagonal last in the column), descending when lower.
     int64_t tb = t_row_ptr[k], te = t_row_ptr[k + 1];
     int64_t rb = row_ptr[k], re = row_ptr[k + 1];
+    // The diagonal is found in A's row k, which is read anyway; it is the
+    // same entry as the end of column k, so t_col is read only by a member
+    // that waits (one thread walking alone never reads it).
     int64_t diag = -1;
     if constexpr (kAscending) {
-      if (te > tb && static_cast<int64_t>(t_col[te - 1]) == k) --te;
       if (re > rb && static_cast<int64_t>(col[rb]) == k) diag = rb++;
+      if (diag >= 0) --te;
     } else {
-      if (te > tb && static_cast<int64_t>(t_col[tb]) == k) ++tb;
       if (re > rb && static_cast<int64_t>(col[re - 1]) == k) diag = --re;
+      if (diag >= 0) ++tb;
     }
     for (int64_t q = tb; q < te; ++q) wait(static_cast<int64_t>(t_col[q]));
     const float d = kUnit ? 1.0f : (diag >= 0 ? values[diag] : 0.0f);
