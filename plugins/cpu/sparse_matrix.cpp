@@ -127,6 +127,11 @@ void fill_patterns(CsrPatterns<I>& ps, const xhal_plugin_csr_desc_t* d, bool low
   if (d->rows != d->cols) return;  // no solves on a rectangular matrix
   ps.t_pos.resize(static_cast<size_t>(d->nnz));
   for (int64_t q = 0; q < d->nnz; ++q) ps.t_pos[d->t_perm[q]] = static_cast<I>(q);
+  ps.has_diagonal.assign(static_cast<size_t>(d->rows), 0);
+  for (int64_t i = 0; i < d->rows; ++i) {
+    const int64_t b = d->row_ptr[i], e = d->row_ptr[i + 1];
+    ps.has_diagonal[i] = e > b && (d->col_idx[b] == i || d->col_idx[e - 1] == i);
+  }
   // A lower: op(A) = A walks A's rows ascending, op(A) = A^T walks A^T's
   // rows descending; an upper A the other way round.
   if (lower) {

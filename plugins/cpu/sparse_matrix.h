@@ -102,6 +102,9 @@ struct CsrPatterns {
   std::vector<I> row_split;
   // Position of each entry of A in the transposed order (inverse of t_perm).
   std::vector<I> t_pos;             // [nnz]
+  // 1 when A's row i stores (i, i) (square A only): the transposed solve
+  // then skips it in row i and column i without reading either's indices.
+  std::vector<uint8_t> has_diagonal;  // [rows]
 };
 
 struct CsrMatrix {

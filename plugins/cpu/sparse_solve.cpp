@@ -125,6 +125,7 @@ struct TransposedRowSolver {
   const I* t_row_ptr;  // A^T
   const I* t_col;
   const I* t_pos;
+  const uint8_t* has_diagonal;
   const float* values;
   float* terms;        // [nnz], in transposed order
   const float* b;
@@ -136,16 +137,18 @@ struct TransposedRowSolver {
     // when A is upper (diagonal last in the column), descending when lower.
     int64_t tb = t_row_ptr[k], te = t_row_ptr[k + 1];
     int64_t rb = row_ptr[k], re = row_ptr[k + 1];
-    // The diagonal is found in A's row k, which is read anyway; it is the
-    // same entry as the end of column k, so t_col is read only by a member
-    // that waits (one thread walking alone never reads it).
+    // A stored diagonal ends row k on the side the walk comes from and
+    // column k on the other; flagged at creation, so neither's indices are
+    // read here (t_col only by a member that waits).
     int64_t diag = -1;
-    if constexpr (kAscending) {
-      if (re > rb && static_cast<int64_t>(col[rb]) == k) diag = rb++;
-      if (diag >= 0) --te;
-    } else {
-      if (re > rb && static_cast<int64_t>(col[re - 1]) == k) diag = --re;
-      if (diag >= 0) ++tb;
+    if (has_diagonal[k]) {
+      if constexpr (kAscending) {
+        diag = rb++;
+        --te;
+      } else {
+        diag = --re;
+        ++tb;
+      }
     }
     for (int64_t q = tb; q < te; ++q) wait(static_cast<int64_t>(t_col[q]));
     const float d = kUnit ? 1.0f : (diag >= 0 ? values[diag] : 0.0f);
@@ -165,7 +168,7 @@ void solve_transposed_rows(const CsrPatterns<I>& ps, const SolveSchedule<I>& sch
   const int64_t work = static_cast<int64_t>(ps.a.row_ptr[n]) + n;
   const TransposedRowSolver<I, kUnit, kAscending> row{
       ps.a.row_ptr.data(), ps.a.col_idx.data(), ps.at.row_ptr.data(), ps.at.col_idx.data(),
-      ps.t_pos.data(),     values,              terms,                b.data, x.data};
+      ps.t_pos.data(),     ps.has_diagonal.data(), values,            terms, b.data, x.data};
   run_rows(sched, n, kAscending, row, work);
 }
 
