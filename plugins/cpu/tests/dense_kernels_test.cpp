@@ -324,6 +324,10 @@ INSTANTIATE_TEST_SUITE_P(Shapes, RowSizes,
                                            std::pair<int64_t, int64_t>{33, 1025},
                                            std::pair<int64_t, int64_t>{65, 3000},
                                            std::pair<int64_t, int64_t>{2, 200001},
+                                           // Few blocks, long rows: the norm
+                                           // backwards split columns (3 blocks,
+                                           // a short last row group and slab).
+                                           std::pair<int64_t, int64_t>{70, 20003},
                                            // >= 8 MiB of output: streaming stores,
                                            // rows starting off a 64-byte line.
                                            std::pair<int64_t, int64_t>{2050, 1025}));
