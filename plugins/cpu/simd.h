@@ -89,53 +89,44 @@ XHAL_CPU_INLINE void write_row(float* y, int64_t n, bool stream, Vec&& vec, One&
 XHAL_CPU_INLINE V select(VI mask, V a, V b) { return mask ? a : b; }
 
 // Lane-wise a > b ? a : b and a < b ? a : b: exactly maxps / minps (the
-// second operand when either is NaN or both are zeros).
-XHAL_CPU_INLINE V max_ps(V a, V b) {
+// second operand when either is NaN or both are zeros), through the ISA's
+// native packed instruction.
 #if defined(__AVX512F__)
-  __m512 x, y;
-  std::memcpy(&x, &a, sizeof x);
-  std::memcpy(&y, &b, sizeof y);
-  const __m512 m = _mm512_max_ps(x, y);
+using NativePs = __m512;
+#define XHAL_CPU_NATIVE_PS(op) _mm512_##op##_ps
 #elif defined(__AVX__)
-  __m256 x, y;
-  std::memcpy(&x, &a, sizeof x);
-  std::memcpy(&y, &b, sizeof y);
-  const __m256 m = _mm256_max_ps(x, y);
+using NativePs = __m256;
+#define XHAL_CPU_NATIVE_PS(op) _mm256_##op##_ps
 #elif defined(__SSE2__)
-  __m128 x, y;
+using NativePs = __m128;
+#define XHAL_CPU_NATIVE_PS(op) _mm_##op##_ps
+#endif
+
+#ifdef XHAL_CPU_NATIVE_PS
+template <typename F>
+XHAL_CPU_INLINE V native_binary(V a, V b, F f) {
+  static_assert(sizeof(NativePs) == sizeof(V));
+  NativePs x, y;
   std::memcpy(&x, &a, sizeof x);
   std::memcpy(&y, &b, sizeof y);
-  const __m128 m = _mm_max_ps(x, y);
-#else
-  const V m = a > b ? a : b;
-#endif
+  const NativePs m = f(x, y);
   V out;
   std::memcpy(&out, &m, sizeof out);
   return out;
+}
+XHAL_CPU_INLINE V max_ps(V a, V b) {
+  return native_binary(a, b, [](NativePs x, NativePs y)
+                                 XHAL_CPU_LAMBDA_INLINE { return XHAL_CPU_NATIVE_PS(max)(x, y); });
 }
 XHAL_CPU_INLINE V min_ps(V a, V b) {
-#if defined(__AVX512F__)
-  __m512 x, y;
-  std::memcpy(&x, &a, sizeof x);
-  std::memcpy(&y, &b, sizeof y);
-  const __m512 m = _mm512_min_ps(x, y);
-#elif defined(__AVX__)
-  __m256 x, y;
-  std::memcpy(&x, &a, sizeof x);
-  std::memcpy(&y, &b, sizeof y);
-  const __m256 m = _mm256_min_ps(x, y);
-#elif defined(__SSE2__)
-  __m128 x, y;
-  std::memcpy(&x, &a, sizeof x);
-  std::memcpy(&y, &b, sizeof y);
-  const __m128 m = _mm_min_ps(x, y);
-#else
-  const V m = a < b ? a : b;
-#endif
-  V out;
-  std::memcpy(&out, &m, sizeof out);
-  return out;
+  return native_binary(a, b, [](NativePs x, NativePs y)
+                                 XHAL_CPU_LAMBDA_INLINE { return XHAL_CPU_NATIVE_PS(min)(x, y); });
 }
+#undef XHAL_CPU_NATIVE_PS
+#else
+XHAL_CPU_INLINE V max_ps(V a, V b) { return a > b ? a : b; }
+XHAL_CPU_INLINE V min_ps(V a, V b) { return a < b ? a : b; }
+#endif
 
 // max with NaN propagation (section 1): NaN if either is NaN.
 XHAL_CPU_INLINE float nan_max(float a, float b) {
