@@ -1,8 +1,3 @@
-// NOTE FROM THE LEAD (09:12 UTC): your proposal is adopted. docs/semantics.md
-// 3.3 now defines softmax forward as e[i] = (m[c] == -inf) ? +0 :
-// xhal_exp(x[i] - m[c]); lanes sum e; y[i] = e[i] * r[c] with
-// r[c] = xhal_exp(m[c] - M) * (1 / S). The conformance reference and the CPU
-// plugin follow it. Update softmax_forward_kernel to match, then delete this.
 // Softmax and RMSNorm forward row kernels (docs/semantics.md 3.3, 3.4).
 // Template shape: W warps per block, CPW chunks per warp, S blocks per row
 // in one cluster (S = 1: one block per row). Rows longer than one cluster
