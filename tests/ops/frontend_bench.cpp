@@ -64,6 +64,25 @@ void BM_IndexSelect(benchmark::State& state) {
 }
 BENCHMARK(BM_IndexSelect);
 
+// The op the H200 per-call figure uses (bench/gpu/cusparse_compare.cu
+// call_overhead): one row of 32, y after x in the same buffer.
+void BM_SoftmaxForward1x32(benchmark::State& state) {
+  Env& e = env();
+  xhal_tensor_t x = e.t({2, 32}), y = x;
+  x.shape[0] = 1;
+  y.shape[0] = 1;
+  y.offset = 128;
+  for (auto _ : state) check(xhal_softmax_forward(e.dev, &x, &y), state);
+}
+BENCHMARK(BM_SoftmaxForward1x32);
+
+void BM_RmsNormForward1x32(benchmark::State& state) {
+  Env& e = env();
+  xhal_tensor_t x = e.t({1, 32}), g = e.t({32}), y = e.t({1, 32}), r = e.t({1});
+  for (auto _ : state) check(xhal_rms_norm_forward(e.dev, &x, &g, 1e-5f, &y, &r), state);
+}
+BENCHMARK(BM_RmsNormForward1x32);
+
 void BM_PermuteRank4(benchmark::State& state) {
   Env& e = env();
   xhal_tensor_t src = e.t({2, 1, 2, 2}), dst = e.t({2, 2, 1, 2});
