@@ -128,6 +128,23 @@ static int levels_of(const Csr& a) {
   return m + 1;
 }
 
+// Solve schedules timed side by side (environment read by the cuda plugin).
+struct Variant {
+  const char* name;
+  std::vector<std::pair<const char*, const char*>> env;
+};
+static const std::vector<Variant> kVariants = {
+    {"levels", {{"XHAL_CUDA_SOLVE", "levels"}}},
+    {"syncfree b128 x8", {}},
+    {"syncfree b256 x8", {{"XHAL_CUDA_SOLVE_BLOCK", "256"}}},
+    {"syncfree b128 x4", {{"XHAL_CUDA_SOLVE_BLOCKS_PER_SM", "4"}}},
+    {"syncfree b128 x16", {{"XHAL_CUDA_SOLVE_BLOCKS_PER_SM", "16"}}},
+    {"syncfree b64 x16", {{"XHAL_CUDA_SOLVE_BLOCK", "64"}, {"XHAL_CUDA_SOLVE_BLOCKS_PER_SM", "16"}}},
+    {"syncfree b128 x2", {{"XHAL_CUDA_SOLVE_BLOCKS_PER_SM", "2"}}},
+    {"syncfree b128 x8 sleep64", {{"XHAL_CUDA_SOLVE_SLEEP", "64"}}},
+    {"syncfree b128 x8 sleep256", {{"XHAL_CUDA_SOLVE_SLEEP", "256"}}},
+};
+
 struct Result {
   std::string name;
   double xhal_ms, cusparse_ms;
@@ -190,20 +207,33 @@ static void compare(const char* label, const Csr& a, bool solve, xhal_device_t d
   };
   const double x_spmv = time_xhal([&] { XK(xhal_spmv(dev, m, XHAL_TRANSPOSE_NONE, 1.0f, &tx, 0.0f, &ty)); }, 50);
   double x_solve = 0, x_solve_t = 0, x_bwd = 0;
-  double variants[2][2] = {};  // [trans][levels, syncfree]
+  std::string variant_note[2];
   if (solve) {
     auto solve_ms = [&](xhal_transpose_t tr) {
       return time_xhal([&] {
         XK(xhal_csr_solve(dev, m, tr, XHAL_TRIANGLE_LOWER, XHAL_DIAGONAL_STORED, &tx, &ty));
       }, 100);
     };
+    // Every schedule must give the same bits: the first (levels) is the
+    // yardstick for the others.
+    std::vector<uint32_t> first(n), got(n);
     for (int tr = 0; tr < 2; ++tr) {
       const xhal_transpose_t t = tr ? XHAL_TRANSPOSE : XHAL_TRANSPOSE_NONE;
-      setenv("XHAL_CUDA_SOLVE", "levels", 1);
-      variants[tr][0] = solve_ms(t);
-      setenv("XHAL_CUDA_SOLVE", "syncfree", 1);
-      variants[tr][1] = solve_ms(t);
-      unsetenv("XHAL_CUDA_SOLVE");
+      for (size_t v = 0; v < kVariants.size(); ++v) {
+        for (const auto& kv : kVariants[v].env) setenv(kv.first, kv.second, 1);
+        const double ms = solve_ms(t);
+        XK(xhal_buffer_read(by, 0, v ? got.data() : first.data(), n * 4));
+        for (const auto& kv : kVariants[v].env) unsetenv(kv.first);
+        long long diff = 0;
+        if (v)
+          for (int64_t i = 0; i < n; ++i) diff += got[i] != first[i];
+        char buf[96];
+        std::snprintf(buf, sizeof buf, "%s%s %.4f%s", v ? "; " : "", kVariants[v].name, ms,
+                      diff ? (" (" + std::to_string(diff) + " DIFFERENT)").c_str() : "");
+        variant_note[tr] += buf;
+        std::printf("  %s %-28s %9.4f ms%s\n", tr ? "A^T" : "A  ", kVariants[v].name, ms,
+                    diff ? "  BITS DIFFER FROM levels" : "");
+      }
     }
     x_solve = solve_ms(XHAL_TRANSPOSE_NONE);
     x_solve_t = solve_ms(XHAL_TRANSPOSE);
@@ -227,9 +257,11 @@ static void compare(const char* label, const Csr& a, bool solve, xhal_device_t d
   CK(cudaMalloc(&dv, nnz * 4));
   CK(cudaMalloc(&dx, n * 4));
   CK(cudaMalloc(&dy, n * 4));
+  auto tu = Clock::now();
   CK(cudaMemcpy(drp, a.rp.data(), (n + 1) * 4, cudaMemcpyHostToDevice));
   CK(cudaMemcpy(dci, a.ci.data(), nnz * 4, cudaMemcpyHostToDevice));
   CK(cudaMemcpy(dv, a.v.data(), nnz * 4, cudaMemcpyHostToDevice));
+  const double upload_ms = ms_since(tu);
   CK(cudaMemcpy(dx, hx.data(), n * 4, cudaMemcpyHostToDevice));
   cusparseSpMatDescr_t A;
   cusparseDnVecDescr_t X, Y;
@@ -256,7 +288,7 @@ static void compare(const char* label, const Csr& a, bool solve, xhal_device_t d
                     CUSPARSE_SPMV_ALG_DEFAULT, buf));
   }, 50);
   const double bytes = nnz * 8.0 + (n + 1) * 4.0 + 2.0 * n * 4;  // values+cols, row_ptr, x, y
-  char note[320];
+  char note[1600];
   std::snprintf(note, sizeof note, "(xhal %.2f TB/s counting nnz*8 + x + y)",
                 bytes / (x_spmv * 1e-3) / 1e12);
   report(std::string(label) + " SpMV", x_spmv, c_spmv, note);
@@ -283,10 +315,11 @@ static void compare(const char* label, const Csr& a, bool solve, xhal_device_t d
       }, 100);
       const double xs = tr ? x_solve_t : x_solve;
       std::snprintf(note, sizeof note,
-                    "(default schedule; levels %.4f, syncfree %.4f; amortised /100: xhal %.4f incl. "
-                    "csr_create %.1f ms, cuSPARSE %.4f incl. analysis %.1f ms)",
-                    variants[tr][0], variants[tr][1], xs + create_ms / 100, create_ms,
-                    c_solve + analysis / 100, analysis);
+                    "(default schedule; amortised /100: xhal %.4f incl. csr_create %.1f ms "
+                    "(plain upload of row_ptr, col, values: %.1f ms), cuSPARSE %.4f incl. "
+                    "analysis %.1f ms; variants: %s)",
+                    xs + create_ms / 100, create_ms, upload_ms, c_solve + analysis / 100, analysis,
+                    variant_note[tr].c_str());
       report(std::string(label) + (tr ? " SpSV A^T" : " SpSV A"), xs, c_solve + analysis / 100, note);
       if (tr) {
         std::snprintf(note, sizeof note, "(xhal: gb solve + ga on device; cuSPARSE: A^T SpSV only)");

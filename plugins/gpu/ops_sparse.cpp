@@ -9,7 +9,9 @@
 //   csr_solve_backward: the transposed solve, then ga per entry on device.
 //   spgemm_numeric: one thread per entry of C, sequential over k ascending.
 #include <algorithm>
+#include <chrono>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -42,6 +44,7 @@ struct Schedule {
   };
   std::vector<Batch> batches;
   int64_t levels = 0;
+  int64_t rows = 0;
 };
 
 struct Pattern {
@@ -58,10 +61,16 @@ struct Matrix {
   int64_t rows = 0, cols = 0, nnz = 0;
   Pattern a, at;
   I* row_idx = nullptr;
-  // Sync-free solve state: flags[k] == epoch once x[k] of the current solve
-  // is written; flags[max(rows, cols)] is the block ticket counter.
-  unsigned* flags = nullptr;
+  // Sync-free solve state (CUDA): xs[k] holds x[k] of the solve with the
+  // current epoch once written; *ticket hands out row ranges and grows by a
+  // known count per launch, so ticket_base turns it into 0, 1, ... without a
+  // reset.
+  unsigned long long* xs = nullptr;
+  int64_t xs_len = 0;
+  unsigned* ticket = nullptr;
+  unsigned ticket_base = 0;
   unsigned epoch = 0;
+  int sms = 1;
   Buffer* values = nullptr;
   std::vector<void*> allocations;
 };
@@ -116,6 +125,7 @@ xhal_status_t build_schedule(Device* d, Matrix* m, const std::vector<I>& rp,
   std::vector<I> order, off;
   if (!build_levels(rp, col, rows, ascending, order, off)) return XHAL_OK;  // not this triangle
   s->built = true;
+  s->rows = rows;
   const int levels = static_cast<int>(off.size()) - 1;
   s->levels = levels;
   for (int l = 0; l < levels;) {
@@ -343,44 +353,141 @@ __global__ void gather_values_kernel(const float* v, const I* perm, int64_t nnz,
 }
 
 #if !defined(XHAL_GPU_HIP)
-// One launch for the whole solve (one right-hand side): blocks take rows in
-// level order through a ticket (the order they actually start), and a row
-// waits for the rows it reads, which all hold earlier tickets, so every
-// awaited row belongs to a running or finished block. Threads of one warp
-// may wait on each other; sm_70+ independent thread scheduling lets the
-// awaited lane proceed. The values and the order of every sum are those of
-// solve_row: only the scheduling differs.
-__global__ void __launch_bounds__(128) solve_syncfree_kernel(SolveArgs s, int64_t rows,
-                                                             unsigned* flags, unsigned epoch) {
-  __shared__ unsigned block_ticket;
-  if (threadIdx.x == 0) block_ticket = atomicAdd(flags + rows, 1u);
-  __syncthreads();
-  const int64_t pos = int64_t{block_ticket} * blockDim.x + threadIdx.x;
-  if (pos >= rows) return;
-  const int64_t k = s.order[pos];
-  I rb = s.a.row_ptr[k], re = s.a.row_ptr[k + 1];
-  I diag = -1;
-  if (s.ascending) {
-    if (re > rb && s.a.col[re - 1] == k) diag = --re;
-  } else {
-    if (re > rb && s.a.col[rb] == k) diag = rb++;
+// Sync-free solve, one right-hand side, one launch. Each solved x[k] is also
+// published as one 64-bit word (epoch << 32 | bits of x[k]) in xs[k], so a
+// reader learns "ready" and the value from a single load and no fence is
+// needed between them. Persistent blocks take row ranges in level order
+// through a ticket counter; a row only waits on rows of earlier tickets,
+// which belong to running or finished blocks, so the waits always end.
+// Lanes of one warp may wait on each other where a warp straddles two
+// levels: sm_70+ independent thread scheduling lets the awaited lane go on.
+// Every sum is solve_row's segsum in the same order: only scheduling differs.
+struct PackedArgs {
+  const RowRec* recs;
+  PatternView a;
+  Cols b, x;
+  unsigned long long* xs;
+  unsigned* ticket;
+  unsigned ticket_base;
+  unsigned epoch;
+  int64_t rows;
+  unsigned tickets;
+  unsigned sleep_ns;
+  bool unit;
+};
+
+__device__ __forceinline__ unsigned long long load_word(const unsigned long long* p) {
+  unsigned long long v;
+  asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p));
+  return v;
+}
+__device__ __forceinline__ void store_word(unsigned long long* p, unsigned long long v) {
+  asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+
+constexpr int kGroup = 8;  // dependency loads a thread keeps in flight
+
+__device__ void packed_row(const PackedArgs& s, int64_t pos) {
+  const RowRec r = s.recs[pos];
+  const float bk = s.b.at(r.k, 0);  // before x[k] is written (b may be x)
+  const float dv = s.unit ? 1.0f : (r.diag >= 0 ? s.a.value(r.diag) : 0.0f);
+  const int64_t m = int64_t{r.re} - r.rb;
+  // segsum (3.7): sequential chunks of 32 from +0, chunk sums by the tree,
+  // kept as serial_tree's stack (merge while the chunk count is even).
+  float acc = 0.0f, stack[34];
+  int top = 0, in_chunk = 0;
+  unsigned chunks = 0;
+  for (int64_t g = r.rb; g < r.re; g += kGroup) {
+    I j[kGroup];
+    float v[kGroup];
+    unsigned long long w[kGroup];
+#pragma unroll
+    for (int q = 0; q < kGroup; ++q)
+      if (g + q < r.re) {
+        j[q] = s.a.col[g + q];
+        v[q] = s.a.value(g + q);
+      }
+#pragma unroll
+    for (int q = 0; q < kGroup; ++q)
+      if (g + q < r.re) w[q] = load_word(s.xs + j[q]);
+#pragma unroll
+    for (int q = 0; q < kGroup; ++q) {
+      if (g + q >= r.re) break;
+      while (static_cast<unsigned>(w[q] >> 32) != s.epoch) {
+        if (s.sleep_ns) __nanosleep(s.sleep_ns);
+        w[q] = load_word(s.xs + j[q]);
+      }
+      acc = xadd(acc, xmul(v[q], __uint_as_float(static_cast<unsigned>(w[q]))));
+      if (++in_chunk == 32) {
+        stack[top++] = acc;
+        for (unsigned c = chunks++; c & 1; c >>= 1, --top) stack[top - 2] = xadd(stack[top - 2], stack[top - 1]);
+        acc = 0.0f;
+        in_chunk = 0;
+      }
+    }
   }
-  const float dv = s.unit ? 1.0f : (diag >= 0 ? s.a.value(diag) : 0.0f);
-  const float sum = thread_segsum(
-      [&](int64_t i) {
-        const int64_t j = s.a.col[rb + i];
-        const volatile unsigned* f = flags + j;
-        // Back off while waiting: thousands of pollers would otherwise
-        // saturate L2 and delay the very writes they wait for.
-        for (unsigned ns = 32; *f != epoch; ns = ns < 512 ? 2 * ns : ns) __nanosleep(ns);
-        __threadfence();
-        return xmul(s.a.value(rb + i), __ldcg(&s.x.at(j, 0)));
-      },
-      re - rb);
-  const float r = xsub(s.b.at(k, 0), sum);
-  s.x.at(k, 0) = s.unit ? r : xdiv(r, dv);
-  __threadfence();
-  atomicExch(flags + k, epoch);
+  float sum = acc;
+  if (m > 32) {
+    if (in_chunk) {
+      stack[top++] = acc;
+      for (unsigned c = chunks++; c & 1; c >>= 1, --top) stack[top - 2] = xadd(stack[top - 2], stack[top - 1]);
+    }
+    while (chunks & (chunks - 1)) {  // pad with +0 to a power of two
+      stack[top++] = 0.0f;
+      for (unsigned c = chunks++; c & 1; c >>= 1, --top) stack[top - 2] = xadd(stack[top - 2], stack[top - 1]);
+    }
+    sum = stack[0];
+  }
+  const float t = xsub(bk, sum);
+  const float xk = s.unit ? t : xdiv(t, dv);
+  s.x.at(r.k, 0) = xk;
+  store_word(s.xs + r.k, (static_cast<unsigned long long>(s.epoch) << 32) | __float_as_uint(xk));
+}
+
+__global__ void __launch_bounds__(256) solve_packed_kernel(PackedArgs s) {
+  __shared__ unsigned my_ticket;
+  for (;;) {
+    if (threadIdx.x == 0) my_ticket = atomicAdd(s.ticket, 1u) - s.ticket_base;
+    __syncthreads();
+    const unsigned t = my_ticket;
+    __syncthreads();
+    if (t >= s.tickets) return;
+    const int64_t pos = int64_t{t} * blockDim.x + threadIdx.x;
+    if (pos < s.rows) packed_row(s, pos);
+  }
+}
+
+// Tuning knobs for measurements (docs/performance.md): threads per block,
+// resident blocks per SM, back-off while polling.
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::atoi(v) : fallback;
+}
+
+xhal_status_t launch_packed(Device* d, Matrix* m, const Schedule& sc, PatternView a, Cols b,
+                            Cols x, bool unit, int* launches) {
+  const int block = std::clamp(env_int("XHAL_CUDA_SOLVE_BLOCK", 128), 32, 256) & ~31;
+  const int per_sm = std::max(1, env_int("XHAL_CUDA_SOLVE_BLOCKS_PER_SM", 8));
+  const unsigned sleep_ns = static_cast<unsigned>(std::max(0, env_int("XHAL_CUDA_SOLVE_SLEEP", 0)));
+  const int64_t rows = static_cast<int64_t>(sc.rows);
+  const unsigned tickets = static_cast<unsigned>((rows + block - 1) / block);
+  const unsigned grid = static_cast<unsigned>(std::min<int64_t>(tickets, int64_t{per_sm} * m->sms));
+  for (int64_t c = 0; c < x.k; ++c) {
+    if (++m->epoch == 0) {  // wrapped: no stale word may carry the new epoch
+      gpuMemsetAsync(m->xs, 0, sizeof(unsigned long long) * m->xs_len, d->stream);
+      m->epoch = 1;
+    }
+    Cols bc = b, xc = x;
+    bc.p += c * b.cs;
+    xc.p += c * x.cs;
+    bc.k = xc.k = 1;
+    PackedArgs s{sc.recs, a, bc, xc, m->xs, m->ticket, m->ticket_base, m->epoch, rows,
+                 tickets, sleep_ns, unit};
+    solve_packed_kernel<<<grid, block, 0, d->stream>>>(s);
+    m->ticket_base += tickets + grid;  // every block takes one ticket past the end
+    ++*launches;
+  }
+  return XHAL_OK;
 }
 #endif
 
@@ -401,25 +508,11 @@ xhal_status_t run_solve(Device* d, const Matrix* m, xhal_transpose_t trans,
   SolveArgs s{view(p, m), sc.order, sc.level_off, b, x, ascending,
               diagonal == XHAL_DIAGONAL_UNIT};
 #if !defined(XHAL_GPU_HIP)
-  // Level batches are the default: on the H200 the sync-free form was
-  // slower on both a river network and a random pattern (docs/performance.md).
-  // XHAL_CUDA_SOLVE=syncfree selects it, for measurements.
+  // The sync-free launch is the default on CUDA (docs/performance.md has the
+  // measurements); XHAL_CUDA_SOLVE=levels selects the level batches.
   const char* force = std::getenv("XHAL_CUDA_SOLVE");
-  bool syncfree = false;
-  if (force && std::strcmp(force, "levels") == 0) syncfree = false;
-  if (force && std::strcmp(force, "syncfree") == 0) syncfree = true;
-  if (syncfree && x.k == 1 && m->flags) {
-    auto* mm = const_cast<Matrix*>(m);
-    if (++mm->epoch == 0) {  // wrapped: start the flags afresh
-      gpuMemsetAsync(mm->flags, 0, sizeof(unsigned) * p.rows, d->stream);
-      mm->epoch = 1;
-    }
-    gpuMemsetAsync(mm->flags + p.rows, 0, sizeof(unsigned), d->stream);
-    solve_syncfree_kernel<<<static_cast<unsigned>((p.rows + 127) / 128), 128, 0, d->stream>>>(s, p.rows, mm->flags,
-                                                                       mm->epoch);
-    ++*launches;
-    return XHAL_OK;
-  }
+  if (!(force && std::strcmp(force, "levels") == 0) && m->xs)
+    return launch_packed(d, const_cast<Matrix*>(m), sc, s.a, b, x, s.unit, launches);
 #endif
   if (x.k == 1 && transposed && m->nnz) {
     // Let the one-block batches read A^T's values without the perm hop.
@@ -501,6 +594,16 @@ xhal_status_t csr_create(void* device, const xhal_plugin_csr_desc_t* desc, void*
   m->cols = desc->cols;
   m->nnz = desc->nnz;
   m->values = static_cast<Buffer*>(desc->values_buffer);
+  // XHAL_CUDA_TRACE=1 prints where creation time goes (docs/performance.md).
+  const bool trace = std::getenv("XHAL_CUDA_TRACE") != nullptr;
+  auto t0 = std::chrono::steady_clock::now();
+  auto lap = [&](const char* what) {
+    if (!trace) return;
+    const auto t = std::chrono::steady_clock::now();
+    std::fprintf(stderr, "[xhal-%s] csr_create %s: %.2f ms\n", XHAL_GPU_BACKEND_NAME, what,
+                 std::chrono::duration<double, std::milli>(t - t0).count());
+    t0 = t;
+  };
   auto narrow = [](const int64_t* p, int64_t n) { return std::vector<I>(p, p + n); };
   const std::vector<I> rp = narrow(desc->row_ptr, desc->rows + 1);
   const std::vector<I> col = narrow(desc->col_idx, desc->nnz);
@@ -509,21 +612,31 @@ xhal_status_t csr_create(void* device, const xhal_plugin_csr_desc_t* desc, void*
   const std::vector<I> tcol = narrow(desc->t_col_idx, desc->nnz);
   const std::vector<I> tperm = narrow(desc->t_perm, desc->nnz);
   const bool square = desc->rows == desc->cols;
+  lap("narrowing to 32-bit");
   xhal_status_t st = build_pattern(d, m, rp, col, nullptr, desc->rows, square, &m->a);
+  lap("pattern of A (levels, upload)");
   if (st == XHAL_OK) st = build_pattern(d, m, trp, tcol, &tperm, desc->cols, square, &m->at);
+  lap("pattern of A^T (levels, upload)");
   if (st == XHAL_OK) st = up(d, m, ri, &m->row_idx);
-  if (st == XHAL_OK && square) {
+  lap("row indices (upload)");
+#if !defined(XHAL_GPU_HIP)
+  if (st == XHAL_OK && square && (m->a.asc.built || m->a.desc.built)) {
     void* f = nullptr;
-    const size_t bytes = sizeof(unsigned) * (desc->rows + 1);
+    m->xs_len = desc->rows;
+    const size_t bytes = sizeof(unsigned long long) * (desc->rows + 1);
     gpuError_t e = gpuMalloc(&f, bytes);
     if (e == gpuSuccess) e = gpuMemsetAsync(f, 0, bytes, d->stream);
     if (e != gpuSuccess) {
-      st = runtime_error(e, "allocating solve flags");
+      if (f) gpuFree(f);
+      st = runtime_error(e, "allocating solve state");
     } else {
       m->allocations.push_back(f);
-      m->flags = static_cast<unsigned*>(f);
+      m->xs = static_cast<unsigned long long*>(f);
+      m->ticket = reinterpret_cast<unsigned*>(m->xs + desc->rows);
+      cudaDeviceGetAttribute(&m->sms, cudaDevAttrMultiProcessorCount, d->ordinal);
     }
   }
+#endif
   if (st != XHAL_OK) {
     destroy(m);
     return st;
