@@ -5,6 +5,10 @@
 // summed in parallel, then combined level by level of the pairwise tree,
 // without atomics.
 #include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #include "gpu_plugin.h"
@@ -12,6 +16,12 @@
 
 namespace xhal::gpu {
 namespace {
+
+// A direct row's record: the row, its first source (so a one-source row
+// needs no lookup in the source list), where its sources start, how many.
+struct alignas(16) DirectRow {
+  int64_t r, first, e0, m;
+};
 
 struct Plan {
   int64_t count = 0, num_rows = 0;
@@ -30,6 +40,12 @@ struct Plan {
   // Tree levels over the partial slots: triples (a, b or -1, out).
   int64_t* level_pairs = nullptr;
   std::vector<int64_t> level_offsets;  // host: level l uses triples [off[l], off[l+1])
+  // The tuned schedule (default): one record per direct row, and the tree
+  // five levels per launch: triples (first, count <= 32, out) per group of
+  // 32 consecutive partials.
+  DirectRow* direct = nullptr;
+  int64_t* group_triples = nullptr;
+  std::vector<int64_t> group_offsets;  // host: round g uses triples [off[g], off[g+1])
 };
 
 void free_plan(Plan* p) {
@@ -37,7 +53,8 @@ void free_plan(Plan* p) {
                   static_cast<void*>(p->row_sources), static_cast<void*>(p->direct_rows),
                   static_cast<void*>(p->chunk_begin), static_cast<void*>(p->chunk_len),
                   static_cast<void*>(p->long_rows), static_cast<void*>(p->long_base),
-                  static_cast<void*>(p->level_pairs)})
+                  static_cast<void*>(p->level_pairs), static_cast<void*>(p->direct),
+                  static_cast<void*>(p->group_triples)})
     if (q) gpuFree(q);
   delete p;
 }
@@ -157,6 +174,101 @@ __global__ void add_long_apply_kernel(const V* __restrict__ total_buf, V* __rest
   }
 }
 
+// ---- index_add, tuned schedule ----
+// Same sums as above; what changes is how the loads are issued: a thread
+// issues a batch of source loads (and its dst load) before it adds them in
+// order, so one row costs a few memory latencies instead of one per source,
+// and the chunk tree runs five levels per launch.
+
+// it -> (it / w, it % w) in 32 bits when both fit (a 64-bit divide is a
+// long sequence on the GPU, paid once per 16 bytes moved).
+__device__ __forceinline__ void split_item(int64_t it, int64_t w, int64_t& k, int64_t& j) {
+  if ((static_cast<uint64_t>(it) >> 32) == 0 && (static_cast<uint64_t>(w) >> 32) == 0) {
+    const uint32_t k32 = static_cast<uint32_t>(it) / static_cast<uint32_t>(w);
+    k = k32;
+    j = static_cast<uint32_t>(it) - k32 * static_cast<uint32_t>(w);
+  } else {
+    k = it / w;
+    j = it - k * w;
+  }
+}
+
+// Adds sources [e, end) into s in order, kB loads in flight at a time.
+template <int kB, class V>
+__device__ __forceinline__ V add_sources(V s, const V* __restrict__ src,
+                                         const int64_t* __restrict__ sources, int64_t e,
+                                         int64_t end, int64_t w, int64_t j) {
+  for (; e < end; e += kB) {
+    V t[kB];
+#pragma unroll
+    for (int q = 0; q < kB; ++q)
+      if (e + q < end) t[q] = src[sources[e + q] * w + j];
+#pragma unroll
+    for (int q = 0; q < kB; ++q)
+      if (e + q < end) s = vadd(s, t[q]);
+  }
+  return s;
+}
+
+template <class V>
+__global__ void add_direct_rec_kernel(const V* __restrict__ src, V* __restrict__ dst,
+                                      const DirectRow* __restrict__ rows,
+                                      const int64_t* __restrict__ sources, int64_t num_rows,
+                                      int64_t w, float alpha) {
+  const int64_t total = num_rows * w;
+  for (int64_t it = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; it < total;
+       it += int64_t{gridDim.x} * blockDim.x) {
+    int64_t k, j;
+    split_item(it, w, k, j);
+    const DirectRow d = rows[k];
+    const V old = dst[d.r * w + j];
+    V s = vadd(vzero<V>(), src[d.first * w + j]);
+    s = add_sources<4>(s, src, sources, d.e0 + 1, d.e0 + d.m, w, j);
+    dst[d.r * w + j] = vaxpy(old, alpha, s);
+  }
+}
+
+template <class V>
+__global__ void add_chunks_batched_kernel(const V* __restrict__ src, V* __restrict__ partial,
+                                          const int64_t* __restrict__ chunk_begin,
+                                          const int32_t* __restrict__ chunk_len,
+                                          const int64_t* __restrict__ sources,
+                                          int64_t num_chunks, int64_t w) {
+  const int64_t total = num_chunks * w;
+  for (int64_t it = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; it < total;
+       it += int64_t{gridDim.x} * blockDim.x) {
+    int64_t c, j;
+    split_item(it, w, c, j);
+    const int64_t b = chunk_begin[c];
+    partial[it] = add_sources<16>(vzero<V>(), src, sources, b, b + chunk_len[c], w, j);
+  }
+}
+
+// Five levels of the pairwise tree at once: a group of up to 32 consecutive
+// partials is one aligned subtree; a missing partner leaves the value as is,
+// exactly as the level-by-level kernel does.
+template <class V>
+__global__ void add_groups_kernel(const V* __restrict__ in, V* __restrict__ out,
+                                  const int64_t* __restrict__ triples, int64_t num, int64_t w) {
+  const int64_t total = num * w;
+  for (int64_t it = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; it < total;
+       it += int64_t{gridDim.x} * blockDim.x) {
+    int64_t g, j;
+    split_item(it, w, g, j);
+    const int64_t first = triples[3 * g], cnt = triples[3 * g + 1], o = triples[3 * g + 2];
+    V v[32];
+#pragma unroll
+    for (int i = 0; i < 32; ++i)
+      if (i < cnt) v[i] = in[(first + i) * w + j];
+#pragma unroll
+    for (int d = 1; d < 32; d *= 2)
+#pragma unroll
+      for (int i = 0; i + d < 32; i += 2 * d)
+        if (i + d < cnt) v[i] = vadd(v[i], v[i + d]);
+    out[o * w + j] = v[0];
+  }
+}
+
 // ---- permute ----
 // Generic strided gather into contiguous dst (any rank <= 8).
 struct Strided {
@@ -212,6 +324,146 @@ __global__ void permute_tile_kernel(const T* __restrict__ src, T* __restrict__ d
   }
 }
 
+// Tuned transpose of the last two dims: a TILE x TILE tile per block of
+// 256 threads, each thread moving TILE*TILE/256 elements in runs of V
+// (vector loads and stores of V*sizeof(T) bytes when the extents, strides
+// and pointers allow), all of a thread's loads issued before its shared
+// stores so many bytes are in flight; the tile row is padded by one 4-byte
+// word against bank conflicts. Tiles are walked by a 1-D grid-stride loop
+// with 64-bit offsets (no grid.y limit).
+template <class T, int V>
+struct alignas(sizeof(T) * V) VecOf {
+  T v[V];
+};
+
+template <class T, int TILE, int V>
+__global__ void __launch_bounds__(256)
+transpose_tile_kernel(const T* __restrict__ src, T* __restrict__ dst, Strided s, int64_t A,
+                      int64_t B, int64_t sb, int64_t batches) {
+  constexpr int kPad = sizeof(T) >= 4 ? 1 : 4 / static_cast<int>(sizeof(T));
+  constexpr int kTpr = TILE / V;                           // threads per tile row
+  constexpr int kRpp = 256 / kTpr;                         // tile rows per pass
+  constexpr int kPasses = kRpp >= TILE ? 1 : TILE / kRpp;  // passes over the tile
+  static_assert(TILE % V == 0 && 256 % kTpr == 0, "tile shape");
+  using Vec = VecOf<T, V>;
+  __shared__ T tile[TILE][TILE + kPad];
+  const int c = (threadIdx.x % kTpr) * V, r = threadIdx.x / kTpr;
+  const int64_t ta = (A + TILE - 1) / TILE, tb = (B + TILE - 1) / TILE;
+  const int64_t per_batch = ta * tb, tiles = batches * per_batch;
+  for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+    const int64_t bt = t / per_batch, rem = t - bt * per_batch;
+    const int64_t a0 = (rem / tb) * TILE, b0 = (rem % tb) * TILE;
+    int64_t boff = 0, brem = bt;
+    for (int k = s.rank - 3; k >= 0; --k) {
+      boff += (brem % s.shape[k]) * s.strides[k];
+      brem /= s.shape[k];
+    }
+    // Read: a run of V consecutive a (stride 1 in src) per thread.
+    Vec in[kPasses];
+    const int64_t a = a0 + c;
+#pragma unroll
+    for (int p = 0; p < kPasses; ++p) {
+      const int k = r + p * kRpp;
+      const int64_t b = b0 + k;
+      if (k < TILE && b < B) {
+        const T* q = src + boff + a + b * sb;
+        if (V > 1) {
+          if (a < A) in[p] = *reinterpret_cast<const Vec*>(q);
+        } else {
+#pragma unroll
+          for (int e = 0; e < V; ++e)
+            if (a + e < A) in[p].v[e] = q[e];
+        }
+      }
+    }
+#pragma unroll
+    for (int p = 0; p < kPasses; ++p) {
+      const int k = r + p * kRpp;
+      if (k < TILE)
+#pragma unroll
+        for (int e = 0; e < V; ++e) tile[k][c + e] = in[p].v[e];
+    }
+    __syncthreads();
+    // Write: a run of V consecutive b (contiguous in dst) per thread.
+    const int64_t b = b0 + c;
+#pragma unroll
+    for (int p = 0; p < kPasses; ++p) {
+      const int k = r + p * kRpp;
+      const int64_t ad = a0 + k;
+      if (k < TILE && ad < A && b < B) {
+        Vec o;
+#pragma unroll
+        for (int e = 0; e < V; ++e) o.v[e] = tile[c + e][k];
+        T* q = dst + (bt * A + ad) * B + b;
+        if (V > 1) {
+          *reinterpret_cast<Vec*>(q) = o;
+        } else {
+#pragma unroll
+          for (int e = 0; e < V; ++e)
+            if (b + e < B) q[e] = o.v[e];
+        }
+      }
+    }
+    __syncthreads();
+  }
+}
+
+// Transpose variant (XHAL_CUDA_TRANSPOSE, read once; a prototype that
+// compiles this file in may set it directly): "32" is the first 32x32 tile
+// kernel; "<tile>v<V>" (tile 32 or 64, V 1, 2 or 4) the tuned one, which
+// uses V only when every run of V elements is aligned and inside the tile
+// (else V = 1). Default 64v4.
+struct TransposeChoice {
+  int tile = 64, vec = 4;
+  bool old = false;
+};
+std::atomic<int> g_transpose_choice{-1};  // tile * 16 + vec, or 0 for the old kernel
+
+TransposeChoice transpose_choice() {
+  int v = g_transpose_choice.load(std::memory_order_relaxed);
+  if (v < 0) {
+    v = 64 * 16 + 4;
+    if (const char* e = std::getenv("XHAL_CUDA_TRANSPOSE"); e && *e) {
+      int tile = 0, vec = 1;
+      if (std::strcmp(e, "32") == 0) v = 0;
+      else if (std::sscanf(e, "%dv%d", &tile, &vec) >= 1 && (tile == 32 || tile == 64) &&
+               (vec == 1 || vec == 2 || vec == 4))
+        v = tile * 16 + vec;
+    }
+    g_transpose_choice.store(v, std::memory_order_relaxed);
+  }
+  TransposeChoice c;
+  c.old = v == 0;
+  if (!c.old) {
+    c.tile = v / 16;
+    c.vec = v % 16;
+  }
+  return c;
+}
+
+template <class T, int TILE, int V>
+void launch_transpose(Device* d, const T* src, T* dst, const Strided& s, int64_t A, int64_t B,
+                      int64_t sb, int64_t batches) {
+  const int64_t tiles = batches * ((A + TILE - 1) / TILE) * ((B + TILE - 1) / TILE);
+  const unsigned grid = static_cast<unsigned>(std::min<int64_t>(tiles, 1 << 20));
+  transpose_tile_kernel<T, TILE, V><<<grid, 256, 0, d->stream>>>(src, dst, s, A, B, sb, batches);
+}
+
+// Runs of `vec` elements are aligned and whole when both pointers, the two
+// extents and every src stride but the unit one are multiples of vec.
+template <class T>
+bool transpose_vec_ok(const void* src, const void* dst, const Strided& s, int64_t A, int64_t B,
+                      int vec) {
+  if (vec <= 1) return true;
+  const uintptr_t bytes = sizeof(T) * static_cast<uintptr_t>(vec);
+  if (reinterpret_cast<uintptr_t>(src) % bytes || reinterpret_cast<uintptr_t>(dst) % bytes)
+    return false;
+  if (A % vec || B % vec) return false;
+  for (int k = 0; k < s.rank - 2; ++k)
+    if (s.strides[k] % vec) return false;
+  return s.strides[s.rank - 1] % vec == 0;
+}
+
 template <class T>
 void launch_permute(Device* d, const void* src, void* dst, const Strided& s, int64_t total) {
   const int r = s.rank;
@@ -219,10 +471,32 @@ void launch_permute(Device* d, const void* src, void* dst, const Strided& s, int
       s.shape[r - 2] > 1) {
     const int64_t A = s.shape[r - 2], B = s.shape[r - 1];
     const int64_t batches = total / (A * B);
-    const int64_t tiles = batches * ((A + 31) / 32) * ((B + 31) / 32);
-    const unsigned grid = static_cast<unsigned>(std::min<int64_t>(tiles, 1 << 20));
-    permute_tile_kernel<T><<<grid, dim3(32, 8), 0, d->stream>>>(
-        static_cast<const T*>(src), static_cast<T*>(dst), s, A, B, s.strides[r - 1], batches);
+    const int64_t sb = s.strides[r - 1];
+    const T* sp = static_cast<const T*>(src);
+    T* dp = static_cast<T*>(dst);
+    const TransposeChoice c = transpose_choice();
+    if (c.old) {
+      const int64_t tiles = batches * ((A + 31) / 32) * ((B + 31) / 32);
+      const unsigned grid = static_cast<unsigned>(std::min<int64_t>(tiles, 1 << 20));
+      permute_tile_kernel<T><<<grid, dim3(32, 8), 0, d->stream>>>(sp, dp, s, A, B, sb, batches);
+      return;
+    }
+    // Vector runs of at most 16 bytes.
+    int vec = c.vec;
+    while (vec > 1 && (sizeof(T) * vec > 16 || !transpose_vec_ok<T>(src, dst, s, A, B, vec)))
+      vec /= 2;
+    if constexpr (sizeof(T) == 4) {
+      if (vec == 4)
+        return c.tile == 32 ? launch_transpose<T, 32, 4>(d, sp, dp, s, A, B, sb, batches)
+                            : launch_transpose<T, 64, 4>(d, sp, dp, s, A, B, sb, batches);
+    }
+    if constexpr (sizeof(T) >= 4) {
+      if (vec >= 2)
+        return c.tile == 32 ? launch_transpose<T, 32, 2>(d, sp, dp, s, A, B, sb, batches)
+                            : launch_transpose<T, 64, 2>(d, sp, dp, s, A, B, sb, batches);
+    }
+    return c.tile == 32 ? launch_transpose<T, 32, 1>(d, sp, dp, s, A, B, sb, batches)
+                        : launch_transpose<T, 64, 1>(d, sp, dp, s, A, B, sb, batches);
   } else {
     permute_generic_kernel<T><<<grid_for(total, 256), 256, 0, d->stream>>>(
         static_cast<const T*>(src), static_cast<T*>(dst), s, total);
@@ -230,7 +504,7 @@ void launch_permute(Device* d, const void* src, void* dst, const Strided& s, int
 }
 
 template <class V>
-xhal_status_t run_index_add(Device* d, const Plan* p, float alpha, const V* s, V* o, int64_t w,
+xhal_status_t run_index_add_old(Device* d, const Plan* p, float alpha, const V* s, V* o, int64_t w,
                             int* launches) {
   if (p->num_direct) {
     add_direct_kernel<V><<<grid_for(p->num_direct * w, 256), 256, 0, d->stream>>>(
@@ -250,6 +524,54 @@ xhal_status_t run_index_add(Device* d, const Plan* p, float alpha, const V* s, V
       const int64_t b = p->level_offsets[l], num = p->level_offsets[l + 1] - b;
       add_level_kernel<V><<<grid_for(num * w, 256), 256, 0, d->stream>>>(
           buf[cur], buf[1 - cur], p->level_pairs + 3 * b, num, w);
+      cur = 1 - cur;
+      ++*launches;
+    }
+    add_long_apply_kernel<V><<<grid_for(p->num_long * w, 256), 256, 0, d->stream>>>(
+        buf[cur], o, p->long_rows, p->long_base, p->num_long, w, alpha);
+    ++*launches;
+  }
+  return XHAL_OK;
+}
+
+// index_add schedule (XHAL_CUDA_INDEX_ADD, read once; a prototype that
+// compiles this file in may set it): "old" is the first one (one load in
+// flight per thread, one launch per tree level); anything else the tuned
+// one.
+std::atomic<int> g_index_add_old{-1};
+
+bool index_add_old() {
+  int v = g_index_add_old.load(std::memory_order_relaxed);
+  if (v < 0) {
+    const char* e = std::getenv("XHAL_CUDA_INDEX_ADD");
+    v = e && std::strcmp(e, "old") == 0 ? 1 : 0;
+    g_index_add_old.store(v, std::memory_order_relaxed);
+  }
+  return v == 1;
+}
+
+template <class V>
+xhal_status_t run_index_add(Device* d, const Plan* p, float alpha, const V* s, V* o, int64_t w,
+                            int* launches) {
+  if (index_add_old()) return run_index_add_old(d, p, alpha, s, o, w, launches);
+  if (p->num_direct) {
+    add_direct_rec_kernel<V><<<grid_for(p->num_direct * w, 256), 256, 0, d->stream>>>(
+        s, o, p->direct, p->row_sources, p->num_direct, w, alpha);
+    ++*launches;
+  }
+  if (p->num_long) {
+    void* ws = nullptr;
+    xhal_status_t st = scratch(d, sizeof(V) * 2 * p->num_chunks * w, &ws);
+    if (st != XHAL_OK) return st;
+    V* buf[2] = {static_cast<V*>(ws), static_cast<V*>(ws) + p->num_chunks * w};
+    add_chunks_batched_kernel<V><<<grid_for(p->num_chunks * w, 256), 256, 0, d->stream>>>(
+        s, buf[0], p->chunk_begin, p->chunk_len, p->row_sources, p->num_chunks, w);
+    ++*launches;
+    int cur = 0;
+    for (size_t g = 0; g + 1 < p->group_offsets.size(); ++g) {
+      const int64_t b = p->group_offsets[g], num = p->group_offsets[g + 1] - b;
+      add_groups_kernel<V><<<grid_for(num * w, 256), 256, 0, d->stream>>>(
+          buf[cur], buf[1 - cur], p->group_triples + 3 * b, num, w);
       cur = 1 - cur;
       ++*launches;
     }
@@ -281,11 +603,13 @@ xhal_status_t index_plan_create(void* device, const xhal_plugin_index_plan_desc_
   std::vector<int64_t> direct, chunk_begin, long_rows, long_base;
   std::vector<int32_t> chunk_len;
   std::vector<int64_t> counts;  // chunks per long row
+  std::vector<DirectRow> direct_rec;
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t m = rp[r + 1] - rp[r];
     if (m == 0) continue;
     if (m <= 32) {
       direct.push_back(r);
+      direct_rec.push_back({r, srcs[rp[r]], rp[r], m});
       continue;
     }
     long_rows.push_back(r);
@@ -295,6 +619,22 @@ xhal_status_t index_plan_create(void* device, const xhal_plugin_index_plan_desc_
       chunk_begin.push_back(b);
       chunk_len.push_back(static_cast<int32_t>(std::min<int64_t>(32, rp[r + 1] - b)));
     }
+  }
+  // Tuned schedule: rounds of groups of 32 partials (a row already down to
+  // one value is copied along, as in the level-by-level form).
+  std::vector<int64_t> groups;
+  p->group_offsets.push_back(0);
+  for (std::vector<int64_t> c = counts;;) {
+    bool more = false;
+    for (int64_t v : c) more = more || v > 1;
+    if (!more) break;
+    for (size_t k = 0; k < c.size(); ++k) {
+      const int64_t base = long_base[k];
+      for (int64_t g = 0; g < (c[k] + 31) / 32; ++g)
+        groups.insert(groups.end(), {base + 32 * g, std::min<int64_t>(32, c[k] - 32 * g), base + g});
+      c[k] = (c[k] + 31) / 32;
+    }
+    p->group_offsets.push_back(static_cast<int64_t>(groups.size() / 3));
   }
   std::vector<int64_t> triples;
   p->level_offsets.push_back(0);
@@ -324,6 +664,8 @@ xhal_status_t index_plan_create(void* device, const xhal_plugin_index_plan_desc_
   if (st == XHAL_OK) st = up(d, long_rows, &p->long_rows);
   if (st == XHAL_OK) st = up(d, long_base, &p->long_base);
   if (st == XHAL_OK) st = up(d, triples, &p->level_pairs);
+  if (st == XHAL_OK) st = up(d, direct_rec, &p->direct);
+  if (st == XHAL_OK) st = up(d, groups, &p->group_triples);
   if (st != XHAL_OK) {
     free_plan(p);
     return st;

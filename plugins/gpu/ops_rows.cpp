@@ -5,6 +5,9 @@
 // chunks, one block each, whose partial statistics go through scratch
 // memory between launches (one launch per sequential reduction, then one
 // that applies).
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
 #include <type_traits>
 
 #include "gpu_plugin.h"
@@ -211,6 +214,16 @@ struct RmsBwd {
       }
     }
   }
+  // colsum stage 1 terms (3.4, 3.5): dgamma += dy * xh.
+  __device__ void col_terms(const ChunkRegs& r, int64_t row, float (&pg)[8][4],
+                            float (&)[8][4]) const {
+    const float s = rstd[row];
+#pragma unroll
+    for (int t = 0; t < 8; ++t)
+#pragma unroll
+      for (int q = 0; q < 4; ++q)
+        pg[t][q] = xadd(pg[t][q], xmul(comp(r.in[1][t], q), xmul(comp(r.in[0][t], q), s)));
+  }
   __device__ float* output() const { return dx; }
   __device__ void row_out(int64_t, const float*, int64_t) const {}
 };
@@ -297,6 +310,19 @@ struct LnBwd {
         comp(out[t], q) = xmul(xsub(xsub(g, a), xmul(xh, b)), s);
       }
     }
+  }
+  // colsum stage 1 terms (3.5, 3.6): dgamma += dy * xh, dbeta += dy.
+  __device__ void col_terms(const ChunkRegs& r, int64_t row, float (&pg)[8][4],
+                            float (&pb)[8][4]) const {
+    const float mu = mean[row], s = rstd[row];
+#pragma unroll
+    for (int t = 0; t < 8; ++t)
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        const float dyv = comp(r.in[1][t], q);
+        pg[t][q] = xadd(pg[t][q], xmul(dyv, xmul(xsub(comp(r.in[0][t], q), mu), s)));
+        pb[t][q] = xadd(pb[t][q], dyv);
+      }
   }
   __device__ float* output() const { return dx; }
   __device__ void row_out(int64_t, const Sum2*, int64_t) const {}
@@ -483,6 +509,156 @@ xhal_status_t colsums(Device* d, bool layer_norm, const float* x, const float* d
   return check_launch(d, "colsum", launches);
 }
 
+// ---- norm backward with colsum stage 1 fused in (3.5) ----
+// A group of W warps walks the R = 32 consecutive rows of one colsum block
+// in ascending order: per row it computes dx exactly as row_kernel does
+// (same chunk statistics, same block tree, same apply), and each thread adds
+// its own columns' terms into registers (the same thread owns the same
+// columns on every row), so x and dy are read once. With PF the next row's
+// loads are issued before the current row is reduced. W == 1 blocks hold RB
+// independent warps (RB colsum blocks); W > 1 needs RB == 1.
+template <class B, int W, int RB, bool VEC, bool PF>
+__global__ void __launch_bounds__(W * RB * 32)
+norm_bwd_fused_kernel(B body, int64_t rows, int64_t n, float* pg, float* pb) {
+  static_assert(W == 1 || RB == 1, "one block tree per block");
+  using Op = typename B::Op;
+  using T = typename Op::T;
+  __shared__ T sh[W + 2];
+  const int lane = threadIdx.x & 31, warp = (threadIdx.x >> 5) % W, grp = (threadIdx.x >> 5) / W;
+  const int64_t i0 = int64_t{warp} * kChunk;
+  const int64_t nb = (rows + 31) / 32;
+  // With RB > 1 (W == 1) the warps never synchronise, so each runs its own
+  // loop; with W > 1 every warp of the block has the same blk.
+  for (int64_t blk = int64_t{blockIdx.x} * RB + grp; blk < nb; blk += int64_t{gridDim.x} * RB) {
+    const int64_t r0 = blk * 32, r1 = r0 + 32 < rows ? r0 + 32 : rows;
+    float ag[8][4], ab[8][4];
+#pragma unroll
+    for (int t = 0; t < 8; ++t)
+#pragma unroll
+      for (int q = 0; q < 4; ++q) ag[t][q] = ab[t][q] = 0.0f;
+    auto load = [&](ChunkRegs& r, int64_t row) {
+#pragma unroll
+      for (int k = 0; k < B::kInputs; ++k) {
+        const float* base = body.input(k) + row * n;
+#pragma unroll
+        for (int t = 0; t < 8; ++t)
+          r.in[k][t] = load4<VEC>(base, i0 + t * 128 + 4 * lane, n, B::pad(k));
+      }
+    };
+    ChunkRegs cur, nxt;
+    load(cur, r0);
+    for (int64_t row = r0; row < r1; ++row) {
+      if (PF && row + 1 < r1) load(nxt, row + 1);
+      const T tot = block_tree<Op, W, 1>(body.chunk_stat(0, cur, nullptr, row, n, i0), sh);
+      float4 out[8];
+      body.apply(cur, &tot, row, n, i0, out);
+      body.col_terms(cur, row, ag, ab);
+      float* orow = body.output() + row * n;
+#pragma unroll
+      for (int t = 0; t < 8; ++t) {
+        const int64_t i = i0 + t * 128 + 4 * lane;
+        if (VEC) {
+          if (i < n) *reinterpret_cast<float4*>(orow + i) = out[t];
+        } else {
+#pragma unroll
+          for (int q = 0; q < 4; ++q)
+            if (i + q < n) orow[i + q] = comp(out[t], q);
+        }
+      }
+      if (row + 1 < r1) {
+        if (PF) cur = nxt;
+        else load(cur, row + 1);
+      }
+    }
+#pragma unroll
+    for (int t = 0; t < 8; ++t) {
+      const int64_t i = i0 + t * 128 + 4 * lane;
+#pragma unroll
+      for (int q = 0; q < 4; ++q)
+        if (i + q < n) {
+          if (pg) pg[blk * n + i + q] = ag[t][q];
+          if (pb) pb[blk * n + i + q] = ab[t][q];
+        }
+    }
+  }
+}
+
+// Norm backward schedule (XHAL_CUDA_NORM_BWD, read once; a prototype that
+// compiles this file in may set it): "separate" (the colsum in its own
+// kernels, x and dy read twice), "fused" / "fused_nopf" (always fused where
+// a row fits one block, with / without the next-row prefetch), default
+// "auto": fused with prefetch when there are at least
+// XHAL_CUDA_NORM_BWD_MIN_BLOCKS (default 256) colsum blocks of 32 rows, so
+// that the 32-row walks still fill the GPU.
+enum NormBwdMode { kNormSeparate = 0, kNormFused = 1, kNormFusedNoPf = 2, kNormAuto = 3 };
+std::atomic<int> g_norm_bwd_mode{-1};
+std::atomic<int64_t> g_norm_bwd_min_blocks{256};
+
+NormBwdMode norm_bwd_mode() {
+  int v = g_norm_bwd_mode.load(std::memory_order_relaxed);
+  if (v < 0) {
+    v = kNormAuto;
+    if (const char* e = std::getenv("XHAL_CUDA_NORM_BWD"); e && *e) {
+      if (std::strcmp(e, "separate") == 0) v = kNormSeparate;
+      else if (std::strcmp(e, "fused") == 0) v = kNormFused;
+      else if (std::strcmp(e, "fused_nopf") == 0) v = kNormFusedNoPf;
+    }
+    if (const char* e = std::getenv("XHAL_CUDA_NORM_BWD_MIN_BLOCKS"); e && *e)
+      g_norm_bwd_min_blocks.store(std::atoll(e), std::memory_order_relaxed);
+    g_norm_bwd_mode.store(v, std::memory_order_relaxed);
+  }
+  return static_cast<NormBwdMode>(v);
+}
+
+template <class B, int W, int RB, bool VEC, bool PF>
+void launch_fused(Device* d, const B& body, int64_t rows, int64_t n, float* pg, float* pb) {
+  const int64_t nb = (rows + 31) / 32, groups = (nb + RB - 1) / RB;
+  const unsigned grid = static_cast<unsigned>(groups < (int64_t{1} << 20) ? groups : int64_t{1} << 20);
+  norm_bwd_fused_kernel<B, W, RB, VEC, PF><<<grid, W * RB * 32, 0, d->stream>>>(body, rows, n, pg, pb);
+}
+
+template <class B, bool VEC, bool PF>
+void launch_fused_w(Device* d, const B& body, int64_t rows, int64_t n, float* pg, float* pb) {
+  // One warp per row already has four blocks' worth of warps in flight,
+  // and its prefetch form spills (ptxas), so it never prefetches.
+  if (n <= kChunk) launch_fused<B, 1, 4, VEC, false>(d, body, rows, n, pg, pb);
+  else if (n <= 4 * kChunk) launch_fused<B, 4, 1, VEC, PF>(d, body, rows, n, pg, pb);
+  else launch_fused<B, kBigW<B>, 1, VEC, PF>(d, body, rows, n, pg, pb);
+}
+
+// dx and the colsum partials in one pass, then stage 2 per output. Returns
+// false (nothing launched) when the schedule says not to fuse.
+template <class B>
+bool try_fused_norm_bwd(Device* d, const B& body, int64_t rows, int64_t n, bool vec,
+                        float* dgamma, float* dbeta, xhal_status_t* st) {
+  const NormBwdMode mode = norm_bwd_mode();
+  const int64_t nb = (rows + 31) / 32;
+  if (mode == kNormSeparate || rows == 0 || n == 0 || n > int64_t{kBigW<B>} * kChunk) return false;
+  if (mode == kNormAuto && nb < g_norm_bwd_min_blocks.load(std::memory_order_relaxed)) return false;
+  vec = vec && n % 4 == 0;
+  void* ws = nullptr;
+  *st = scratch(d, sizeof(float) * nb * n * ((dgamma ? 1 : 0) + (dbeta ? 1 : 0)), &ws);
+  if (*st != XHAL_OK) return true;
+  float* pg = dgamma ? static_cast<float*>(ws) : nullptr;
+  float* pb = dbeta ? static_cast<float*>(ws) + (dgamma ? nb * n : 0) : nullptr;
+  const bool pf = mode != kNormFusedNoPf;
+  if (vec && pf) launch_fused_w<B, true, true>(d, body, rows, n, pg, pb);
+  else if (vec) launch_fused_w<B, true, false>(d, body, rows, n, pg, pb);
+  else if (pf) launch_fused_w<B, false, true>(d, body, rows, n, pg, pb);
+  else launch_fused_w<B, false, false>(d, body, rows, n, pg, pb);
+  int launches = 1;
+  if (pg) {
+    colsum_stage2<<<grid_for(n * 32, 256), 256, 0, d->stream>>>(pg, nb, n, dgamma);
+    ++launches;
+  }
+  if (pb) {
+    colsum_stage2<<<grid_for(n * 32, 256), 256, 0, d->stream>>>(pb, nb, n, dbeta);
+    ++launches;
+  }
+  *st = check_launch(d, "norm backward (fused colsum)", launches);
+  return true;
+}
+
 struct RowShape {
   int64_t rows, n;
 };
@@ -538,16 +714,19 @@ xhal_status_t rms_norm_backward(void* device, const xhal_plugin_tensor_t* x,
   Device* d = begin(device);
   std::lock_guard lock(d->mutex);
   auto [rows, n] = shape_of(x);
+  RmsBwd b{tensor_f32(x), tensor_f32(dy), tensor_f32(gamma), tensor_f32(rstd), tensor_f32(dx)};
+  const bool vec = aligned16(b.x) && aligned16(b.dy) && aligned16(b.gamma) && aligned16(b.dx);
+  // Fused: a row's dy is in registers before its dx is written (dx == dy).
+  xhal_status_t fst;
+  if (dgamma && try_fused_norm_bwd(d, b, rows, n, vec, tensor_f32(dgamma), nullptr, &fst))
+    return fst;
   // dgamma reads dy, so it runs before dx may overwrite dy (dx == dy allowed).
   if (dgamma) {
     xhal_status_t st = colsums(d, false, tensor_f32(x), tensor_f32(dy), nullptr, tensor_f32(rstd),
                                rows, n, tensor_f32(dgamma), nullptr);
     if (st != XHAL_OK) return st;
   }
-  RmsBwd b{tensor_f32(x), tensor_f32(dy), tensor_f32(gamma), tensor_f32(rstd), tensor_f32(dx)};
-  return run_rows(d, b, rows, n,
-                  aligned16(b.x) && aligned16(b.dy) && aligned16(b.gamma) && aligned16(b.dx),
-                  "rms_norm_backward");
+  return run_rows(d, b, rows, n, vec, "rms_norm_backward");
 }
 
 xhal_status_t layer_norm_forward(void* device, const xhal_plugin_tensor_t* x,
@@ -573,6 +752,14 @@ xhal_status_t layer_norm_backward(void* device, const xhal_plugin_tensor_t* x,
   Device* d = begin(device);
   std::lock_guard lock(d->mutex);
   auto [rows, n] = shape_of(x);
+  LnBwd b{tensor_f32(x), tensor_f32(dy), tensor_f32(gamma), tensor_f32(mean), tensor_f32(rstd),
+          tensor_f32(dx)};
+  const bool vec = aligned16(b.x) && aligned16(b.dy) && aligned16(b.gamma) && aligned16(b.dx);
+  xhal_status_t fst;
+  if ((dgamma || dbeta) &&
+      try_fused_norm_bwd(d, b, rows, n, vec, dgamma ? tensor_f32(dgamma) : nullptr,
+                         dbeta ? tensor_f32(dbeta) : nullptr, &fst))
+    return fst;
   if (dgamma || dbeta) {
     // dbeta alone still needs a dgamma destination for stage 1: use scratch
     // ordering by running stage 2 only where asked.
@@ -589,11 +776,7 @@ xhal_status_t layer_norm_backward(void* device, const xhal_plugin_tensor_t* x,
     }
     if (st != XHAL_OK) return st;
   }
-  LnBwd b{tensor_f32(x), tensor_f32(dy), tensor_f32(gamma), tensor_f32(mean), tensor_f32(rstd),
-          tensor_f32(dx)};
-  return run_rows(d, b, rows, n,
-                  aligned16(b.x) && aligned16(b.dy) && aligned16(b.gamma) && aligned16(b.dx),
-                  "layer_norm_backward");
+  return run_rows(d, b, rows, n, vec, "layer_norm_backward");
 }
 
 }  // namespace xhal::gpu
