@@ -8,13 +8,17 @@
 namespace xhal {
 namespace {
 
-// The message xhal_last_error returns; replaced by each failing call.
-thread_local std::string t_last_error;
-// What a plugin said through host->set_error during the current slot call.
-thread_local std::string t_plugin_message;
+// The thread's messages, in one thread_local so that a call that touches
+// both (clear_error, plugin_status) looks the thread's block up once: in a
+// shared library each lookup is a __tls_get_addr call.
+struct ThreadMessages {
+  std::string last_error;      // what xhal_last_error returns; replaced by each failing call
+  std::string plugin_message;  // what a plugin said through host->set_error in this slot call
+};
+thread_local ThreadMessages t_messages;
 
 void host_set_error(const char* message) {
-  t_plugin_message = message ? message : "";
+  t_messages.plugin_message = message ? message : "";
 }
 
 constexpr xhal_plugin_host_t kHost = {
@@ -36,25 +40,30 @@ xhal_status_t fail(xhal_status_t status, const char* format, ...) {
   std::string message(length > 0 ? static_cast<size_t>(length) : 0, '\0');
   if (length > 0) std::vsnprintf(message.data(), message.size() + 1, format, args);
   va_end(args);
-  t_last_error = std::move(message);
+  t_messages.last_error = std::move(message);
   return status;
 }
 
 void clear_error() {
-  t_last_error.clear();
-  t_plugin_message.clear();
+  ThreadMessages& m = t_messages;
+  m.last_error.clear();
+  m.plugin_message.clear();
 }
 
 std::string take_plugin_message() {
-  std::string message = std::move(t_plugin_message);
-  t_plugin_message.clear();
+  std::string message = std::move(t_messages.plugin_message);
+  t_messages.plugin_message.clear();
   return message;
 }
 
 xhal_status_t plugin_status(xhal_status_t status, const char* backend,
                             const char* slot) {
+  // Success path: drop whatever the plugin said without moving a string.
+  if (status == XHAL_OK) {
+    t_messages.plugin_message.clear();
+    return XHAL_OK;
+  }
   std::string message = take_plugin_message();
-  if (status == XHAL_OK) return XHAL_OK;
   // A plugin may only return codes the ABI defines; anything else is its bug.
   if (status < XHAL_OK || status > XHAL_INTERNAL) {
     return fail(XHAL_PLUGIN_ERROR, "%s plugin: %s returned unknown status %d%s%s",
@@ -94,6 +103,6 @@ const char* xhal_status_name(xhal_status_t status) {
   return "XHAL_UNKNOWN_STATUS";
 }
 
-const char* xhal_last_error(void) { return xhal::t_last_error.c_str(); }
+const char* xhal_last_error(void) { return xhal::t_messages.last_error.c_str(); }
 
 }  // extern "C"

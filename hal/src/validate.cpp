@@ -104,7 +104,11 @@ xhal_status_t check_tensor(xhal_device* device, const char* name, const xhal_ten
       return fail(XHAL_OUT_OF_RANGE, "argument '%s': shape %s has too many elements", name,
                   shape_string(t->rank, t->shape).c_str());
   }
-  int64_t strides[XHAL_MAX_RANK] = {};
+  // Strides go straight into the caller's Checked: building a local copy
+  // and assigning it cost more than all the checks together (a 200-byte
+  // zero-fill plus a copy that stalled on store forwarding).
+  xhal_plugin_tensor_t& p = out->plugin;
+  int64_t* strides = p.strides;
   if (xhal_status_t s = explicit_strides(name, *t, strides); s != XHAL_OK) return s;
   if (layout == Layout::kContiguous && !all_zero_strides(*t) && !is_row_major(*t))
     return fail(XHAL_INVALID_ARGUMENT,
@@ -129,22 +133,21 @@ xhal_status_t check_tensor(xhal_device* device, const char* name, const xhal_ten
                 end > u128(UINT64_MAX) ? "more than 2^64" : std::to_string(uint64_t(end)).c_str(),
                 buf->size);
 
-  Checked c;
-  c.name = name;
-  c.tensor = t;
-  c.elem_size = esize;
-  c.elements = static_cast<int64_t>(elements);
-  c.begin = t->offset;
-  c.end = static_cast<uint64_t>(end);
-  c.plugin.buffer = buf->plugin_buffer;
-  c.plugin.offset = t->offset;
-  c.plugin.dtype = t->dtype;
-  c.plugin.rank = t->rank;
-  for (uint32_t k = 0; k < t->rank; ++k) {
-    c.plugin.shape[k] = t->shape[k];
-    c.plugin.strides[k] = strides[k];
+  out->name = name;
+  out->tensor = t;
+  out->elem_size = esize;
+  out->elements = static_cast<int64_t>(elements);
+  out->begin = t->offset;
+  out->end = static_cast<uint64_t>(end);
+  p.buffer = buf->plugin_buffer;
+  p.offset = t->offset;
+  p.dtype = t->dtype;
+  p.rank = t->rank;
+  for (uint32_t k = 0; k < XHAL_MAX_RANK; ++k) {
+    const bool used = k < t->rank;
+    p.shape[k] = used ? t->shape[k] : 0;
+    if (!used) p.strides[k] = 0;
   }
-  *out = c;
   return XHAL_OK;
 }
 
@@ -245,17 +248,6 @@ xhal_status_t check_perm(const char* name, const uint32_t* perm, uint32_t rank) 
     seen[perm[i]] = true;
   }
   return XHAL_OK;
-}
-
-xhal_plugin_tensor_t reshape(const Checked& c, std::initializer_list<int64_t> shape) {
-  xhal_plugin_tensor_t p = c.plugin;
-  p.rank = static_cast<uint32_t>(shape.size());
-  uint32_t k = 0;
-  for (int64_t s : shape) p.shape[k++] = s;
-  for (; k < XHAL_MAX_RANK; ++k) p.shape[k] = 0;
-  row_major_strides(p.rank, p.shape, p.strides);
-  for (k = p.rank; k < XHAL_MAX_RANK; ++k) p.strides[k] = 0;
-  return p;
 }
 
 }  // namespace xhal

@@ -55,7 +55,10 @@ struct Checked {
   int64_t elements = 0;
   // Bytes the tensor touches, [begin, end); begin == end when it is empty.
   uint64_t begin = 0, end = 0;
-  xhal_plugin_tensor_t plugin{};  // explicit element strides
+  // Explicit element strides. Not zero-filled here: check_tensor writes every
+  // field, and zeroing two to eight of these per op call was a third of the
+  // core's cost for small tensors.
+  xhal_plugin_tensor_t plugin;
   uint32_t rank() const { return tensor->rank; }
   const int64_t* shape() const { return tensor->shape; }
   xhal_dtype_t dtype() const { return tensor->dtype; }
@@ -109,7 +112,26 @@ xhal_status_t explicit_strides(const char* name, const xhal_tensor_t& t,
 void row_major_strides(uint32_t rank, const int64_t* shape, int64_t out[XHAL_MAX_RANK]);
 
 // Reshapes a validated contiguous plugin tensor (same bytes, new shape).
-xhal_plugin_tensor_t reshape(const Checked& c, std::initializer_list<int64_t> shape);
+// Inline over the fixed XHAL_MAX_RANK slots so the per-call copy folds into
+// a few stores (it ran on every row-op call).
+inline xhal_plugin_tensor_t reshape(const Checked& c, std::initializer_list<int64_t> shape) {
+  xhal_plugin_tensor_t p;
+  p.buffer = c.plugin.buffer;
+  p.offset = c.plugin.offset;
+  p.dtype = c.plugin.dtype;
+  const uint32_t rank = static_cast<uint32_t>(shape.size());
+  p.rank = rank;
+  const int64_t* extents = shape.begin();
+  int64_t stride = 1;
+  for (uint32_t k = XHAL_MAX_RANK; k-- > 0;) {
+    const bool used = k < rank;
+    const int64_t e = used ? extents[k] : 0;
+    p.shape[k] = e;
+    p.strides[k] = used ? stride : 0;
+    if (used) stride *= e > 0 ? e : 1;
+  }
+  return p;
+}
 
 // The reduced form of a permute (ops_permute.cpp): the permutation folded
 // into src's strides in dst order, size-1 dims dropped, dims adjacent in
