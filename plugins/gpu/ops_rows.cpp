@@ -669,7 +669,9 @@ RowShape shape_of(const xhal_plugin_tensor_t* x) {
   return {rows, n};
 }
 
-Device* begin(void* device) {
+// Not "begin": bench/gpu/proto_dense.cu compiles this file together with
+// ops_gather.cpp.
+Device* enter(void* device) {
   auto* d = static_cast<Device*>(device);
   use_device(d->ordinal);
   return d;
@@ -679,7 +681,7 @@ Device* begin(void* device) {
 
 xhal_status_t softmax_forward(void* device, const xhal_plugin_tensor_t* x,
                               const xhal_plugin_tensor_t* y) {
-  Device* d = begin(device);
+  Device* d = enter(device);
   std::lock_guard lock(d->mutex);
   auto [rows, n] = shape_of(x);
   SoftmaxFwd b{tensor_f32(x), tensor_f32(y)};
@@ -688,7 +690,7 @@ xhal_status_t softmax_forward(void* device, const xhal_plugin_tensor_t* x,
 
 xhal_status_t softmax_backward(void* device, const xhal_plugin_tensor_t* y,
                                const xhal_plugin_tensor_t* dy, const xhal_plugin_tensor_t* dx) {
-  Device* d = begin(device);
+  Device* d = enter(device);
   std::lock_guard lock(d->mutex);
   auto [rows, n] = shape_of(y);
   SoftmaxBwd b{tensor_f32(y), tensor_f32(dy), tensor_f32(dx)};
@@ -699,7 +701,7 @@ xhal_status_t softmax_backward(void* device, const xhal_plugin_tensor_t* y,
 xhal_status_t rms_norm_forward(void* device, const xhal_plugin_tensor_t* x,
                                const xhal_plugin_tensor_t* gamma, float eps,
                                const xhal_plugin_tensor_t* y, const xhal_plugin_tensor_t* rstd) {
-  Device* d = begin(device);
+  Device* d = enter(device);
   std::lock_guard lock(d->mutex);
   auto [rows, n] = shape_of(x);
   RmsFwd b{tensor_f32(x), tensor_f32(gamma), eps, tensor_f32(y), tensor_f32(rstd)};
@@ -711,7 +713,7 @@ xhal_status_t rms_norm_backward(void* device, const xhal_plugin_tensor_t* x,
                                 const xhal_plugin_tensor_t* gamma, const xhal_plugin_tensor_t* rstd,
                                 const xhal_plugin_tensor_t* dy, const xhal_plugin_tensor_t* dx,
                                 const xhal_plugin_tensor_t* dgamma) {
-  Device* d = begin(device);
+  Device* d = enter(device);
   std::lock_guard lock(d->mutex);
   auto [rows, n] = shape_of(x);
   RmsBwd b{tensor_f32(x), tensor_f32(dy), tensor_f32(gamma), tensor_f32(rstd), tensor_f32(dx)};
@@ -734,7 +736,7 @@ xhal_status_t layer_norm_forward(void* device, const xhal_plugin_tensor_t* x,
                                  const xhal_plugin_tensor_t* beta, float eps,
                                  const xhal_plugin_tensor_t* y, const xhal_plugin_tensor_t* mean,
                                  const xhal_plugin_tensor_t* rstd) {
-  Device* d = begin(device);
+  Device* d = enter(device);
   std::lock_guard lock(d->mutex);
   auto [rows, n] = shape_of(x);
   LnFwd b{tensor_f32(x), tensor_f32(gamma), tensor_f32(beta), eps, tensor_f32(y),
@@ -749,7 +751,7 @@ xhal_status_t layer_norm_backward(void* device, const xhal_plugin_tensor_t* x,
                                   const xhal_plugin_tensor_t* dx,
                                   const xhal_plugin_tensor_t* dgamma,
                                   const xhal_plugin_tensor_t* dbeta) {
-  Device* d = begin(device);
+  Device* d = enter(device);
   std::lock_guard lock(d->mutex);
   auto [rows, n] = shape_of(x);
   LnBwd b{tensor_f32(x), tensor_f32(dy), tensor_f32(gamma), tensor_f32(mean), tensor_f32(rstd),
