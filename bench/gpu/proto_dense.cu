@@ -320,7 +320,9 @@ struct NVariant {
 };
 static const NVariant kNVariants[] = {{"separate colsum (old)", kNormSeparate},
                                       {"fused, no prefetch", kNormFusedNoPf},
-                                      {"fused + prefetch (default)", kNormFused}};
+                                      {"fused + prefetch (default)", kNormFused},
+                                      {"fused, partials in smem, no prefetch", kNormFusedSmemNoPf},
+                                      {"fused, partials in smem + prefetch", kNormFusedSmem}};
 
 static void norm_case(int64_t rows, int64_t n, bool timed, bool in_place = false) {
   const size_t N = static_cast<size_t>(rows * n);

@@ -214,15 +214,13 @@ struct RmsBwd {
       }
     }
   }
-  // colsum stage 1 terms (3.4, 3.5): dgamma += dy * xh.
-  __device__ void col_terms(const ChunkRegs& r, int64_t row, float (&pg)[8][4],
-                            float (&)[8][4]) const {
+  // colsum stage 1 terms of step t (3.4, 3.5): dgamma += dy * xh.
+  static constexpr int kCols = 1;
+  __device__ void col_terms(const ChunkRegs& r, int64_t row, int t, float4& pg, float4&) const {
     const float s = rstd[row];
 #pragma unroll
-    for (int t = 0; t < 8; ++t)
-#pragma unroll
-      for (int q = 0; q < 4; ++q)
-        pg[t][q] = xadd(pg[t][q], xmul(comp(r.in[1][t], q), xmul(comp(r.in[0][t], q), s)));
+    for (int q = 0; q < 4; ++q)
+      comp(pg, q) = xadd(comp(pg, q), xmul(comp(r.in[1][t], q), xmul(comp(r.in[0][t], q), s)));
   }
   __device__ float* output() const { return dx; }
   __device__ void row_out(int64_t, const float*, int64_t) const {}
@@ -311,18 +309,16 @@ struct LnBwd {
       }
     }
   }
-  // colsum stage 1 terms (3.5, 3.6): dgamma += dy * xh, dbeta += dy.
-  __device__ void col_terms(const ChunkRegs& r, int64_t row, float (&pg)[8][4],
-                            float (&pb)[8][4]) const {
+  // colsum stage 1 terms of step t (3.5, 3.6): dgamma += dy * xh, dbeta += dy.
+  static constexpr int kCols = 2;
+  __device__ void col_terms(const ChunkRegs& r, int64_t row, int t, float4& pg, float4& pb) const {
     const float mu = mean[row], s = rstd[row];
 #pragma unroll
-    for (int t = 0; t < 8; ++t)
-#pragma unroll
-      for (int q = 0; q < 4; ++q) {
-        const float dyv = comp(r.in[1][t], q);
-        pg[t][q] = xadd(pg[t][q], xmul(dyv, xmul(xsub(comp(r.in[0][t], q), mu), s)));
-        pb[t][q] = xadd(pb[t][q], dyv);
-      }
+    for (int q = 0; q < 4; ++q) {
+      const float dyv = comp(r.in[1][t], q);
+      comp(pg, q) = xadd(comp(pg, q), xmul(dyv, xmul(xsub(comp(r.in[0][t], q), mu), s)));
+      comp(pb, q) = xadd(comp(pb, q), dyv);
+    }
   }
   __device__ float* output() const { return dx; }
   __device__ void row_out(int64_t, const Sum2*, int64_t) const {}
@@ -513,29 +509,46 @@ xhal_status_t colsums(Device* d, bool layer_norm, const float* x, const float* d
 // A group of W warps walks the R = 32 consecutive rows of one colsum block
 // in ascending order: per row it computes dx exactly as row_kernel does
 // (same chunk statistics, same block tree, same apply), and each thread adds
-// its own columns' terms into registers (the same thread owns the same
-// columns on every row), so x and dy are read once. With PF the next row's
-// loads are issued before the current row is reduced. W == 1 blocks hold RB
+// its own columns' terms into its partials (the same thread owns the same
+// columns on every row), so x and dy are read once. The partials live in
+// registers, or with PS in shared memory (one float4 per thread and step,
+// fewer registers, more blocks per SM). With PF the next row's loads are
+// issued before the current row is reduced. W == 1 blocks hold RB
 // independent warps (RB colsum blocks); W > 1 needs RB == 1.
-template <class B, int W, int RB, bool VEC, bool PF>
+template <class B, int W>
+constexpr bool kPartialsFitShared = B::kCols * W * 8 * 32 * sizeof(float4) <= 48 * 1024;
+
+template <class B, int W, int RB, bool VEC, bool PF, bool PS>
 __global__ void __launch_bounds__(W * RB * 32)
 norm_bwd_fused_kernel(B body, int64_t rows, int64_t n, float* pg, float* pb) {
   static_assert(W == 1 || RB == 1, "one block tree per block");
+  static_assert(!PS || kPartialsFitShared<B, W * RB>, "partials in static shared memory");
   using Op = typename B::Op;
   using T = typename Op::T;
   __shared__ T sh[W + 2];
+  // [column set][step][thread]: each thread touches only its own float4s.
+  __shared__ float4 sp[PS ? B::kCols * 8 * W * RB * 32 : 1];
   const int lane = threadIdx.x & 31, warp = (threadIdx.x >> 5) % W, grp = (threadIdx.x >> 5) / W;
   const int64_t i0 = int64_t{warp} * kChunk;
   const int64_t nb = (rows + 31) / 32;
+  auto sp_at = [&](int c, int t) -> float4& {
+    return sp[(c * 8 + t) * (W * RB * 32) + threadIdx.x];
+  };
   // With RB > 1 (W == 1) the warps never synchronise, so each runs its own
   // loop; with W > 1 every warp of the block has the same blk.
   for (int64_t blk = int64_t{blockIdx.x} * RB + grp; blk < nb; blk += int64_t{gridDim.x} * RB) {
     const int64_t r0 = blk * 32, r1 = r0 + 32 < rows ? r0 + 32 : rows;
-    float ag[8][4], ab[8][4];
+    float4 ag[PS ? 1 : 8], ab[PS ? 1 : 8];
+    const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 #pragma unroll
-    for (int t = 0; t < 8; ++t)
+    for (int t = 0; t < 8; ++t) {
+      if constexpr (PS) {
 #pragma unroll
-      for (int q = 0; q < 4; ++q) ag[t][q] = ab[t][q] = 0.0f;
+        for (int c = 0; c < B::kCols; ++c) sp_at(c, t) = zero;
+      } else {
+        ag[t] = ab[t] = zero;
+      }
+    }
     auto load = [&](ChunkRegs& r, int64_t row) {
 #pragma unroll
       for (int k = 0; k < B::kInputs; ++k) {
@@ -552,7 +565,17 @@ norm_bwd_fused_kernel(B body, int64_t rows, int64_t n, float* pg, float* pb) {
       const T tot = block_tree<Op, W, 1>(body.chunk_stat(0, cur, nullptr, row, n, i0), sh);
       float4 out[8];
       body.apply(cur, &tot, row, n, i0, out);
-      body.col_terms(cur, row, ag, ab);
+#pragma unroll
+      for (int t = 0; t < 8; ++t) {
+        if constexpr (PS) {
+          float4 g = sp_at(0, t), b = B::kCols > 1 ? sp_at(B::kCols - 1, t) : zero;
+          body.col_terms(cur, row, t, g, b);
+          sp_at(0, t) = g;
+          if (B::kCols > 1) sp_at(B::kCols - 1, t) = b;
+        } else {
+          body.col_terms(cur, row, t, ag[t], ab[t]);
+        }
+      }
       float* orow = body.output() + row * n;
 #pragma unroll
       for (int t = 0; t < 8; ++t) {
@@ -573,11 +596,19 @@ norm_bwd_fused_kernel(B body, int64_t rows, int64_t n, float* pg, float* pb) {
 #pragma unroll
     for (int t = 0; t < 8; ++t) {
       const int64_t i = i0 + t * 128 + 4 * lane;
+      float4 g, b;
+      if constexpr (PS) {
+        g = sp_at(0, t);
+        b = B::kCols > 1 ? sp_at(B::kCols - 1, t) : zero;
+      } else {
+        g = ag[t];
+        b = ab[t];
+      }
 #pragma unroll
       for (int q = 0; q < 4; ++q)
         if (i + q < n) {
-          if (pg) pg[blk * n + i + q] = ag[t][q];
-          if (pb) pb[blk * n + i + q] = ab[t][q];
+          if (pg) pg[blk * n + i + q] = comp(g, q);
+          if (pb) pb[blk * n + i + q] = comp(b, q);
         }
     }
   }
@@ -586,11 +617,19 @@ norm_bwd_fused_kernel(B body, int64_t rows, int64_t n, float* pg, float* pb) {
 // Norm backward schedule (XHAL_CUDA_NORM_BWD, read once; a prototype that
 // compiles this file in may set it): "separate" (the colsum in its own
 // kernels, x and dy read twice), "fused" / "fused_nopf" (always fused where
-// a row fits one block, with / without the next-row prefetch), default
-// "auto": fused with prefetch when there are at least
-// XHAL_CUDA_NORM_BWD_MIN_BLOCKS (default 256) colsum blocks of 32 rows, so
-// that the 32-row walks still fill the GPU.
-enum NormBwdMode { kNormSeparate = 0, kNormFused = 1, kNormFusedNoPf = 2, kNormAuto = 3 };
+// a row fits one block, partials in registers, with / without the next-row
+// prefetch), "fused_smem" / "fused_smem_nopf" (partials in shared memory
+// where they fit in 48 KB), default "auto": as "fused" when there are at
+// least XHAL_CUDA_NORM_BWD_MIN_BLOCKS (default 256) colsum blocks of 32
+// rows, so that the 32-row walks still fill the GPU, else "separate".
+enum NormBwdMode {
+  kNormSeparate = 0,
+  kNormFused = 1,
+  kNormFusedNoPf = 2,
+  kNormAuto = 3,
+  kNormFusedSmem = 4,
+  kNormFusedSmemNoPf = 5
+};
 std::atomic<int> g_norm_bwd_mode{-1};
 std::atomic<int64_t> g_norm_bwd_min_blocks{256};
 
@@ -602,6 +641,8 @@ NormBwdMode norm_bwd_mode() {
       if (std::strcmp(e, "separate") == 0) v = kNormSeparate;
       else if (std::strcmp(e, "fused") == 0) v = kNormFused;
       else if (std::strcmp(e, "fused_nopf") == 0) v = kNormFusedNoPf;
+      else if (std::strcmp(e, "fused_smem") == 0) v = kNormFusedSmem;
+      else if (std::strcmp(e, "fused_smem_nopf") == 0) v = kNormFusedSmemNoPf;
     }
     if (const char* e = std::getenv("XHAL_CUDA_NORM_BWD_MIN_BLOCKS"); e && *e)
       g_norm_bwd_min_blocks.store(std::atoll(e), std::memory_order_relaxed);
@@ -610,20 +651,32 @@ NormBwdMode norm_bwd_mode() {
   return static_cast<NormBwdMode>(v);
 }
 
-template <class B, int W, int RB, bool VEC, bool PF>
+template <class B, int W, int RB, bool VEC, bool PF, bool PS>
 void launch_fused(Device* d, const B& body, int64_t rows, int64_t n, float* pg, float* pb) {
   const int64_t nb = (rows + 31) / 32, groups = (nb + RB - 1) / RB;
   const unsigned grid = static_cast<unsigned>(groups < (int64_t{1} << 20) ? groups : int64_t{1} << 20);
-  norm_bwd_fused_kernel<B, W, RB, VEC, PF><<<grid, W * RB * 32, 0, d->stream>>>(body, rows, n, pg, pb);
+  constexpr bool kPS = PS && kPartialsFitShared<B, W * RB>;
+  norm_bwd_fused_kernel<B, W, RB, VEC, PF, kPS><<<grid, W * RB * 32, 0, d->stream>>>(body, rows, n, pg, pb);
 }
 
-template <class B, bool VEC, bool PF>
+template <class B, bool VEC, bool PF, bool PS>
 void launch_fused_w(Device* d, const B& body, int64_t rows, int64_t n, float* pg, float* pb) {
   // One warp per row already has four blocks' worth of warps in flight,
   // and its prefetch form spills (ptxas), so it never prefetches.
-  if (n <= kChunk) launch_fused<B, 1, 4, VEC, false>(d, body, rows, n, pg, pb);
-  else if (n <= 4 * kChunk) launch_fused<B, 4, 1, VEC, PF>(d, body, rows, n, pg, pb);
-  else launch_fused<B, kBigW<B>, 1, VEC, PF>(d, body, rows, n, pg, pb);
+  if (n <= kChunk) launch_fused<B, 1, 4, VEC, false, PS>(d, body, rows, n, pg, pb);
+  else if (n <= 4 * kChunk) launch_fused<B, 4, 1, VEC, PF, PS>(d, body, rows, n, pg, pb);
+  else launch_fused<B, kBigW<B>, 1, VEC, PF, PS>(d, body, rows, n, pg, pb);
+}
+
+template <class B, bool VEC>
+void launch_fused_mode(Device* d, const B& body, int64_t rows, int64_t n, float* pg, float* pb,
+                       NormBwdMode mode) {
+  switch (mode) {
+    case kNormFusedNoPf: return launch_fused_w<B, VEC, false, false>(d, body, rows, n, pg, pb);
+    case kNormFusedSmem: return launch_fused_w<B, VEC, true, true>(d, body, rows, n, pg, pb);
+    case kNormFusedSmemNoPf: return launch_fused_w<B, VEC, false, true>(d, body, rows, n, pg, pb);
+    default: return launch_fused_w<B, VEC, true, false>(d, body, rows, n, pg, pb);
+  }
 }
 
 // dx and the colsum partials in one pass, then stage 2 per output. Returns
@@ -641,11 +694,8 @@ bool try_fused_norm_bwd(Device* d, const B& body, int64_t rows, int64_t n, bool 
   if (*st != XHAL_OK) return true;
   float* pg = dgamma ? static_cast<float*>(ws) : nullptr;
   float* pb = dbeta ? static_cast<float*>(ws) + (dgamma ? nb * n : 0) : nullptr;
-  const bool pf = mode != kNormFusedNoPf;
-  if (vec && pf) launch_fused_w<B, true, true>(d, body, rows, n, pg, pb);
-  else if (vec) launch_fused_w<B, true, false>(d, body, rows, n, pg, pb);
-  else if (pf) launch_fused_w<B, false, true>(d, body, rows, n, pg, pb);
-  else launch_fused_w<B, false, false>(d, body, rows, n, pg, pb);
+  if (vec) launch_fused_mode<B, true>(d, body, rows, n, pg, pb, mode);
+  else launch_fused_mode<B, false>(d, body, rows, n, pg, pb, mode);
   int launches = 1;
   if (pg) {
     colsum_stage2<<<grid_for(n * 32, 256), 256, 0, d->stream>>>(pg, nb, n, dgamma);
