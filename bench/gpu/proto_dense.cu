@@ -320,7 +320,7 @@ struct NVariant {
 };
 static const NVariant kNVariants[] = {{"separate colsum (old)", kNormSeparate},
                                       {"fused, no prefetch", kNormFusedNoPf},
-                                      {"fused + prefetch (default)", kNormFused},
+                                      {"fused + prefetch (default at >= 256 blocks)", kNormFused},
                                       {"fused, partials in smem, no prefetch", kNormFusedSmemNoPf},
                                       {"fused, partials in smem + prefetch", kNormFusedSmem}};
 
@@ -403,6 +403,8 @@ static void norm_case(int64_t rows, int64_t n, bool timed, bool in_place = false
 static void run_norm() {
   std::printf("== rms_norm / layer_norm backward ==\n");
   norm_case(16384, 4096, true);  // xhal-bench shape
+  norm_case(4096, 4096, true);   // 128 colsum blocks: below the "auto" threshold
+  norm_case(8192, 4096, true);   // 256 colsum blocks: at it
   norm_case(8192, 8192, true);   // W = 8
   norm_case(16384, 1024, true);  // W = 1, four warps per block
   norm_case(1000, 3001, false);  // ragged rows and columns, scalar path
