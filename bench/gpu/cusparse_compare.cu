@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -134,16 +135,70 @@ struct Variant {
   std::vector<std::pair<const char*, const char*>> env;
 };
 static const std::vector<Variant> kVariants = {
-    {"levels", {{"XHAL_CUDA_SOLVE", "levels"}}},
-    {"syncfree b128 x8", {}},
-    {"syncfree b256 x8", {{"XHAL_CUDA_SOLVE_BLOCK", "256"}}},
+    {"syncfree b128 x2", {}},
+    {"syncfree b128 x1", {{"XHAL_CUDA_SOLVE_BLOCKS_PER_SM", "1"}}},
     {"syncfree b128 x4", {{"XHAL_CUDA_SOLVE_BLOCKS_PER_SM", "4"}}},
-    {"syncfree b128 x16", {{"XHAL_CUDA_SOLVE_BLOCKS_PER_SM", "16"}}},
-    {"syncfree b64 x16", {{"XHAL_CUDA_SOLVE_BLOCK", "64"}, {"XHAL_CUDA_SOLVE_BLOCKS_PER_SM", "16"}}},
-    {"syncfree b128 x2", {{"XHAL_CUDA_SOLVE_BLOCKS_PER_SM", "2"}}},
-    {"syncfree b128 x8 sleep64", {{"XHAL_CUDA_SOLVE_SLEEP", "64"}}},
-    {"syncfree b128 x8 sleep256", {{"XHAL_CUDA_SOLVE_SLEEP", "256"}}},
+    {"syncfree b64 x4", {{"XHAL_CUDA_SOLVE_BLOCK", "64"}, {"XHAL_CUDA_SOLVE_BLOCKS_PER_SM", "4"}}},
+    {"syncfree b256 x1", {{"XHAL_CUDA_SOLVE_BLOCK", "256"}, {"XHAL_CUDA_SOLVE_BLOCKS_PER_SM", "1"}}},
+    {"syncfree b128 x8", {{"XHAL_CUDA_SOLVE_BLOCKS_PER_SM", "8"}}},
+    {"syncfree b128 x2 sleep32", {{"XHAL_CUDA_SOLVE_SLEEP", "32"}}},
+    {"syncfree b128 x4 sleep128", {{"XHAL_CUDA_SOLVE_BLOCKS_PER_SM", "4"}, {"XHAL_CUDA_SOLVE_SLEEP", "128"}}},
 };
+
+// docs/semantics.md 3.7 on the host: chunks of 32 summed from +0, chunk
+// sums by the pairwise tree padded with +0 to a power of two.
+static float segsum(const std::vector<float>& t) {
+  if (t.size() <= 32) {
+    float s = 0.0f;
+    for (float v : t) s += v;
+    return s;
+  }
+  std::vector<float> c;
+  for (size_t b = 0; b < t.size(); b += 32) {
+    float s = 0.0f;
+    for (size_t k = b; k < std::min(t.size(), b + 32); ++k) s += t[k];
+    c.push_back(s);
+  }
+  size_t p = 1;
+  while (p < c.size()) p *= 2;
+  c.resize(p, 0.0f);
+  for (; p > 1; p /= 2)
+    for (size_t i = 0; i < p / 2; ++i) c[i] = c[2 * i] + c[2 * i + 1];
+  return c[0];
+}
+
+// The canonical solve of op(A) x = b for lower A with a stored diagonal:
+// the reference every GPU schedule must match bit for bit.
+static std::vector<float> host_solve(const Csr& a, bool transposed, const std::vector<float>& b) {
+  const int64_t n = a.n;
+  std::vector<int32_t> rp = a.rp, ci = a.ci;
+  std::vector<float> v = a.v;
+  if (transposed) {  // rows of A^T = columns of A, entries by ascending row of A
+    std::vector<int32_t> cnt(n + 1, 0);
+    for (int32_t c : a.ci) ++cnt[c + 1];
+    for (int64_t i = 0; i < n; ++i) cnt[i + 1] += cnt[i];
+    rp = cnt;
+    std::vector<int32_t> next(cnt.begin(), cnt.end() - 1);
+    for (int64_t r = 0; r < n; ++r)
+      for (int32_t e = a.rp[r]; e < a.rp[r + 1]; ++e) {
+        const int32_t q = next[a.ci[e]]++;
+        ci[q] = static_cast<int32_t>(r);
+        v[q] = a.v[e];
+      }
+  }
+  std::vector<float> x(n), terms;
+  for (int64_t s = 0; s < n; ++s) {
+    const int64_t k = transposed ? n - 1 - s : s;
+    terms.clear();
+    float d = 0.0f;
+    for (int32_t e = rp[k]; e < rp[k + 1]; ++e) {
+      if (ci[e] == k) d = v[e];
+      else terms.push_back(v[e] * x[ci[e]]);
+    }
+    x[k] = (b[k] - segsum(terms)) / d;
+  }
+  return x;
+}
 
 struct Result {
   std::string name;
@@ -214,26 +269,56 @@ static void compare(const char* label, const Csr& a, bool solve, xhal_device_t d
         XK(xhal_csr_solve(dev, m, tr, XHAL_TRIANGLE_LOWER, XHAL_DIAGONAL_STORED, &tx, &ty));
       }, 100);
     };
-    // Every schedule must give the same bits: the first (levels) is the
-    // yardstick for the others.
-    std::vector<uint32_t> first(n), got(n);
+    // Every schedule must give the canonical bits (the host solve).
+    std::vector<uint32_t> got(n);
     for (int tr = 0; tr < 2; ++tr) {
       const xhal_transpose_t t = tr ? XHAL_TRANSPOSE : XHAL_TRANSPOSE_NONE;
+      const std::vector<float> want = host_solve(a, tr != 0, hx);
       for (size_t v = 0; v < kVariants.size(); ++v) {
         for (const auto& kv : kVariants[v].env) setenv(kv.first, kv.second, 1);
         const double ms = solve_ms(t);
-        XK(xhal_buffer_read(by, 0, v ? got.data() : first.data(), n * 4));
+        XK(xhal_buffer_read(by, 0, got.data(), n * 4));
         for (const auto& kv : kVariants[v].env) unsetenv(kv.first);
         long long diff = 0;
-        if (v)
-          for (int64_t i = 0; i < n; ++i) diff += got[i] != first[i];
+        for (int64_t i = 0; i < n; ++i) {
+          uint32_t w;
+          std::memcpy(&w, &want[i], 4);
+          diff += got[i] != w;
+        }
         char buf[96];
         std::snprintf(buf, sizeof buf, "%s%s %.4f%s", v ? "; " : "", kVariants[v].name, ms,
                       diff ? (" (" + std::to_string(diff) + " DIFFERENT)").c_str() : "");
         variant_note[tr] += buf;
         std::printf("  %s %-28s %9.4f ms%s\n", tr ? "A^T" : "A  ", kVariants[v].name, ms,
-                    diff ? "  BITS DIFFER FROM levels" : "");
+                    diff ? ("  " + std::to_string(diff) + " ELEMENTS DIFFER FROM THE HOST SOLVE").c_str() : "");
       }
+      // The level batches (host-built schedule, XHAL_CUDA_SOLVE=levels at
+      // creation) on a second copy of the matrix.
+      setenv("XHAL_CUDA_SOLVE", "levels", 1);
+      xhal_csr_t ml;
+      auto tl = Clock::now();
+      XK(xhal_csr_create(dev, &desc, &ml));
+      XK(xhal_device_synchronize(dev));
+      const double create_levels_ms = ms_since(tl);
+      const double ms = time_xhal([&] {
+        XK(xhal_csr_solve(dev, ml, t, XHAL_TRIANGLE_LOWER, XHAL_DIAGONAL_STORED, &tx, &ty));
+      }, 100);
+      unsetenv("XHAL_CUDA_SOLVE");
+      XK(xhal_buffer_read(by, 0, got.data(), n * 4));
+      XK(xhal_csr_release(ml));
+      long long diff = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        uint32_t w;
+        std::memcpy(&w, &want[i], 4);
+        diff += got[i] != w;
+      }
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "; levels %.4f (csr_create %.1f ms)%s", ms, create_levels_ms,
+                    diff ? (" (" + std::to_string(diff) + " DIFFERENT)").c_str() : "");
+      variant_note[tr] += buf;
+      std::printf("  %s %-28s %9.4f ms (csr_create %.1f ms)%s\n", tr ? "A^T" : "A  ", "levels", ms,
+                  create_levels_ms,
+                  diff ? ("  " + std::to_string(diff) + " ELEMENTS DIFFER FROM THE HOST SOLVE").c_str() : "");
     }
     x_solve = solve_ms(XHAL_TRANSPOSE_NONE);
     x_solve_t = solve_ms(XHAL_TRANSPOSE);

@@ -14,21 +14,16 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "gpu_plugin.h"
+#include "solve_syncfree.h"
+#include "sparse_views.h"
 #include "tree_device.h"
 
 namespace xhal::gpu {
 namespace {
-
-using I = int32_t;
-
-// One row of a solve schedule, in level order: its off-diagonal entries
-// [rb, re) and its diagonal entry (-1 if none), found once at creation.
-struct RowRec {
-  I k, rb, re, diag;
-};
 
 constexpr int kMaxBatchLevels = 8192;  // level offsets of a batch in shared memory
 
@@ -54,23 +49,15 @@ struct Pattern {
   I* long_rows = nullptr;
   int64_t num_long = 0;
   int64_t rows = 0;
-  Schedule asc, desc;
+  Schedule asc, desc;           // host-built level batches
+  SyncFreeSchedule sf_asc, sf_desc;  // device-built (CUDA)
 };
 
 struct Matrix {
   int64_t rows = 0, cols = 0, nnz = 0;
   Pattern a, at;
   I* row_idx = nullptr;
-  // Sync-free solve state (CUDA): xs[k] holds x[k] of the solve with the
-  // current epoch once written; *ticket hands out row ranges and grows by a
-  // known count per launch, so ticket_base turns it into 0, 1, ... without a
-  // reset.
-  unsigned long long* xs = nullptr;
-  int64_t xs_len = 0;
-  unsigned* ticket = nullptr;
-  unsigned ticket_base = 0;
-  unsigned epoch = 0;
-  int sms = 1;
+  SyncFreeState sf;
   Buffer* values = nullptr;
   std::vector<void*> allocations;
 };
@@ -163,7 +150,7 @@ xhal_status_t build_schedule(Device* d, Matrix* m, const std::vector<I>& rp,
 
 xhal_status_t build_pattern(Device* d, Matrix* m, const std::vector<I>& rp,
                             const std::vector<I>& col, const std::vector<I>* perm, int64_t rows,
-                            bool square, Pattern* p) {
+                            bool host_levels, Pattern* p) {
   p->rows = rows;
   std::vector<I> long_rows;
   for (int64_t r = 0; r < rows; ++r)
@@ -173,33 +160,11 @@ xhal_status_t build_pattern(Device* d, Matrix* m, const std::vector<I>& rp,
   if (st == XHAL_OK) st = up(d, m, col, &p->col);
   if (st == XHAL_OK && perm) st = up(d, m, *perm, &p->perm);
   if (st == XHAL_OK) st = up(d, m, long_rows, &p->long_rows);
-  if (st == XHAL_OK && square) st = build_schedule(d, m, rp, col, rows, true, &p->asc);
-  if (st == XHAL_OK && square) st = build_schedule(d, m, rp, col, rows, false, &p->desc);
+  if (st == XHAL_OK && host_levels) st = build_schedule(d, m, rp, col, rows, true, &p->asc);
+  if (st == XHAL_OK && host_levels) st = build_schedule(d, m, rp, col, rows, false, &p->desc);
   return st;
 }
 
-// A strided [n, k] view of a float tensor (rank 1: k = 1).
-struct Cols {
-  float* p;
-  int64_t n, k, rs, cs;
-  __device__ float& at(int64_t i, int64_t c) const { return p[i * rs + c * cs]; }
-};
-Cols cols_of(const xhal_plugin_tensor_t* t) {
-  Cols c{tensor_f32(t), t->rank ? t->shape[0] : 1, 1, t->rank ? t->strides[0] : 1, 0};
-  if (t->rank >= 2) {
-    c.k = t->shape[1];
-    c.cs = t->strides[1];
-  }
-  return c;
-}
-
-struct PatternView {
-  const I* row_ptr;
-  const I* col;
-  const I* perm;
-  const float* values;
-  __device__ float value(int64_t e) const { return perm ? values[perm[e]] : values[e]; }
-};
 PatternView view(const Pattern& p, const Matrix* m) {
   return {p.row_ptr, p.col, p.perm, static_cast<const float*>(m->values->ptr)};
 }
@@ -352,144 +317,6 @@ __global__ void gather_values_kernel(const float* v, const I* perm, int64_t nnz,
     out[e] = v[perm[e]];
 }
 
-#if !defined(XHAL_GPU_HIP)
-// Sync-free solve, one right-hand side, one launch. Each solved x[k] is also
-// published as one 64-bit word (epoch << 32 | bits of x[k]) in xs[k], so a
-// reader learns "ready" and the value from a single load and no fence is
-// needed between them. Persistent blocks take row ranges in level order
-// through a ticket counter; a row only waits on rows of earlier tickets,
-// which belong to running or finished blocks, so the waits always end.
-// Lanes of one warp may wait on each other where a warp straddles two
-// levels: sm_70+ independent thread scheduling lets the awaited lane go on.
-// Every sum is solve_row's segsum in the same order: only scheduling differs.
-struct PackedArgs {
-  const RowRec* recs;
-  PatternView a;
-  Cols b, x;
-  unsigned long long* xs;
-  unsigned* ticket;
-  unsigned ticket_base;
-  unsigned epoch;
-  int64_t rows;
-  unsigned tickets;
-  unsigned sleep_ns;
-  bool unit;
-};
-
-__device__ __forceinline__ unsigned long long load_word(const unsigned long long* p) {
-  unsigned long long v;
-  asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p));
-  return v;
-}
-__device__ __forceinline__ void store_word(unsigned long long* p, unsigned long long v) {
-  asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
-
-constexpr int kGroup = 8;  // dependency loads a thread keeps in flight
-
-__device__ void packed_row(const PackedArgs& s, int64_t pos) {
-  const RowRec r = s.recs[pos];
-  const float bk = s.b.at(r.k, 0);  // before x[k] is written (b may be x)
-  const float dv = s.unit ? 1.0f : (r.diag >= 0 ? s.a.value(r.diag) : 0.0f);
-  const int64_t m = int64_t{r.re} - r.rb;
-  // segsum (3.7): sequential chunks of 32 from +0, chunk sums by the tree,
-  // kept as serial_tree's stack (merge while the chunk count is even).
-  float acc = 0.0f, stack[34];
-  int top = 0, in_chunk = 0;
-  unsigned chunks = 0;
-  for (int64_t g = r.rb; g < r.re; g += kGroup) {
-    I j[kGroup];
-    float v[kGroup];
-    unsigned long long w[kGroup];
-#pragma unroll
-    for (int q = 0; q < kGroup; ++q)
-      if (g + q < r.re) {
-        j[q] = s.a.col[g + q];
-        v[q] = s.a.value(g + q);
-      }
-#pragma unroll
-    for (int q = 0; q < kGroup; ++q)
-      if (g + q < r.re) w[q] = load_word(s.xs + j[q]);
-#pragma unroll
-    for (int q = 0; q < kGroup; ++q) {
-      if (g + q >= r.re) break;
-      while (static_cast<unsigned>(w[q] >> 32) != s.epoch) {
-        if (s.sleep_ns) __nanosleep(s.sleep_ns);
-        w[q] = load_word(s.xs + j[q]);
-      }
-      acc = xadd(acc, xmul(v[q], __uint_as_float(static_cast<unsigned>(w[q]))));
-      if (++in_chunk == 32) {
-        stack[top++] = acc;
-        for (unsigned c = chunks++; c & 1; c >>= 1, --top) stack[top - 2] = xadd(stack[top - 2], stack[top - 1]);
-        acc = 0.0f;
-        in_chunk = 0;
-      }
-    }
-  }
-  float sum = acc;
-  if (m > 32) {
-    if (in_chunk) {
-      stack[top++] = acc;
-      for (unsigned c = chunks++; c & 1; c >>= 1, --top) stack[top - 2] = xadd(stack[top - 2], stack[top - 1]);
-    }
-    while (chunks & (chunks - 1)) {  // pad with +0 to a power of two
-      stack[top++] = 0.0f;
-      for (unsigned c = chunks++; c & 1; c >>= 1, --top) stack[top - 2] = xadd(stack[top - 2], stack[top - 1]);
-    }
-    sum = stack[0];
-  }
-  const float t = xsub(bk, sum);
-  const float xk = s.unit ? t : xdiv(t, dv);
-  s.x.at(r.k, 0) = xk;
-  store_word(s.xs + r.k, (static_cast<unsigned long long>(s.epoch) << 32) | __float_as_uint(xk));
-}
-
-__global__ void __launch_bounds__(256) solve_packed_kernel(PackedArgs s) {
-  __shared__ unsigned my_ticket;
-  for (;;) {
-    if (threadIdx.x == 0) my_ticket = atomicAdd(s.ticket, 1u) - s.ticket_base;
-    __syncthreads();
-    const unsigned t = my_ticket;
-    __syncthreads();
-    if (t >= s.tickets) return;
-    const int64_t pos = int64_t{t} * blockDim.x + threadIdx.x;
-    if (pos < s.rows) packed_row(s, pos);
-  }
-}
-
-// Tuning knobs for measurements (docs/performance.md): threads per block,
-// resident blocks per SM, back-off while polling.
-int env_int(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  return v && *v ? std::atoi(v) : fallback;
-}
-
-xhal_status_t launch_packed(Device* d, Matrix* m, const Schedule& sc, PatternView a, Cols b,
-                            Cols x, bool unit, int* launches) {
-  const int block = std::clamp(env_int("XHAL_CUDA_SOLVE_BLOCK", 128), 32, 256) & ~31;
-  const int per_sm = std::max(1, env_int("XHAL_CUDA_SOLVE_BLOCKS_PER_SM", 8));
-  const unsigned sleep_ns = static_cast<unsigned>(std::max(0, env_int("XHAL_CUDA_SOLVE_SLEEP", 0)));
-  const int64_t rows = static_cast<int64_t>(sc.rows);
-  const unsigned tickets = static_cast<unsigned>((rows + block - 1) / block);
-  const unsigned grid = static_cast<unsigned>(std::min<int64_t>(tickets, int64_t{per_sm} * m->sms));
-  for (int64_t c = 0; c < x.k; ++c) {
-    if (++m->epoch == 0) {  // wrapped: no stale word may carry the new epoch
-      gpuMemsetAsync(m->xs, 0, sizeof(unsigned long long) * m->xs_len, d->stream);
-      m->epoch = 1;
-    }
-    Cols bc = b, xc = x;
-    bc.p += c * b.cs;
-    xc.p += c * x.cs;
-    bc.k = xc.k = 1;
-    PackedArgs s{sc.recs, a, bc, xc, m->xs, m->ticket, m->ticket_base, m->epoch, rows,
-                 tickets, sleep_ns, unit};
-    solve_packed_kernel<<<grid, block, 0, d->stream>>>(s);
-    m->ticket_base += tickets + grid;  // every block takes one ticket past the end
-    ++*launches;
-  }
-  return XHAL_OK;
-}
-#endif
 
 xhal_status_t run_solve(Device* d, const Matrix* m, xhal_transpose_t trans,
                         xhal_triangle_t triangle, xhal_diagonal_t diagonal, Cols b, Cols x,
@@ -498,7 +325,13 @@ xhal_status_t run_solve(Device* d, const Matrix* m, xhal_transpose_t trans,
   const bool ascending = (triangle == XHAL_TRIANGLE_LOWER) != transposed;
   const Pattern& p = transposed ? m->at : m->a;
   const Schedule& sc = ascending ? p.asc : p.desc;
-  if (!sc.built)
+#if !defined(XHAL_GPU_HIP)
+  const SyncFreeSchedule& sf = ascending ? p.sf_asc : p.sf_desc;
+  const bool use_syncfree = sf.built && !sc.built;
+#else
+  const bool use_syncfree = false;
+#endif
+  if (!sc.built && !use_syncfree)
     return fail(XHAL_INVALID_STRUCTURE,
                 "%s plugin: %s: argument 'triangle' is %s but the %lld x %lld pattern does not "
                 "lie in that triangle",
@@ -508,11 +341,8 @@ xhal_status_t run_solve(Device* d, const Matrix* m, xhal_transpose_t trans,
   SolveArgs s{view(p, m), sc.order, sc.level_off, b, x, ascending,
               diagonal == XHAL_DIAGONAL_UNIT};
 #if !defined(XHAL_GPU_HIP)
-  // The sync-free launch is the default on CUDA (docs/performance.md has the
-  // measurements); XHAL_CUDA_SOLVE=levels selects the level batches.
-  const char* force = std::getenv("XHAL_CUDA_SOLVE");
-  if (!(force && std::strcmp(force, "levels") == 0) && m->xs)
-    return launch_packed(d, const_cast<Matrix*>(m), sc, s.a, b, x, s.unit, launches);
+  if (use_syncfree)
+    return syncfree_solve(d, &const_cast<Matrix*>(m)->sf, sf, s.a, b, x, s.unit, launches);
 #endif
   if (x.k == 1 && transposed && m->nnz) {
     // Let the one-block batches read A^T's values without the perm hop.
@@ -604,37 +434,57 @@ xhal_status_t csr_create(void* device, const xhal_plugin_csr_desc_t* desc, void*
                  std::chrono::duration<double, std::milli>(t - t0).count());
     t0 = t;
   };
-  auto narrow = [](const int64_t* p, int64_t n) { return std::vector<I>(p, p + n); };
-  const std::vector<I> rp = narrow(desc->row_ptr, desc->rows + 1);
-  const std::vector<I> col = narrow(desc->col_idx, desc->nnz);
-  const std::vector<I> ri = narrow(desc->row_idx, desc->nnz);
-  const std::vector<I> trp = narrow(desc->t_row_ptr, desc->cols + 1);
-  const std::vector<I> tcol = narrow(desc->t_col_idx, desc->nnz);
-  const std::vector<I> tperm = narrow(desc->t_perm, desc->nnz);
+  // The six index arrays narrow independently: one thread each.
+  std::vector<I> rp, col, ri, trp, tcol, tperm;
+  {
+    auto narrow = [](const int64_t* p, int64_t n, std::vector<I>* out) { out->assign(p, p + n); };
+    std::thread t[] = {
+        std::thread(narrow, desc->row_ptr, desc->rows + 1, &rp),
+        std::thread(narrow, desc->col_idx, desc->nnz, &col),
+        std::thread(narrow, desc->row_idx, desc->nnz, &ri),
+        std::thread(narrow, desc->t_row_ptr, desc->cols + 1, &trp),
+        std::thread(narrow, desc->t_col_idx, desc->nnz, &tcol),
+        std::thread(narrow, desc->t_perm, desc->nnz, &tperm)};
+    for (auto& th : t) th.join();
+  }
   const bool square = desc->rows == desc->cols;
+#if defined(XHAL_GPU_HIP)
+  const bool host_levels = square;
+#else
+  // The level batches are built on the host only when asked for (the
+  // sync-free schedule is built on the device below).
+  const char* force = std::getenv("XHAL_CUDA_SOLVE");
+  const bool host_levels = square && force && std::strcmp(force, "levels") == 0;
+#endif
   lap("narrowing to 32-bit");
-  xhal_status_t st = build_pattern(d, m, rp, col, nullptr, desc->rows, square, &m->a);
-  lap("pattern of A (levels, upload)");
-  if (st == XHAL_OK) st = build_pattern(d, m, trp, tcol, &tperm, desc->cols, square, &m->at);
-  lap("pattern of A^T (levels, upload)");
+  xhal_status_t st = build_pattern(d, m, rp, col, nullptr, desc->rows, host_levels, &m->a);
+  lap("pattern of A (upload)");
+  if (st == XHAL_OK) st = build_pattern(d, m, trp, tcol, &tperm, desc->cols, host_levels, &m->at);
+  lap("pattern of A^T (upload)");
   if (st == XHAL_OK) st = up(d, m, ri, &m->row_idx);
   lap("row indices (upload)");
 #if !defined(XHAL_GPU_HIP)
-  if (st == XHAL_OK && square && (m->a.asc.built || m->a.desc.built)) {
-    void* f = nullptr;
-    m->xs_len = desc->rows;
-    const size_t bytes = sizeof(unsigned long long) * (desc->rows + 1);
-    gpuError_t e = gpuMalloc(&f, bytes);
-    if (e == gpuSuccess) e = gpuMemsetAsync(f, 0, bytes, d->stream);
-    if (e != gpuSuccess) {
-      if (f) gpuFree(f);
-      st = runtime_error(e, "allocating solve state");
-    } else {
-      m->allocations.push_back(f);
-      m->xs = static_cast<unsigned long long*>(f);
-      m->ticket = reinterpret_cast<unsigned*>(m->xs + desc->rows);
-      cudaDeviceGetAttribute(&m->sms, cudaDevAttrMultiProcessorCount, d->ordinal);
+  if (st == XHAL_OK && square && !host_levels && desc->rows > 0) {
+    st = syncfree_init(d, desc->rows, &m->sf, &m->allocations);
+    // A lower pattern has an ascending schedule, its transpose a descending
+    // one (and the reverse for upper); a pattern with no off-diagonal entry
+    // (one level) is both, and one schedule serves both walks.
+    auto analyse = [&](Pattern& p, bool ascending, SyncFreeSchedule* out) {
+      return syncfree_analyse(d, &m->sf, p.row_ptr, p.col, p.rows, ascending, out,
+                              &m->allocations);
+    };
+    if (st == XHAL_OK) st = analyse(m->a, true, &m->a.sf_asc);
+    if (st == XHAL_OK && !m->a.sf_asc.built) st = analyse(m->a, false, &m->a.sf_desc);
+    const bool one_level = m->a.sf_asc.built && m->a.sf_asc.levels == 1;
+    if (one_level) {
+      m->a.sf_desc = m->a.sf_asc;
+      m->at.sf_asc = m->at.sf_desc = m->a.sf_asc;
+    } else if (st == XHAL_OK && m->a.sf_asc.built) {
+      st = analyse(m->at, false, &m->at.sf_desc);
+    } else if (st == XHAL_OK && m->a.sf_desc.built) {
+      st = analyse(m->at, true, &m->at.sf_asc);
     }
+    lap("sync-free schedules (device)");
   }
 #endif
   if (st != XHAL_OK) {

@@ -4,5 +4,6 @@ set(XHAL_GPU_SOURCES
   ${XHAL_GPU_SOURCE_DIR}/plugin.cpp
   ${XHAL_GPU_SOURCE_DIR}/ops_gather.cpp
   ${XHAL_GPU_SOURCE_DIR}/ops_rows.cpp
-  ${XHAL_GPU_SOURCE_DIR}/ops_sparse.cpp)
+  ${XHAL_GPU_SOURCE_DIR}/ops_sparse.cpp
+  ${XHAL_GPU_SOURCE_DIR}/solve_syncfree.cpp)
 file(GLOB XHAL_GPU_HEADERS ${XHAL_GPU_SOURCE_DIR}/*.h)
