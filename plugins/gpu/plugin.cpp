@@ -261,9 +261,15 @@ xhal_status_t runtime_error(gpuError_t e, const char* what) {
 }
 
 xhal_status_t check_launch(Device* d, const char* op, int launches) {
-  d->launches += launches;
-  gpuError_t e = gpuGetLastError();
-  if (e != gpuSuccess)
+  // A statistic read on its own by device_get_counters: no ordering needed
+  // (a seq_cst add also orders memory on ARM hosts such as the GH200).
+  d->launches.fetch_add(static_cast<uint64_t>(launches), std::memory_order_relaxed);
+  // The one runtime call per op besides the launch: it turns a failed launch
+  // (bad configuration, missing kernel image) into this op's status and
+  // clears it so the next op is not blamed. Faults inside a kernel surface at
+  // device_synchronize instead.
+  const gpuError_t e = gpuGetLastError();
+  if (__builtin_expect(e != gpuSuccess, 0))
     return fail(XHAL_PLUGIN_ERROR, "%s plugin: %s: kernel launch failed: %s",
                 XHAL_GPU_BACKEND_NAME, op, gpuGetErrorString(e));
   return XHAL_OK;

@@ -1,6 +1,6 @@
 // Cost of the core's validation and dispatch per op call, measured against a
 // backend whose slots do nothing (libxhal-silent.so). Not a test: run
-//   build/tests/ops/xhal-ops-frontend-bench
+//   build/bin/xhal-ops-frontend-bench
 // The baseline is xhal_device_synchronize (handle check + one slot call).
 #include <benchmark/benchmark.h>
 
