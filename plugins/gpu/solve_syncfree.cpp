@@ -278,10 +278,17 @@ xhal_status_t syncfree_analyse(Device* d, SyncFreeState* st, const I* row_ptr, c
                st->epoch, level, flags};
   level_kernel<<<grid, block, 0, d->stream>>>(la);
   st->ticket_base += tickets + grid;
+  // The device's stream is non-blocking: a plain cudaMemcpy would not wait
+  // for it.
+  auto read_back = [&](void* host, const void* dev, size_t bytes) {
+    gpuError_t err = gpuMemcpyAsync(host, dev, bytes, gpuMemcpyDeviceToHost, d->stream);
+    if (err == gpuSuccess) err = gpuStreamSynchronize(d->stream);
+    d->d2h_transfers++;
+    d->d2h_bytes += bytes;
+    return err;
+  };
   unsigned host_flags[2] = {0, 0};
-  e = gpuMemcpy(host_flags, flags, sizeof host_flags, gpuMemcpyDeviceToHost);
-  d->d2h_transfers++;
-  d->d2h_bytes += sizeof host_flags;
+  e = read_back(host_flags, flags, sizeof host_flags);
   if (e != gpuSuccess) return runtime_error(e, "computing solve levels");
   if (host_flags[1]) return XHAL_OK;  // not this triangle: no schedule
   const int64_t levels = int64_t{host_flags[0]} + 1;
@@ -296,9 +303,7 @@ xhal_status_t syncfree_analyse(Device* d, SyncFreeState* st, const I* row_ptr, c
   Free scan_guard{scan_tmp};
   cub::DeviceScan::ExclusiveSum(scan_tmp, scan_bytes, count, offset, levels + 1, d->stream);
   unsigned positions = 0;
-  e = gpuMemcpy(&positions, offset + levels, sizeof positions, gpuMemcpyDeviceToHost);
-  d->d2h_transfers++;
-  d->d2h_bytes += sizeof positions;
+  e = read_back(&positions, offset + levels, sizeof positions);
   if (e != gpuSuccess) return runtime_error(e, "ordering solve levels");
 
   void* recs = nullptr;
