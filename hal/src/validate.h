@@ -72,7 +72,8 @@ xhal_status_t check_handle(const char* name, const void* handle);
 // Per-tensor checks, in this order: NULL descriptor, NULL buffer, buffer of
 // another device, dtype known and allowed for `op`, rank <= 8, extents >= 0,
 // strides >= 0 (and row-major when `layout` is contiguous), bytes inside the
-// buffer. Fills `out` on success.
+// buffer. Fills `out` on success; on failure `out` is partly written and
+// must not be read.
 xhal_status_t check_tensor(xhal_device* device, const char* name, const xhal_tensor_t* t,
                            const char* op, uint32_t allowed_dtypes, Layout layout, Checked* out);
 

@@ -102,6 +102,17 @@ TEST_F(IndexOpTest, IndexAddPassesAlphaAndShapes) {
   EXPECT_EQ(c->tensors[0].shape[0], 3);
   EXPECT_EQ(c->tensors[1].shape[0], 2);
   EXPECT_EQ(c->tensors[1].shape[1], 5);
+  // Passed as checked (not reshaped): strides explicit, the rest zero, also
+  // right after a rank-3 call (rejected after its tensor checks) left
+  // strides[2] in the same stack slots.
+  xhal_tensor_t src3 = f32({3, 5, 2}), dst3 = f32({2, 5, 2});
+  ASSERT_EQ(xhal_index_add(dev, p, 0.5f, &src3, &dst3), XHAL_SHAPE_MISMATCH);
+  ASSERT_EQ(xhal_index_add(dev, p, 0.5f, &src, &dst), XHAL_OK) << xhal_last_error();
+  c = rec->last("index_add");
+  EXPECT_EQ(c->tensors[0].strides[0], 5);
+  EXPECT_EQ(c->tensors[0].strides[1], 1);
+  expect_zero_past_rank(c->tensors[0]);
+  expect_zero_past_rank(c->tensors[1]);
 }
 
 TEST_F(IndexOpTest, IndexAddIsF32Only) {

@@ -174,6 +174,15 @@ inline ::testing::AssertionResult message_has(std::initializer_list<const char*>
   return ::testing::AssertionSuccess();
 }
 
+// A plugin tensor's shape and strides are zero past its rank (the core
+// fills every slot, so no plugin sees stale values from another call).
+inline void expect_zero_past_rank(const xhal_plugin_tensor_t& t) {
+  for (uint32_t k = t.rank; k < XHAL_MAX_RANK; ++k) {
+    EXPECT_EQ(t.shape[k], 0) << "shape[" << k << "] of a rank-" << t.rank << " tensor";
+    EXPECT_EQ(t.strides[k], 0) << "strides[" << k << "] of a rank-" << t.rank << " tensor";
+  }
+}
+
 }  // namespace xhal::ops_test
 
 // The call fails with `status`, its message holds every given part, and no

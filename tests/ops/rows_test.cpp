@@ -14,11 +14,13 @@ void expect_matrix(const xhal_plugin_tensor_t& t, int64_t rows, int64_t n) {
   EXPECT_EQ(t.shape[1], n);
   EXPECT_EQ(t.strides[0], n);
   EXPECT_EQ(t.strides[1], 1);
+  expect_zero_past_rank(t);
 }
 void expect_vector(const xhal_plugin_tensor_t& t, int64_t n) {
   EXPECT_EQ(t.rank, 1u);
   EXPECT_EQ(t.shape[0], n);
   EXPECT_EQ(t.strides[0], 1);
+  expect_zero_past_rank(t);
 }
 
 TEST_F(RowsTest, LeadingDimsFoldIntoRows) {
