@@ -8,7 +8,8 @@
 //   nvcc -std=c++20 -O3 -arch=sm_90 --fmad=false -ftz=false -prec-div=true
 //        -prec-sqrt=true -Xcompiler -ffp-contract=off -I hal/include
 //        bench/gpu/proto_dense.cu -o proto_dense
-// Run: ./proto_dense [transpose|norm|index ...]   (default: all three)
+// Run: ./proto_dense [small] [transpose|norm|index ...]   (default: all
+// three; "small" runs only the untimed ragged cases)
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -95,6 +96,7 @@ using namespace xhal::gpu;
   } while (0)
 
 static Device g_dev;
+static bool g_small = false;  // "small": only the untimed ragged cases (quick, sanitizers)
 static double g_copy_tbs = 0;
 static long g_failures = 0;
 
@@ -296,16 +298,18 @@ static void permute_case(const std::vector<int64_t>& shape, const std::vector<in
 
 static void run_transpose() {
   std::printf("== transpose / permute ==\n");
-  permute_case<uint32_t>({8192, 8192}, {1, 0}, true);  // xhal-bench BM_Transpose2D
-  permute_case<uint32_t>({64, 512, 512}, {0, 2, 1}, true);  // BM_PermuteLastTwo
-  permute_case<uint32_t>({16384, 4096}, {1, 0}, true);
+  if (!g_small) {
+    permute_case<uint32_t>({8192, 8192}, {1, 0}, true);       // xhal-bench BM_Transpose2D
+    permute_case<uint32_t>({64, 512, 512}, {0, 2, 1}, true);  // BM_PermuteLastTwo
+    permute_case<uint32_t>({16384, 4096}, {1, 0}, true);
+  }
   permute_case<uint32_t>({1000, 777}, {1, 0}, false);  // ragged tiles, scalar runs
   permute_case<uint32_t>({1000, 776}, {1, 0}, false);  // ragged tiles, vector runs
   permute_case<uint32_t>({3, 130, 66}, {0, 2, 1}, false);
   permute_case<uint32_t>({5, 6, 70, 36}, {1, 0, 3, 2}, false);  // two batch dims
   permute_case<uint32_t>({200, 96}, {1, 0}, false, 4);  // view: padded rows
   permute_case<uint32_t>({200, 96}, {1, 0}, false, 3);  // view: unaligned pitch
-  permute_case<uint32_t>({2100000, 3}, {1, 0}, false);  // past 65,535 x 32 rows
+  if (!g_small) permute_case<uint32_t>({2100000, 3}, {1, 0}, false);  // past 65,535 x 32 rows
   permute_case<uint8_t>({300, 130}, {1, 0}, false);
   permute_case<uint16_t>({130, 300}, {1, 0}, false);
   permute_case<uint64_t>({257, 132}, {1, 0}, false);
@@ -402,16 +406,19 @@ static void norm_case(int64_t rows, int64_t n, bool timed, bool in_place = false
 
 static void run_norm() {
   std::printf("== rms_norm / layer_norm backward ==\n");
-  norm_case(16384, 4096, true);  // xhal-bench shape
-  norm_case(4096, 4096, true);   // 128 colsum blocks: below the "auto" threshold
-  norm_case(8192, 4096, true);   // 256 colsum blocks: at it
-  norm_case(8192, 8192, true);   // W = 8
-  norm_case(16384, 1024, true);  // W = 1, four warps per block
+  if (!g_small) {
+    norm_case(16384, 4096, true);  // xhal-bench shape
+    norm_case(4096, 4096, true);   // 128 colsum blocks: below the "auto" threshold
+    norm_case(8192, 4096, true);   // 256 colsum blocks: at it
+    norm_case(8192, 8192, true);   // W = 8
+    norm_case(16384, 1024, true);  // W = 1, four warps per block
+  }
+  norm_case(40, 8192, false);    // W = 8, two colsum blocks
   norm_case(1000, 3001, false);  // ragged rows and columns, scalar path
   norm_case(333, 700, false);    // W = 1, partial last block
   norm_case(70, 20003, false);   // rows longer than a block: not fused
   norm_case(100, 2048, false, true);
-  norm_case(64, 262144, true);   // the long-row shape (not fused)
+  if (!g_small) norm_case(64, 262144, true);  // the long-row shape (not fused)
 }
 
 // ---------------------------------------------------------------------------
@@ -486,8 +493,10 @@ static void index_case(const char* name, const std::vector<int64_t>& idx, int64_
 
 static void run_index() {
   std::printf("== index_add ==\n");
-  index_case("random", bench_indices(1000000, 1000000, false), 1000000, 256, true);
-  index_case("half on row 0", bench_indices(1000000, 1000000, true), 1000000, 256, true);
+  if (!g_small) {
+    index_case("random", bench_indices(1000000, 1000000, false), 1000000, 256, true);
+    index_case("half on row 0", bench_indices(1000000, 1000000, true), 1000000, 256, true);
+  }
   // Ragged: every source count from 0 to 70 and two long rows (33 and 1100
   // chunks); float4 and scalar widths; a src offset that breaks alignment.
   std::vector<int64_t> idx;
@@ -515,7 +524,8 @@ int main(int argc, char** argv) {
               prop.l2CacheSize >> 20);
   CK(cudaSetDevice(0));
   CK(cudaStreamCreateWithFlags(&g_dev.stream, cudaStreamNonBlocking));
-  {
+  for (int i = 1; i < argc; ++i) g_small = g_small || std::strcmp(argv[i], "small") == 0;
+  if (!g_small) {
     const size_t bytes = size_t(2) << 30;  // 2 GiB each way
     void *a, *b;
     CK(cudaMalloc(&a, bytes));
@@ -534,10 +544,12 @@ int main(int argc, char** argv) {
     CK(cudaFree(b));
   }
   auto want = [&](const char* what) {
-    if (argc < 2) return true;
-    for (int i = 1; i < argc; ++i)
+    bool any = false;
+    for (int i = 1; i < argc; ++i) {
       if (std::strcmp(argv[i], what) == 0) return true;
-    return false;
+      any = any || std::strcmp(argv[i], "small") != 0;
+    }
+    return !any;
   };
   if (want("transpose")) run_transpose();
   if (want("norm")) run_norm();
