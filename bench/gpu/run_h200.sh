@@ -5,8 +5,8 @@
 #   bench/gpu/run_h200.sh [BUILD_DIR] [quick]
 # Writes under $OUT (at most 8 files): run.log (xhal-info, conformance and
 # sanitizer output), conformance-cuda.json, xhal-bench.json, torch.json,
-# cusparse.json. "quick" runs only xhal-info, the conformance suite and the
-# sanitizers. The sanitizers run last (they are the slowest part).
+# cusparse.json, call-overhead.json. "quick" runs only xhal-info, the
+# conformance suite and the sanitizers. The sanitizers run last (they are the slowest part).
 set -u
 B=${1:-build-cuda}
 MODE=${2:-full}
@@ -60,6 +60,14 @@ if [ -z "${SKIP_TORCH:-}" ]; then
 section "torch_compare.py"
 PYTHONUNBUFFERED=1 timeout ${T_TORCH:-150} python3 bench/gpu/torch_compare.py "$OUT/torch.json" >>"$LOG" 2>&1
 echo "torch_compare exit code $?" >>"$LOG"
+fi
+
+section "xhal-call-overhead (per-call cost: host / queued / sync, docs/overhead.md)"
+if [ -x "$B/bin/xhal-call-overhead" ]; then
+  timeout ${T_CALL:-60} "$B/bin/xhal-call-overhead" "$OUT/call-overhead.json" >>"$LOG" 2>&1
+  echo "xhal-call-overhead exit code $?" >>"$LOG"
+else
+  echo "no xhal-call-overhead in $B/bin" >>"$LOG"
 fi
 
 section "cusparse_compare"
