@@ -165,6 +165,26 @@ xhal_status_t build_pattern(Device* d, Matrix* m, const std::vector<I>& rp,
   return st;
 }
 
+// Which triangles a square pattern lies in (columns sorted, so the ends of a
+// row decide), and its rows of more than 32 off-diagonal entries.
+struct Triangles {
+  bool lower = true, upper = true;
+  int64_t long_rows = 0;
+};
+Triangles triangles(const std::vector<I>& rp, const std::vector<I>& col) {
+  Triangles t;
+  const int64_t rows = static_cast<int64_t>(rp.size()) - 1;
+  for (int64_t k = 0; k < rows; ++k) {
+    const I rb = rp[k], re = rp[k + 1];
+    if (re == rb) continue;
+    t.lower = t.lower && col[re - 1] <= k;
+    t.upper = t.upper && col[rb] >= k;
+    const bool diag = col[re - 1] == k || col[rb] == k;
+    t.long_rows += re - rb - (diag ? 1 : 0) > 32;
+  }
+  return t;
+}
+
 PatternView view(const Pattern& p, const Matrix* m) {
   return {p.row_ptr, p.col, p.perm, static_cast<const float*>(m->values->ptr)};
 }
@@ -471,22 +491,17 @@ xhal_status_t csr_create(void* device, const xhal_plugin_csr_desc_t* desc, void*
     st = syncfree_init(d, desc->rows, &m->sf, &m->allocations);
     // A lower pattern has an ascending schedule, its transpose a descending
     // one (and the reverse for upper); a pattern with no off-diagonal entry
-    // (one level) is both, and one schedule serves both walks.
-    auto analyse = [&](Pattern& p, bool ascending, SyncFreeSchedule* out) {
-      return syncfree_analyse(d, &m->sf, p.row_ptr, p.col, p.rows, ascending, out,
-                              &m->allocations);
+    // is both, and one schedule serves both walks.
+    const Triangles ta = triangles(rp, col), tt = triangles(trp, tcol);
+    auto analyse = [&](Pattern& p, const Triangles& t, bool ascending) {
+      SyncFreeSchedule* out = ascending ? &p.sf_asc : &p.sf_desc;
+      xhal_status_t r = syncfree_analyse(d, &m->sf, p.row_ptr, p.col, p.rows, ascending,
+                                         t.long_rows, out, &m->allocations);
+      if (r == XHAL_OK && t.lower && t.upper) (ascending ? p.sf_desc : p.sf_asc) = *out;
+      return r;
     };
-    if (st == XHAL_OK) st = analyse(m->a, true, &m->a.sf_asc);
-    if (st == XHAL_OK && !m->a.sf_asc.built) st = analyse(m->a, false, &m->a.sf_desc);
-    const bool one_level = m->a.sf_asc.built && m->a.sf_asc.levels == 1;
-    if (one_level) {
-      m->a.sf_desc = m->a.sf_asc;
-      m->at.sf_asc = m->at.sf_desc = m->a.sf_asc;
-    } else if (st == XHAL_OK && m->a.sf_asc.built) {
-      st = analyse(m->at, false, &m->at.sf_desc);
-    } else if (st == XHAL_OK && m->a.sf_desc.built) {
-      st = analyse(m->at, true, &m->at.sf_asc);
-    }
+    if (st == XHAL_OK && (ta.lower || ta.upper)) st = analyse(m->a, ta, ta.lower);
+    if (st == XHAL_OK && (tt.lower || tt.upper)) st = analyse(m->at, tt, tt.lower);
     lap("sync-free schedules (device)");
   }
 #endif

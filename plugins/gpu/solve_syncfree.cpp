@@ -4,17 +4,20 @@
 // bits(x[k]); a reader learns "ready" and the value from a single load, so
 // no fence separates them. Warps take 32 schedule positions at a time from
 // a ticket counter; positions are in level order, so a warp only waits on
-// warps holding earlier tickets, which are running or done: the waits end.
-// Each level is padded to whole warps, so the rows of one warp never wait on
-// each other and a warp can work on one long row together. Every sum is the
-// segsum of docs/semantics.md 3.7 in its fixed order: only the scheduling
-// differs from the level-batch kernels in ops_sparse.cpp.
+// earlier positions, held by running or finished warps: the waits end. Lanes
+// of one warp may wait on each other where a warp straddles two levels
+// (sm_70+ independent thread scheduling lets the awaited lane go on). A row
+// of more than 32 off-diagonal entries gets a warp of its own (31 padding
+// positions), whose lane c sums chunk c. Every sum is the segsum of
+// docs/semantics.md 3.7 in its fixed order: only the scheduling differs from
+// the level-batch kernels in ops_sparse.cpp.
 //
-// The schedule itself is built on the device at creation: a sync-free pass
-// in row order computes each row's level (a row waits for its dependencies'
-// levels the same way), then a count, a scan and a scatter place rows by
-// level. Placement inside a level uses atomics and may differ between runs;
-// results do not depend on it.
+// The schedule is built on the device at creation, with no transfer back to
+// the host (xhal_spgemm creates its result inside an op): a sync-free pass
+// in row order computes each row's level the same way, then per-level
+// counts, one thread laying out the levels, and a scatter. Placement inside
+// a level uses atomics and may differ between runs; results do not.
+// The last warp (block) of a launch to finish resets the ticket counters.
 #include "solve_syncfree.h"
 
 #if !defined(XHAL_GPU_HIP)
@@ -64,18 +67,30 @@ __device__ __forceinline__ void await_group(const unsigned long long* xs, const 
 
 // ---- analysis: levels, then rows placed by level ----
 
+// Counters of a launch: next ticket, takers that have left. Both are zero
+// before a launch; the last taker to leave zeroes them for the next one.
+struct Tickets {
+  unsigned* next;
+  unsigned takers;  // blocks or warps of the launch
+  __device__ unsigned take() const { return atomicAdd(next, 1u); }
+  __device__ void leave() const {
+    if (atomicAdd(next + 1, 1u) == takers - 1) {
+      next[0] = 0;
+      next[1] = 0;
+    }
+  }
+};
+
 struct LevelArgs {
   const I* row_ptr;
   const I* col;
   int64_t rows;
   bool ascending;
   unsigned long long* xs;
-  unsigned* ticket;
-  unsigned ticket_base;
-  unsigned tickets;
+  Tickets tickets;
   unsigned epoch;
   I* level;
-  unsigned* flags;  // [0]: highest level, [1]: 1 if an entry is in the wrong triangle
+  unsigned* highest;
 };
 
 // Row order is topological here (lower: ascending), so block tickets in row
@@ -84,12 +99,15 @@ struct LevelArgs {
 __global__ void __launch_bounds__(256) level_kernel(LevelArgs s) {
   __shared__ unsigned block_ticket;
   for (;;) {
-    if (threadIdx.x == 0) block_ticket = atomicAdd(s.ticket, 1u) - s.ticket_base;
+    if (threadIdx.x == 0) block_ticket = s.tickets.take();
     __syncthreads();
     const unsigned t = block_ticket;
     __syncthreads();
-    if (t >= s.tickets) return;
     const int64_t pos = int64_t{t} * blockDim.x + threadIdx.x;
+    if (int64_t{t} * blockDim.x >= s.rows) {
+      if (threadIdx.x == 0) s.tickets.leave();
+      return;
+    }
     if (pos >= s.rows) continue;
     const I k = static_cast<I>(s.ascending ? pos : s.rows - 1 - pos);
     I rb = s.row_ptr[k], re = s.row_ptr[k + 1];
@@ -98,12 +116,9 @@ __global__ void __launch_bounds__(256) level_kernel(LevelArgs s) {
     } else {
       if (re > rb && s.col[rb] == k) ++rb;
     }
-    // Columns are sorted: the far end says whether the row fits the triangle.
+    // The host checked the triangle; a row outside it would wait forever.
     unsigned lv = 0;
-    if (re > rb && (s.ascending ? s.col[re - 1] > k : s.col[rb] < k)) {
-      atomicOr(s.flags + 1, 1u);
-      rb = re;  // publish level 0 so that no waiter hangs
-    }
+    if (re > rb && (s.ascending ? s.col[re - 1] > k : s.col[rb] < k)) rb = re;
     for (I g = rb; g < re; g += kGroup) {
       I j[kGroup];
       const int n = re - g < kGroup ? re - g : kGroup;
@@ -113,21 +128,39 @@ __global__ void __launch_bounds__(256) level_kernel(LevelArgs s) {
       await_group(s.xs, j, n, s.epoch, 0, [&](int, unsigned l) { lv = max(lv, l + 1); });
     }
     s.level[k] = static_cast<I>(lv);
-    atomicMax(s.flags, lv);
+    atomicMax(s.highest, lv);
     store_word(s.xs + k, word(s.epoch, lv));
   }
 }
 
-__global__ void count_kernel(const I* level, int64_t rows, unsigned* count) {
-  for (int64_t k = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; k < rows;
-       k += int64_t{gridDim.x} * blockDim.x)
-    atomicAdd(count + level[k], 1u);
+__device__ __forceinline__ bool is_long(const I* row_ptr, const I* col, int64_t k, bool ascending) {
+  const I rb = row_ptr[k], re = row_ptr[k + 1];
+  const bool diag = re > rb && col[ascending ? re - 1 : rb] == k;
+  return re - rb - (diag ? 1 : 0) > 32;
 }
 
-__global__ void pad_kernel(unsigned* count, int64_t levels) {
-  for (int64_t l = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; l <= levels;
-       l += int64_t{gridDim.x} * blockDim.x)
-    count[l] = l < levels ? (count[l] + 31u) & ~31u : 0u;
+// counts[2l]: rows of level l of at most 32 off-diagonal entries, [2l + 1]:
+// longer rows.
+__global__ void count_kernel(const I* row_ptr, const I* col, const I* level, int64_t rows,
+                             bool ascending, unsigned* counts) {
+  for (int64_t k = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; k < rows;
+       k += int64_t{gridDim.x} * blockDim.x)
+    atomicAdd(counts + 2 * int64_t{level[k]} + is_long(row_ptr, col, k, ascending), 1u);
+}
+
+// Level l: its short rows, then (from a multiple of 32) 32 positions per
+// long row. One thread: the alignment depends on everything before.
+__global__ void layout_kernel(const unsigned* highest, unsigned* counts, unsigned* out_tickets) {
+  unsigned o = 0;
+  for (unsigned l = 0; l <= *highest; ++l) {
+    const unsigned nshort = counts[2 * l], nlong = counts[2 * l + 1];
+    counts[2 * l] = o;
+    o += nshort;
+    if (nlong) o = (o + 31u) & ~31u;
+    counts[2 * l + 1] = o;
+    o += 32u * nlong;
+  }
+  *out_tickets = (o + 31u) / 32u;
 }
 
 __global__ void place_kernel(const I* row_ptr, const I* col, const I* level, int64_t rows,
@@ -135,8 +168,9 @@ __global__ void place_kernel(const I* row_ptr, const I* col, const I* level, int
                              RowRec* recs) {
   for (int64_t k = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; k < rows;
        k += int64_t{gridDim.x} * blockDim.x) {
-    const I l = level[k];
-    const unsigned p = offset[l] + atomicAdd(fill + l, 1u);
+    const int64_t slot = 2 * int64_t{level[k]} + is_long(row_ptr, col, k, ascending);
+    const unsigned n = atomicAdd(fill + slot, 1u);
+    const unsigned p = offset[slot] + ((slot & 1) ? 32u * n : n);
     I rb = row_ptr[k], re = row_ptr[k + 1], diag = -1;
     if (ascending) {
       if (re > rb && col[re - 1] == k) diag = --re;
@@ -151,12 +185,11 @@ __global__ void place_kernel(const I* row_ptr, const I* col, const I* level, int
 
 struct SolveArgs {
   const RowRec* recs;
+  const unsigned* positions;  // warps' worth of positions (written at creation)
   PatternView a;
   Cols b, x;
   unsigned long long* xs;
-  unsigned* ticket;
-  unsigned ticket_base;
-  unsigned tickets;
+  Tickets tickets;
   unsigned epoch;
   unsigned sleep_ns;
   bool unit;
@@ -191,11 +224,15 @@ __device__ __forceinline__ void finish_row(const SolveArgs& s, I k, I diag, floa
 
 __global__ void __launch_bounds__(256) solve_kernel(SolveArgs s) {
   const int lane = threadIdx.x & 31;
+  const unsigned warps = *s.positions;
   for (;;) {
     unsigned t = 0;
-    if (lane == 0) t = atomicAdd(s.ticket, 1u) - s.ticket_base;
+    if (lane == 0) t = s.tickets.take();
     t = __shfl_sync(0xffffffffu, t, 0);
-    if (t >= s.tickets) return;
+    if (t >= warps) {
+      if (lane == 0) s.tickets.leave();
+      return;
+    }
     const RowRec r = s.recs[int64_t{t} * 32 + lane];
     const int64_t m = r.k >= 0 ? int64_t{r.re} - r.rb : -1;
     // Rows of more than one chunk: the warp takes them one by one, lane c
@@ -236,7 +273,7 @@ void next_epoch(Device* d, SyncFreeState* st) {
 xhal_status_t syncfree_init(Device* d, int64_t n, SyncFreeState* st,
                             std::vector<void*>* allocations) {
   void* f = nullptr;
-  const size_t bytes = sizeof(unsigned long long) * (n + 1);
+  const size_t bytes = sizeof(unsigned long long) * (n + 1);  // + the two ticket counters
   gpuError_t e = gpuMalloc(&f, bytes);
   if (e != gpuSuccess) return runtime_error(e, "allocating solve state");
   allocations->push_back(f);
@@ -250,76 +287,52 @@ xhal_status_t syncfree_init(Device* d, int64_t n, SyncFreeState* st,
 }
 
 xhal_status_t syncfree_analyse(Device* d, SyncFreeState* st, const I* row_ptr, const I* col,
-                               int64_t rows, bool ascending, SyncFreeSchedule* out,
-                               std::vector<void*>* allocations) {
+                               int64_t rows, bool ascending, int64_t long_rows,
+                               SyncFreeSchedule* out, std::vector<void*>* allocations) {
   if (rows == 0) return XHAL_OK;
-  // level[rows], flags[2], count/offset/fill[rows + 1] each.
-  const size_t words = rows + 2 + 3 * (rows + 1);
+  // level[rows], highest, counts[2 rows], fill[2 rows] (levels <= rows).
+  const size_t words = rows + 1 + 4 * static_cast<size_t>(rows);
   void* tmp = nullptr;
   gpuError_t e = gpuMalloc(&tmp, words * sizeof(unsigned));
   if (e != gpuSuccess) return runtime_error(e, "allocating solve analysis memory");
-  struct Free {
-    void* p;
-    ~Free() { gpuFree(p); }
-  } guard{tmp};
   I* level = static_cast<I*>(tmp);
-  unsigned* flags = reinterpret_cast<unsigned*>(level + rows);
-  unsigned* count = flags + 2;
-  unsigned* offset = count + rows + 1;
-  unsigned* fill = offset + rows + 1;
-  gpuMemsetAsync(flags, 0, sizeof(unsigned) * (2 + 3 * (rows + 1)), d->stream);
+  unsigned* highest = reinterpret_cast<unsigned*>(level + rows);
+  unsigned* counts = highest + 1;
+  unsigned* fill = counts + 2 * rows;
+  gpuMemsetAsync(highest, 0, sizeof(unsigned) * (1 + 4 * rows), d->stream);
+
+  // Short rows take one position, long ones 32 plus at most 31 of padding.
+  const int64_t bound = (rows - long_rows) + 63 * long_rows + 32;
+  void* recs = nullptr;
+  e = gpuMalloc(&recs, sizeof(RowRec) * bound + sizeof(unsigned));
+  if (e != gpuSuccess) {
+    gpuFree(tmp);
+    return runtime_error(e, "allocating the solve schedule");
+  }
+  allocations->push_back(recs);
+  unsigned* warps = reinterpret_cast<unsigned*>(static_cast<RowRec*>(recs) + bound);
+  gpuMemsetAsync(recs, 0xff, sizeof(RowRec) * bound, d->stream);  // k = -1: padding
 
   next_epoch(d, st);
   const int block = 256;
-  const unsigned tickets = static_cast<unsigned>((rows + block - 1) / block);
-  const unsigned grid =
-      static_cast<unsigned>(std::min<int64_t>(tickets, int64_t{8} * st->sms));
-  LevelArgs la{row_ptr, col, rows, ascending, st->xs, st->ticket, st->ticket_base, tickets,
-               st->epoch, level, flags};
+  const int64_t blocks = (rows + block - 1) / block;
+  const unsigned grid = static_cast<unsigned>(std::min<int64_t>(blocks, int64_t{8} * st->sms));
+  LevelArgs la{row_ptr, col, rows, ascending, st->xs, {st->ticket, grid}, st->epoch, level,
+               highest};
   level_kernel<<<grid, block, 0, d->stream>>>(la);
-  st->ticket_base += tickets + grid;
-  // The device's stream is non-blocking: a plain cudaMemcpy would not wait
-  // for it.
-  auto read_back = [&](void* host, const void* dev, size_t bytes) {
-    gpuError_t err = gpuMemcpyAsync(host, dev, bytes, gpuMemcpyDeviceToHost, d->stream);
-    if (err == gpuSuccess) err = gpuStreamSynchronize(d->stream);
-    d->d2h_transfers++;
-    d->d2h_bytes += bytes;
-    return err;
-  };
-  unsigned host_flags[2] = {0, 0};
-  e = read_back(host_flags, flags, sizeof host_flags);
-  if (e != gpuSuccess) return runtime_error(e, "computing solve levels");
-  if (host_flags[1]) return XHAL_OK;  // not this triangle: no schedule
-  const int64_t levels = int64_t{host_flags[0]} + 1;
-
-  count_kernel<<<grid_for(rows, 256), 256, 0, d->stream>>>(level, rows, count);
-  pad_kernel<<<grid_for(levels + 1, 256), 256, 0, d->stream>>>(count, levels);
-  size_t scan_bytes = 0;
-  cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, count, offset, levels + 1, d->stream);
-  void* scan_tmp = nullptr;
-  e = gpuMalloc(&scan_tmp, scan_bytes ? scan_bytes : 1);
-  if (e != gpuSuccess) return runtime_error(e, "allocating solve analysis memory");
-  Free scan_guard{scan_tmp};
-  cub::DeviceScan::ExclusiveSum(scan_tmp, scan_bytes, count, offset, levels + 1, d->stream);
-  unsigned positions = 0;
-  e = read_back(&positions, offset + levels, sizeof positions);
-  if (e != gpuSuccess) return runtime_error(e, "ordering solve levels");
-
-  void* recs = nullptr;
-  e = gpuMalloc(&recs, sizeof(RowRec) * positions);
-  if (e != gpuSuccess) return runtime_error(e, "allocating the solve schedule");
-  allocations->push_back(recs);
-  gpuMemsetAsync(recs, 0xff, sizeof(RowRec) * positions, d->stream);  // k = -1: padding
+  count_kernel<<<grid_for(rows, 256), 256, 0, d->stream>>>(row_ptr, col, level, rows, ascending,
+                                                           counts);
+  layout_kernel<<<1, 1, 0, d->stream>>>(highest, counts, warps);
   place_kernel<<<grid_for(rows, 256), 256, 0, d->stream>>>(
-      row_ptr, col, level, rows, ascending, offset, fill, static_cast<RowRec*>(recs));
-  e = gpuStreamSynchronize(d->stream);  // before the guards free the scratch
-  if (e != gpuSuccess) return runtime_error(e, "placing solve rows");
-  d->launches += 5;
+      row_ptr, col, level, rows, ascending, counts, fill, static_cast<RowRec*>(recs));
+  d->launches += 4;
+  e = gpuStreamSynchronize(d->stream);  // before the scratch goes
+  gpuFree(tmp);
+  if (e != gpuSuccess) return runtime_error(e, "building the solve schedule");
   out->built = true;
   out->recs = static_cast<RowRec*>(recs);
-  out->tickets = positions / 32;
-  out->levels = levels;
+  out->warps = warps;
+  out->max_warps = static_cast<unsigned>((bound + 31) / 32);
   return XHAL_OK;
 }
 
@@ -331,18 +344,16 @@ xhal_status_t syncfree_solve(Device* d, SyncFreeState* st, const SyncFreeSchedul
       static_cast<unsigned>(std::max(0, env_int("XHAL_CUDA_SOLVE_SLEEP", 0)));
   const unsigned warps_per_block = static_cast<unsigned>(block / 32);
   const unsigned grid = static_cast<unsigned>(std::min<int64_t>(
-      (sc.tickets + warps_per_block - 1) / warps_per_block, int64_t{per_sm} * st->sms));
-  if (sc.tickets == 0) return XHAL_OK;
+      (sc.max_warps + warps_per_block - 1) / warps_per_block, int64_t{per_sm} * st->sms));
   for (int64_t c = 0; c < x.k; ++c) {
     next_epoch(d, st);
     Cols bc = b, xc = x;
     bc.p += c * b.cs;
     xc.p += c * x.cs;
     bc.k = xc.k = 1;
-    SolveArgs s{sc.recs, a, bc, xc, st->xs, st->ticket, st->ticket_base, sc.tickets,
+    SolveArgs s{sc.recs, sc.warps, a, bc, xc, st->xs, {st->ticket, grid * warps_per_block},
                 st->epoch, sleep_ns, unit};
     solve_kernel<<<grid, block, 0, d->stream>>>(s);
-    st->ticket_base += sc.tickets + grid * warps_per_block;  // one ticket past the end per warp
     ++*launches;
   }
   return XHAL_OK;

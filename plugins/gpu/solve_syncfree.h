@@ -8,21 +8,21 @@
 
 namespace xhal::gpu {
 
-// Rows in level order, each level padded to whole warps (32 positions), so
-// the rows one warp takes never depend on each other.
+// Rows in level order; a row of more than 32 off-diagonal entries takes 32
+// aligned positions (a warp) of its own. Built on the device; the host
+// knows only an upper bound of its length.
 struct SyncFreeSchedule {
   bool built = false;
-  RowRec* recs = nullptr;  // [tickets * 32], padding has k = -1
-  unsigned tickets = 0;    // warps' worth of positions
-  int64_t levels = 0;
+  RowRec* recs = nullptr;    // padding has k = -1
+  unsigned* warps = nullptr;  // device: warps' worth of positions
+  unsigned max_warps = 0;     // host: an upper bound of *warps
 };
 
 // Per-matrix state shared by its analyses and solves (one stream, in order).
 struct SyncFreeState {
   unsigned long long* xs = nullptr;  // [len]: epoch << 32 | payload
   int64_t len = 0;
-  unsigned* ticket = nullptr;  // grows by a known count per launch
-  unsigned ticket_base = 0;
+  unsigned* ticket = nullptr;  // [2]: next ticket, takers gone (zero between launches)
   unsigned epoch = 0;
   int sms = 1;
 };
@@ -31,12 +31,13 @@ struct SyncFreeState {
 // Allocates the state for an n x n matrix (kept in `allocations`).
 xhal_status_t syncfree_init(Device* d, int64_t n, SyncFreeState* st, std::vector<void*>* allocations);
 
-// Levels of the pattern (device copies of row_ptr and col) walked ascending
-// (lower) or descending (upper); out->built stays false when an entry lies
-// on the wrong side. Synchronises the stream (creation time only).
+// The schedule of a pattern (device copies of row_ptr and col) that lies in
+// the lower (ascending) or upper (descending) triangle, as the caller has
+// checked; `long_rows` counts its rows of more than 32 off-diagonal
+// entries. No transfer to the host; synchronises the stream.
 xhal_status_t syncfree_analyse(Device* d, SyncFreeState* st, const I* row_ptr, const I* col,
-                               int64_t rows, bool ascending, SyncFreeSchedule* out,
-                               std::vector<void*>* allocations);
+                               int64_t rows, bool ascending, int64_t long_rows,
+                               SyncFreeSchedule* out, std::vector<void*>* allocations);
 
 // Solves every column of x (k launches); b may be x.
 xhal_status_t syncfree_solve(Device* d, SyncFreeState* st, const SyncFreeSchedule& sc,
