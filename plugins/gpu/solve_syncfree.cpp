@@ -196,27 +196,51 @@ struct SolveArgs {
 };
 
 // Sequential sum from +0 of the terms [b, e) (at most one 32-term chunk).
+// The next group's columns and values load while this group's words are
+// awaited, so only the waits themselves sit on the critical path.
 __device__ __forceinline__ float chunk_sum(const SolveArgs& s, int64_t b, int64_t e) {
   float acc = 0.0f;
-  for (int64_t g = b; g < e; g += kGroup) {
-    I j[kGroup];
-    float v[kGroup];
-    const int n = static_cast<int>(e - g < kGroup ? e - g : kGroup);
+  I j[kGroup], jn[kGroup];
+  float v[kGroup], vn[kGroup];
+  auto load = [&](int64_t g, I* jj, float* vv) {
 #pragma unroll
     for (int q = 0; q < kGroup; ++q)
-      if (q < n) {
-        j[q] = s.a.col[g + q];
-        v[q] = s.a.value(g + q);
+      if (g + q < e) {
+        jj[q] = s.a.col[g + q];
+        vv[q] = s.a.value(g + q);
       }
-    await_group(s.xs, j, n, s.epoch, s.sleep_ns,
-                [&](int q, unsigned bits) { acc = xadd(acc, xmul(v[q], __uint_as_float(bits))); });
+  };
+  load(b, j, v);
+  for (int64_t g = b; g < e; g += kGroup) {
+    const int n = static_cast<int>(e - g < kGroup ? e - g : kGroup);
+    unsigned long long w[kGroup];
+#pragma unroll
+    for (int q = 0; q < kGroup; ++q)
+      if (q < n) w[q] = load_word(s.xs + j[q]);
+    if (g + kGroup < e) load(g + kGroup, jn, vn);
+#pragma unroll
+    for (int q = 0; q < kGroup; ++q) {
+      if (q >= n) break;
+      while (static_cast<unsigned>(w[q] >> 32) != s.epoch) {
+        if (s.sleep_ns) __nanosleep(s.sleep_ns);
+        w[q] = load_word(s.xs + j[q]);
+      }
+      acc = xadd(acc, xmul(v[q], __uint_as_float(static_cast<unsigned>(w[q]))));
+    }
+#pragma unroll
+    for (int q = 0; q < kGroup; ++q) {
+      j[q] = jn[q];
+      v[q] = vn[q];
+    }
   }
   return acc;
 }
 
-__device__ __forceinline__ void finish_row(const SolveArgs& s, I k, I diag, float sum) {
-  const float t = xsub(s.b.at(k, 0), sum);  // only row k reads b[k] and writes x[k]
-  const float dv = s.unit ? 1.0f : (diag >= 0 ? s.a.value(diag) : 0.0f);
+// b[k] and the diagonal were loaded before the wait: only row k reads b[k]
+// and writes x[k] (b may be x).
+__device__ __forceinline__ void finish_row(const SolveArgs& s, I k, float bk, float dv,
+                                           float sum) {
+  const float t = xsub(bk, sum);
   const float xk = s.unit ? t : xdiv(t, dv);
   s.x.at(k, 0) = xk;
   store_word(s.xs + k, word(s.epoch, __float_as_uint(xk)));
@@ -235,6 +259,11 @@ __global__ void __launch_bounds__(256) solve_kernel(SolveArgs s) {
     }
     const RowRec r = s.recs[int64_t{t} * 32 + lane];
     const int64_t m = r.k >= 0 ? int64_t{r.re} - r.rb : -1;
+    float bk = 0.0f, dv = 1.0f;
+    if (m >= 0) {
+      bk = s.b.at(r.k, 0);
+      if (!s.unit) dv = r.diag >= 0 ? s.a.value(r.diag) : 0.0f;
+    }
     // Rows of more than one chunk: the warp takes them one by one, lane c
     // summing chunk c, the chunk sums combined by the tree (3.7).
     for (unsigned many = __ballot_sync(0xffffffffu, m > 32); many; many &= many - 1) {
@@ -248,9 +277,9 @@ __global__ void __launch_bounds__(256) solve_kernel(SolveArgs s) {
             return chunk_sum(s, b, b + 32 < re ? b + 32 : re);
           },
           (int64_t{re} - rb + 31) / 32);
-      if (lane == src) finish_row(s, k, r.diag, sum);
+      if (lane == src) finish_row(s, k, bk, dv, sum);
     }
-    if (m >= 0 && m <= 32) finish_row(s, r.k, r.diag, chunk_sum(s, r.rb, r.re));
+    if (m >= 0 && m <= 32) finish_row(s, r.k, bk, dv, chunk_sum(s, r.rb, r.re));
   }
 }
 
