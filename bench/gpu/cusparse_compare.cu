@@ -135,15 +135,15 @@ struct Variant {
   std::vector<std::pair<const char*, const char*>> env;
 };
 static const std::vector<Variant> kVariants = {
-    {"syncfree b128 x2", {}},
-    {"syncfree b128 x1", {{"XHAL_CUDA_SOLVE_BLOCKS_PER_SM", "1"}}},
-    {"syncfree b128 x4", {{"XHAL_CUDA_SOLVE_BLOCKS_PER_SM", "4"}}},
-    {"syncfree b128 x2 sleep100", {{"XHAL_CUDA_SOLVE_SLEEP", "100"}}},
-    {"syncfree b128 x2 sleep250", {{"XHAL_CUDA_SOLVE_SLEEP", "250"}}},
-    {"syncfree b128 x2 sleep500", {{"XHAL_CUDA_SOLVE_SLEEP", "500"}}},
-    {"syncfree b128 x2 sleep1000", {{"XHAL_CUDA_SOLVE_SLEEP", "1000"}}},
-    {"syncfree b128 x1 sleep250", {{"XHAL_CUDA_SOLVE_BLOCKS_PER_SM", "1"}, {"XHAL_CUDA_SOLVE_SLEEP", "250"}}},
-    {"syncfree b128 x8 sleep250", {{"XHAL_CUDA_SOLVE_BLOCKS_PER_SM", "8"}, {"XHAL_CUDA_SOLVE_SLEEP", "250"}}},
+    {"converged b128 x2", {}},
+    {"converged b128 x1", {{"XHAL_CUDA_SOLVE_BLOCKS_PER_SM", "1"}}},
+    {"converged b128 x4", {{"XHAL_CUDA_SOLVE_BLOCKS_PER_SM", "4"}}},
+    {"converged b128 x2 sleep100", {{"XHAL_CUDA_SOLVE_SLEEP", "100"}}},
+    {"converged b128 x2 sleep300", {{"XHAL_CUDA_SOLVE_SLEEP", "300"}}},
+    {"converged b128 x2 sleep1000", {{"XHAL_CUDA_SOLVE_SLEEP", "1000"}}},
+    {"converged b64 x4", {{"XHAL_CUDA_SOLVE_BLOCK", "64"}, {"XHAL_CUDA_SOLVE_BLOCKS_PER_SM", "4"}}},
+    {"lanes b128 x2", {{"XHAL_CUDA_SOLVE_POLL", "lanes"}}},
+    {"lanes b128 x2 sleep1000", {{"XHAL_CUDA_SOLVE_POLL", "lanes"}, {"XHAL_CUDA_SOLVE_SLEEP", "1000"}}},
 };
 
 // docs/semantics.md 3.7 on the host: chunks of 32 summed from +0, chunk

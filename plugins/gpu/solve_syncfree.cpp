@@ -23,8 +23,8 @@
 #if !defined(XHAL_GPU_HIP)
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 
-#include <cub/device/device_scan.cuh>
 
 #include "tree_device.h"
 
@@ -65,6 +65,70 @@ __device__ __forceinline__ void await_group(const unsigned long long* xs, const 
   }
 }
 
+// The converged form: every lane of the warp walks its own range [b, e) of
+// terms in order, but the warp polls together: each round every lane issues
+// the loads of its group's words not yet seen, then consumes the ready ones
+// in order. Lanes never spin apart, so a lane whose row is ready is never
+// stuck behind another lane's wait. A lane calls p.done() (which publishes
+// its row) in the round its range is used up, so a lane may wait on a row
+// of its own warp. All 32 lanes must call it.
+// P supplies col(e), value(e), add(value, payload) in term order, done().
+template <class P>
+__device__ __forceinline__ void converged_walk(const unsigned long long* xs, unsigned epoch,
+                                               unsigned sleep_ns, int64_t b, int64_t e, P& p) {
+  I j[kGroup], jn[kGroup];
+  float v[kGroup], vn[kGroup];
+  auto load = [&](int64_t g, I* jj, float* vv) {
+#pragma unroll
+    for (int i = 0; i < kGroup; ++i)
+      if (g + i < e) {
+        jj[i] = p.col(g + i);
+        vv[i] = p.value(g + i);
+      }
+  };
+  int64_t g = b;
+  int q = 0;
+  int n = static_cast<int>(e - g < kGroup ? e - g : kGroup);
+  if (g < e) load(g, j, v);
+  if (g + kGroup < e) load(g + kGroup, jn, vn);
+  bool finished = false;
+  for (;;) {
+    const bool busy = g < e;
+    if (!busy && !finished) {
+      p.done();
+      finished = true;
+    }
+    if (!__any_sync(0xffffffffu, busy)) return;
+    bool progressed = false;
+    if (busy) {
+      unsigned long long w[kGroup];
+#pragma unroll
+      for (int i = 0; i < kGroup; ++i)
+        if (i >= q && i < n) w[i] = load_word(xs + j[i]);
+#pragma unroll
+      for (int i = 0; i < kGroup; ++i) {
+        if (i < q || i >= n) continue;
+        if (static_cast<unsigned>(w[i] >> 32) != epoch) break;
+        p.add(v[i], static_cast<unsigned>(w[i]));
+        q = i + 1;
+        progressed = true;
+      }
+      if (q == n) {
+        g += kGroup;
+        q = 0;
+#pragma unroll
+        for (int i = 0; i < kGroup; ++i) {
+          j[i] = jn[i];
+          v[i] = vn[i];
+        }
+        n = static_cast<int>(e - g < kGroup ? e - g : kGroup);
+        if (g + kGroup < e) load(g + kGroup, jn, vn);
+      }
+    }
+    if (sleep_ns && !__any_sync(0xffffffffu, progressed)) __nanosleep(sleep_ns);
+  }
+}
+
 // ---- analysis: levels, then rows placed by level ----
 
 // Counters of a launch: next ticket, takers that have left. Both are zero
@@ -93,43 +157,49 @@ struct LevelArgs {
   unsigned* highest;
 };
 
-// Row order is topological here (lower: ascending), so block tickets in row
-// order keep every wait on an earlier ticket; lanes of one warp may wait on
-// each other (sm_70+ independent thread scheduling lets the awaited one go).
+// Row order is topological here (lower: ascending), so warp tickets in row
+// order keep every wait on an earlier position.
+struct LevelTerms {
+  const LevelArgs* s;
+  I k;
+  unsigned lv = 0;
+  __device__ I col(int64_t e) const { return s->col[e]; }
+  __device__ float value(int64_t) const { return 0.0f; }
+  __device__ void add(float, unsigned l) { lv = max(lv, l + 1); }
+  __device__ void done() const {
+    if (k < 0) return;
+    s->level[k] = static_cast<I>(lv);
+    atomicMax(s->highest, lv);
+    store_word(s->xs + k, word(s->epoch, lv));
+  }
+};
+
 __global__ void __launch_bounds__(256) level_kernel(LevelArgs s) {
-  __shared__ unsigned block_ticket;
+  const int lane = threadIdx.x & 31;
   for (;;) {
-    if (threadIdx.x == 0) block_ticket = s.tickets.take();
-    __syncthreads();
-    const unsigned t = block_ticket;
-    __syncthreads();
-    const int64_t pos = int64_t{t} * blockDim.x + threadIdx.x;
-    if (int64_t{t} * blockDim.x >= s.rows) {
-      if (threadIdx.x == 0) s.tickets.leave();
+    unsigned t = 0;
+    if (lane == 0) t = s.tickets.take();
+    t = __shfl_sync(0xffffffffu, t, 0);
+    if (int64_t{t} * 32 >= s.rows) {
+      if (lane == 0) s.tickets.leave();
       return;
     }
-    if (pos >= s.rows) continue;
-    const I k = static_cast<I>(s.ascending ? pos : s.rows - 1 - pos);
-    I rb = s.row_ptr[k], re = s.row_ptr[k + 1];
-    if (s.ascending) {
-      if (re > rb && s.col[re - 1] == k) --re;
-    } else {
-      if (re > rb && s.col[rb] == k) ++rb;
+    const int64_t pos = int64_t{t} * 32 + lane;
+    I k = -1, rb = 0, re = 0;
+    if (pos < s.rows) {
+      k = static_cast<I>(s.ascending ? pos : s.rows - 1 - pos);
+      rb = s.row_ptr[k];
+      re = s.row_ptr[k + 1];
+      if (s.ascending) {
+        if (re > rb && s.col[re - 1] == k) --re;
+      } else {
+        if (re > rb && s.col[rb] == k) ++rb;
+      }
+      // The host checked the triangle; a row outside it would wait forever.
+      if (re > rb && (s.ascending ? s.col[re - 1] > k : s.col[rb] < k)) rb = re;
     }
-    // The host checked the triangle; a row outside it would wait forever.
-    unsigned lv = 0;
-    if (re > rb && (s.ascending ? s.col[re - 1] > k : s.col[rb] < k)) rb = re;
-    for (I g = rb; g < re; g += kGroup) {
-      I j[kGroup];
-      const int n = re - g < kGroup ? re - g : kGroup;
-#pragma unroll
-      for (int q = 0; q < kGroup; ++q)
-        if (q < n) j[q] = s.col[g + q];
-      await_group(s.xs, j, n, s.epoch, 0, [&](int, unsigned l) { lv = max(lv, l + 1); });
-    }
-    s.level[k] = static_cast<I>(lv);
-    atomicMax(s.highest, lv);
-    store_word(s.xs + k, word(s.epoch, lv));
+    LevelTerms terms{&s, k};
+    converged_walk(s.xs, s.epoch, 0, rb, re, terms);
   }
 }
 
@@ -193,7 +263,34 @@ struct SolveArgs {
   unsigned epoch;
   unsigned sleep_ns;
   bool unit;
+  bool converged;  // the warp polls together (converged_walk) or each lane spins alone
 };
+
+__device__ __forceinline__ void finish_row(const SolveArgs& s, I k, float bk, float dv,
+                                           float sum);
+
+// A lane's sequential sum from +0 of its terms; with k >= 0 it finishes row
+// k as soon as the sum is complete.
+struct SumTerms {
+  const SolveArgs* s;
+  I k;
+  float bk, dv;
+  float acc = 0.0f;
+  __device__ I col(int64_t e) const { return s->a.col[e]; }
+  __device__ float value(int64_t e) const { return s->a.value(e); }
+  __device__ void add(float v, unsigned bits) { acc = xadd(acc, xmul(v, __uint_as_float(bits))); }
+  __device__ void done() const {
+    if (k >= 0) finish_row(*s, k, bk, dv, acc);
+  }
+};
+
+// Sequential sum from +0 of each lane's terms [b, e) (at most 32), the
+// whole warp polling together.
+__device__ __forceinline__ float warp_walk_sum(const SolveArgs& s, int64_t b, int64_t e) {
+  SumTerms t{&s, -1, 0.0f, 0.0f};
+  converged_walk(s.xs, s.epoch, s.sleep_ns, b, e, t);
+  return t.acc;
+}
 
 // Sequential sum from +0 of the terms [b, e) (at most one 32-term chunk).
 // The next group's columns and values load while this group's words are
@@ -271,15 +368,41 @@ __global__ void __launch_bounds__(256) solve_kernel(SolveArgs s) {
       const I k = __shfl_sync(0xffffffffu, r.k, src);
       const I rb = __shfl_sync(0xffffffffu, r.rb, src);
       const I re = __shfl_sync(0xffffffffu, r.re, src);
-      const float sum = warp_tree_of<SumOp>(
-          [&](int64_t c) {
-            const int64_t b = rb + c * 32;
-            return chunk_sum(s, b, b + 32 < re ? b + 32 : re);
-          },
-          (int64_t{re} - rb + 31) / 32);
+      const int64_t chunks = (int64_t{re} - rb + 31) / 32;
+      float sum;
+      if (s.converged) {
+        // Lane l sums chunks [l * per, (l + 1) * per) serially as subtrees
+        // (serial_tree's stack), then the warp tree joins the lanes; chunks
+        // past the end are empty sums, +0, the tree's padding.
+        int64_t p2 = 1;
+        while (p2 < chunks) p2 <<= 1;
+        const int64_t per = p2 > 32 ? p2 / 32 : 1;
+        float stack[34];
+        int top = 0;
+        for (int64_t i = 0; i < per; ++i) {
+          const int64_t c = lane * per + i;
+          const int64_t cb = c < chunks ? rb + c * 32 : re;
+          stack[top++] = warp_walk_sum(s, cb, cb + 32 < re ? cb + 32 : re);
+          for (int64_t h = i; h & 1; h >>= 1, --top) stack[top - 2] = xadd(stack[top - 2], stack[top - 1]);
+        }
+        sum = warp_tree<SumOp>(stack[0]);
+      } else {
+        sum = warp_tree_of<SumOp>(
+            [&](int64_t c) {
+              const int64_t cb = rb + c * 32;
+              return chunk_sum(s, cb, cb + 32 < re ? cb + 32 : re);
+            },
+            chunks);
+      }
       if (lane == src) finish_row(s, k, bk, dv, sum);
     }
-    if (m >= 0 && m <= 32) finish_row(s, r.k, bk, dv, chunk_sum(s, r.rb, r.re));
+    const bool short_row = m >= 0 && m <= 32;
+    if (s.converged) {
+      SumTerms t{&s, short_row ? r.k : -1, bk, dv};
+      converged_walk(s.xs, s.epoch, s.sleep_ns, short_row ? r.rb : 0, short_row ? r.re : 0, t);
+    } else if (short_row) {
+      finish_row(s, r.k, bk, dv, chunk_sum(s, r.rb, r.re));
+    }
   }
 }
 
@@ -343,11 +466,11 @@ xhal_status_t syncfree_analyse(Device* d, SyncFreeState* st, const I* row_ptr, c
   gpuMemsetAsync(recs, 0xff, sizeof(RowRec) * bound, d->stream);  // k = -1: padding
 
   next_epoch(d, st);
-  const int block = 256;
+  const int block = 128;
   const int64_t blocks = (rows + block - 1) / block;
-  const unsigned grid = static_cast<unsigned>(std::min<int64_t>(blocks, int64_t{8} * st->sms));
-  LevelArgs la{row_ptr, col, rows, ascending, st->xs, {st->ticket, grid}, st->epoch, level,
-               highest};
+  const unsigned grid = static_cast<unsigned>(std::min<int64_t>(blocks, int64_t{4} * st->sms));
+  LevelArgs la{row_ptr, col, rows, ascending, st->xs, {st->ticket, grid * (block / 32)},
+               st->epoch, level, highest};
   level_kernel<<<grid, block, 0, d->stream>>>(la);
   count_kernel<<<grid_for(rows, 256), 256, 0, d->stream>>>(row_ptr, col, level, rows, ascending,
                                                            counts);
@@ -371,6 +494,8 @@ xhal_status_t syncfree_solve(Device* d, SyncFreeState* st, const SyncFreeSchedul
   const int per_sm = std::max(1, env_int("XHAL_CUDA_SOLVE_BLOCKS_PER_SM", 2));
   const unsigned sleep_ns =
       static_cast<unsigned>(std::max(0, env_int("XHAL_CUDA_SOLVE_SLEEP", 0)));
+  const char* poll = std::getenv("XHAL_CUDA_SOLVE_POLL");
+  const bool converged = !(poll && std::strcmp(poll, "lanes") == 0);
   const unsigned warps_per_block = static_cast<unsigned>(block / 32);
   const unsigned grid = static_cast<unsigned>(std::min<int64_t>(
       (sc.max_warps + warps_per_block - 1) / warps_per_block, int64_t{per_sm} * st->sms));
@@ -381,7 +506,7 @@ xhal_status_t syncfree_solve(Device* d, SyncFreeState* st, const SyncFreeSchedul
     xc.p += c * x.cs;
     bc.k = xc.k = 1;
     SolveArgs s{sc.recs, sc.warps, a, bc, xc, st->xs, {st->ticket, grid * warps_per_block},
-                st->epoch, sleep_ns, unit};
+                st->epoch, sleep_ns, unit, converged};
     solve_kernel<<<grid, block, 0, d->stream>>>(s);
     ++*launches;
   }
