@@ -169,7 +169,7 @@ xhal_status_t build_pattern(Device* d, Matrix* m, const std::vector<I>& rp,
 // row decide), and its rows of more than 32 off-diagonal entries.
 struct Triangles {
   bool lower = true, upper = true;
-  int64_t long_rows = 0;
+  int64_t long_rows = 0, max_terms = 0;
 };
 Triangles triangles(const std::vector<I>& rp, const std::vector<I>& col) {
   Triangles t;
@@ -180,7 +180,9 @@ Triangles triangles(const std::vector<I>& rp, const std::vector<I>& col) {
     t.lower = t.lower && col[re - 1] <= k;
     t.upper = t.upper && col[rb] >= k;
     const bool diag = col[re - 1] == k || col[rb] == k;
-    t.long_rows += re - rb - (diag ? 1 : 0) > 32;
+    const int64_t terms = re - rb - (diag ? 1 : 0);
+    t.long_rows += terms > 32;
+    t.max_terms = std::max(t.max_terms, terms);
   }
   return t;
 }
@@ -496,7 +498,7 @@ xhal_status_t csr_create(void* device, const xhal_plugin_csr_desc_t* desc, void*
     auto analyse = [&](Pattern& p, const Triangles& t, bool ascending) {
       SyncFreeSchedule* out = ascending ? &p.sf_asc : &p.sf_desc;
       xhal_status_t r = syncfree_analyse(d, &m->sf, p.row_ptr, p.col, p.rows, ascending,
-                                         t.long_rows, out, &m->allocations);
+                                         t.long_rows, t.max_terms, out, &m->allocations);
       if (r == XHAL_OK && t.lower && t.upper) (ascending ? p.sf_desc : p.sf_asc) = *out;
       return r;
     };

@@ -440,7 +440,8 @@ xhal_status_t syncfree_init(Device* d, int64_t n, SyncFreeState* st,
 
 xhal_status_t syncfree_analyse(Device* d, SyncFreeState* st, const I* row_ptr, const I* col,
                                int64_t rows, bool ascending, int64_t long_rows,
-                               SyncFreeSchedule* out, std::vector<void*>* allocations) {
+                               int64_t max_terms, SyncFreeSchedule* out,
+                               std::vector<void*>* allocations) {
   if (rows == 0) return XHAL_OK;
   // level[rows], highest, counts[2 rows], fill[2 rows] (levels <= rows).
   const size_t words = rows + 1 + 4 * static_cast<size_t>(rows);
@@ -485,17 +486,22 @@ xhal_status_t syncfree_analyse(Device* d, SyncFreeState* st, const I* row_ptr, c
   out->recs = static_cast<RowRec*>(recs);
   out->warps = warps;
   out->max_warps = static_cast<unsigned>((bound + 31) / 32);
+  out->has_long = long_rows > 0;
+  out->chains = max_terms <= 1;
   return XHAL_OK;
 }
 
 xhal_status_t syncfree_solve(Device* d, SyncFreeState* st, const SyncFreeSchedule& sc,
                              const PatternView& a, Cols b, Cols x, bool unit, int* launches) {
   const int block = std::clamp(env_int("XHAL_CUDA_SOLVE_BLOCK", 128), 32, 256) & ~31;
-  const int per_sm = std::max(1, env_int("XHAL_CUDA_SOLVE_BLOCKS_PER_SM", 2));
+  // Defaults from the H200 sweeps (docs/performance.md): long rows want two
+  // blocks of warps per SM, other patterns one; rows of one dependency are
+  // fastest with each lane polling its single word alone.
+  const int per_sm = std::max(1, env_int("XHAL_CUDA_SOLVE_BLOCKS_PER_SM", sc.has_long ? 2 : 1));
   const unsigned sleep_ns =
       static_cast<unsigned>(std::max(0, env_int("XHAL_CUDA_SOLVE_SLEEP", 0)));
   const char* poll = std::getenv("XHAL_CUDA_SOLVE_POLL");
-  const bool converged = !(poll && std::strcmp(poll, "lanes") == 0);
+  const bool converged = poll && *poll ? std::strcmp(poll, "lanes") != 0 : !sc.chains;
   const unsigned warps_per_block = static_cast<unsigned>(block / 32);
   const unsigned grid = static_cast<unsigned>(std::min<int64_t>(
       (sc.max_warps + warps_per_block - 1) / warps_per_block, int64_t{per_sm} * st->sms));

@@ -16,6 +16,8 @@ struct SyncFreeSchedule {
   RowRec* recs = nullptr;    // padding has k = -1
   unsigned* warps = nullptr;  // device: warps' worth of positions
   unsigned max_warps = 0;     // host: an upper bound of *warps
+  bool has_long = false;      // a row of more than 32 off-diagonal entries
+  bool chains = false;        // no row has more than one off-diagonal entry
 };
 
 // Per-matrix state shared by its analyses and solves (one stream, in order).
@@ -34,10 +36,11 @@ xhal_status_t syncfree_init(Device* d, int64_t n, SyncFreeState* st, std::vector
 // The schedule of a pattern (device copies of row_ptr and col) that lies in
 // the lower (ascending) or upper (descending) triangle, as the caller has
 // checked; `long_rows` counts its rows of more than 32 off-diagonal
-// entries. No transfer to the host; synchronises the stream.
+// entries, `max_terms` is the most off-diagonal entries of a row. No transfer to the host; synchronises the stream.
 xhal_status_t syncfree_analyse(Device* d, SyncFreeState* st, const I* row_ptr, const I* col,
                                int64_t rows, bool ascending, int64_t long_rows,
-                               SyncFreeSchedule* out, std::vector<void*>* allocations);
+                               int64_t max_terms, SyncFreeSchedule* out,
+                               std::vector<void*>* allocations);
 
 // Solves every column of x (k launches); b may be x.
 xhal_status_t syncfree_solve(Device* d, SyncFreeState* st, const SyncFreeSchedule& sc,
