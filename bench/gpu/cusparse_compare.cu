@@ -135,15 +135,13 @@ struct Variant {
   std::vector<std::pair<const char*, const char*>> env;
 };
 static const std::vector<Variant> kVariants = {
-    {"converged b128 x2", {}},
-    {"converged b128 x1", {{"XHAL_CUDA_SOLVE_BLOCKS_PER_SM", "1"}}},
-    {"converged b128 x4", {{"XHAL_CUDA_SOLVE_BLOCKS_PER_SM", "4"}}},
-    {"converged b128 x2 sleep100", {{"XHAL_CUDA_SOLVE_SLEEP", "100"}}},
-    {"converged b128 x2 sleep300", {{"XHAL_CUDA_SOLVE_SLEEP", "300"}}},
-    {"converged b128 x2 sleep1000", {{"XHAL_CUDA_SOLVE_SLEEP", "1000"}}},
-    {"converged b64 x4", {{"XHAL_CUDA_SOLVE_BLOCK", "64"}, {"XHAL_CUDA_SOLVE_BLOCKS_PER_SM", "4"}}},
-    {"lanes b128 x2", {{"XHAL_CUDA_SOLVE_POLL", "lanes"}}},
-    {"lanes b128 x2 sleep1000", {{"XHAL_CUDA_SOLVE_POLL", "lanes"}, {"XHAL_CUDA_SOLVE_SLEEP", "1000"}}},
+    {"default", {}},
+    {"x1", {{"XHAL_CUDA_SOLVE_BLOCKS_PER_SM", "1"}}},
+    {"x2", {{"XHAL_CUDA_SOLVE_BLOCKS_PER_SM", "2"}}},
+    {"x4", {{"XHAL_CUDA_SOLVE_BLOCKS_PER_SM", "4"}}},
+    {"converged", {{"XHAL_CUDA_SOLVE_POLL", "converged"}}},
+    {"lanes", {{"XHAL_CUDA_SOLVE_POLL", "lanes"}}},
+    {"lanes sleep1000", {{"XHAL_CUDA_SOLVE_POLL", "lanes"}, {"XHAL_CUDA_SOLVE_SLEEP", "1000"}}},
 };
 
 // docs/semantics.md 3.7 on the host: chunks of 32 summed from +0, chunk

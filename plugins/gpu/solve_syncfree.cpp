@@ -129,6 +129,49 @@ __device__ __forceinline__ void converged_walk(const unsigned long long* xs, uns
   }
 }
 
+// converged_walk for ranges of at most 32 terms (every walk of the solve:
+// a short row or one chunk of a long row): all columns and values load at
+// once and every word is asked for in the first round.
+template <class P>
+__device__ __forceinline__ void converged_walk32(const unsigned long long* xs, unsigned epoch,
+                                                 unsigned sleep_ns, int64_t b, int64_t e, P& p) {
+  I j[32];
+  float v[32];
+  const int n = static_cast<int>(e - b);
+#pragma unroll
+  for (int i = 0; i < 32; ++i)
+    if (i < n) {
+      j[i] = p.col(b + i);
+      v[i] = p.value(b + i);
+    }
+  int q = 0;
+  bool finished = false;
+  for (;;) {
+    const bool busy = q < n;
+    if (!busy && !finished) {
+      p.done();
+      finished = true;
+    }
+    if (!__any_sync(0xffffffffu, busy)) return;
+    bool progressed = false;
+    if (busy) {
+      unsigned long long w[32];
+#pragma unroll
+      for (int i = 0; i < 32; ++i)
+        if (i >= q && i < n) w[i] = load_word(xs + j[i]);
+#pragma unroll
+      for (int i = 0; i < 32; ++i) {
+        if (i < q || i >= n) continue;
+        if (static_cast<unsigned>(w[i] >> 32) != epoch) break;
+        p.add(v[i], static_cast<unsigned>(w[i]));
+        q = i + 1;
+        progressed = true;
+      }
+    }
+    if (sleep_ns && !__any_sync(0xffffffffu, progressed)) __nanosleep(sleep_ns);
+  }
+}
+
 // ---- analysis: levels, then rows placed by level ----
 
 // Counters of a launch: next ticket, takers that have left. Both are zero
@@ -263,7 +306,6 @@ struct SolveArgs {
   unsigned epoch;
   unsigned sleep_ns;
   bool unit;
-  bool converged;  // the warp polls together (converged_walk) or each lane spins alone
 };
 
 __device__ __forceinline__ void finish_row(const SolveArgs& s, I k, float bk, float dv,
@@ -288,7 +330,7 @@ struct SumTerms {
 // whole warp polling together.
 __device__ __forceinline__ float warp_walk_sum(const SolveArgs& s, int64_t b, int64_t e) {
   SumTerms t{&s, -1, 0.0f, 0.0f};
-  converged_walk(s.xs, s.epoch, s.sleep_ns, b, e, t);
+  converged_walk32(s.xs, s.epoch, s.sleep_ns, b, e, t);
   return t.acc;
 }
 
@@ -343,6 +385,7 @@ __device__ __forceinline__ void finish_row(const SolveArgs& s, I k, float bk, fl
   store_word(s.xs + k, word(s.epoch, __float_as_uint(xk)));
 }
 
+template <bool Converged>
 __global__ void __launch_bounds__(256) solve_kernel(SolveArgs s) {
   const int lane = threadIdx.x & 31;
   const unsigned warps = *s.positions;
@@ -370,7 +413,7 @@ __global__ void __launch_bounds__(256) solve_kernel(SolveArgs s) {
       const I re = __shfl_sync(0xffffffffu, r.re, src);
       const int64_t chunks = (int64_t{re} - rb + 31) / 32;
       float sum;
-      if (s.converged) {
+      if constexpr (Converged) {
         // Lane l sums chunks [l * per, (l + 1) * per) serially as subtrees
         // (serial_tree's stack), then the warp tree joins the lanes; chunks
         // past the end are empty sums, +0, the tree's padding.
@@ -397,9 +440,9 @@ __global__ void __launch_bounds__(256) solve_kernel(SolveArgs s) {
       if (lane == src) finish_row(s, k, bk, dv, sum);
     }
     const bool short_row = m >= 0 && m <= 32;
-    if (s.converged) {
+    if constexpr (Converged) {
       SumTerms t{&s, short_row ? r.k : -1, bk, dv};
-      converged_walk(s.xs, s.epoch, s.sleep_ns, short_row ? r.rb : 0, short_row ? r.re : 0, t);
+      converged_walk32(s.xs, s.epoch, s.sleep_ns, short_row ? r.rb : 0, short_row ? r.re : 0, t);
     } else if (short_row) {
       finish_row(s, r.k, bk, dv, chunk_sum(s, r.rb, r.re));
     }
@@ -512,8 +555,9 @@ xhal_status_t syncfree_solve(Device* d, SyncFreeState* st, const SyncFreeSchedul
     xc.p += c * x.cs;
     bc.k = xc.k = 1;
     SolveArgs s{sc.recs, sc.warps, a, bc, xc, st->xs, {st->ticket, grid * warps_per_block},
-                st->epoch, sleep_ns, unit, converged};
-    solve_kernel<<<grid, block, 0, d->stream>>>(s);
+                st->epoch, sleep_ns, unit};
+    if (converged) solve_kernel<true><<<grid, block, 0, d->stream>>>(s);
+    else solve_kernel<false><<<grid, block, 0, d->stream>>>(s);
     ++*launches;
   }
   return XHAL_OK;
