@@ -129,49 +129,6 @@ __device__ __forceinline__ void converged_walk(const unsigned long long* xs, uns
   }
 }
 
-// converged_walk for ranges of at most 32 terms (every walk of the solve:
-// a short row or one chunk of a long row): all columns and values load at
-// once and every word is asked for in the first round.
-template <class P>
-__device__ __forceinline__ void converged_walk32(const unsigned long long* xs, unsigned epoch,
-                                                 unsigned sleep_ns, int64_t b, int64_t e, P& p) {
-  I j[32];
-  float v[32];
-  const int n = static_cast<int>(e - b);
-#pragma unroll
-  for (int i = 0; i < 32; ++i)
-    if (i < n) {
-      j[i] = p.col(b + i);
-      v[i] = p.value(b + i);
-    }
-  int q = 0;
-  bool finished = false;
-  for (;;) {
-    const bool busy = q < n;
-    if (!busy && !finished) {
-      p.done();
-      finished = true;
-    }
-    if (!__any_sync(0xffffffffu, busy)) return;
-    bool progressed = false;
-    if (busy) {
-      unsigned long long w[32];
-#pragma unroll
-      for (int i = 0; i < 32; ++i)
-        if (i >= q && i < n) w[i] = load_word(xs + j[i]);
-#pragma unroll
-      for (int i = 0; i < 32; ++i) {
-        if (i < q || i >= n) continue;
-        if (static_cast<unsigned>(w[i] >> 32) != epoch) break;
-        p.add(v[i], static_cast<unsigned>(w[i]));
-        q = i + 1;
-        progressed = true;
-      }
-    }
-    if (sleep_ns && !__any_sync(0xffffffffu, progressed)) __nanosleep(sleep_ns);
-  }
-}
-
 // ---- analysis: levels, then rows placed by level ----
 
 // Counters of a launch: next ticket, takers that have left. Both are zero
@@ -330,7 +287,7 @@ struct SumTerms {
 // whole warp polling together.
 __device__ __forceinline__ float warp_walk_sum(const SolveArgs& s, int64_t b, int64_t e) {
   SumTerms t{&s, -1, 0.0f, 0.0f};
-  converged_walk32(s.xs, s.epoch, s.sleep_ns, b, e, t);
+  converged_walk(s.xs, s.epoch, s.sleep_ns, b, e, t);
   return t.acc;
 }
 
@@ -442,7 +399,7 @@ __global__ void __launch_bounds__(256) solve_kernel(SolveArgs s) {
     const bool short_row = m >= 0 && m <= 32;
     if constexpr (Converged) {
       SumTerms t{&s, short_row ? r.k : -1, bk, dv};
-      converged_walk32(s.xs, s.epoch, s.sleep_ns, short_row ? r.rb : 0, short_row ? r.re : 0, t);
+      converged_walk(s.xs, s.epoch, s.sleep_ns, short_row ? r.rb : 0, short_row ? r.re : 0, t);
     } else if (short_row) {
       finish_row(s, r.k, bk, dv, chunk_sum(s, r.rb, r.re));
     }
