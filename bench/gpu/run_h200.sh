@@ -76,7 +76,7 @@ if [ ! -x "$CC" ]; then
   nvcc -std=c++17 -O2 -arch=sm_90 -Ihal/include bench/gpu/cusparse_compare.cu -o /tmp/cusparse_compare \
     -L"$B/lib" -lxhal -lcusparse >>"$LOG" 2>&1 && CC=/tmp/cusparse_compare
 fi
-timeout ${T_SPARSE:-150} "$CC" "$OUT/cusparse.json" >>"$LOG" 2>&1
+XHAL_CUDA_TRACE=1 timeout ${T_SPARSE:-150} "$CC" "$OUT/cusparse.json" >>"$LOG" 2>&1
 echo "cusparse_compare exit code $?" >>"$LOG"
 sanitizers
 section "done"
