@@ -139,9 +139,10 @@ static const std::vector<Variant> kVariants = {
     {"x1", {{"XHAL_CUDA_SOLVE_BLOCKS_PER_SM", "1"}}},
     {"x2", {{"XHAL_CUDA_SOLVE_BLOCKS_PER_SM", "2"}}},
     {"x4", {{"XHAL_CUDA_SOLVE_BLOCKS_PER_SM", "4"}}},
+    {"16-term rounds", {{"XHAL_CUDA_SOLVE_WIDE", "0"}}},
+    {"32-term rounds", {{"XHAL_CUDA_SOLVE_WIDE", "1"}}},
     {"converged", {{"XHAL_CUDA_SOLVE_POLL", "converged"}}},
     {"lanes", {{"XHAL_CUDA_SOLVE_POLL", "lanes"}}},
-    {"lanes sleep1000", {{"XHAL_CUDA_SOLVE_POLL", "lanes"}, {"XHAL_CUDA_SOLVE_SLEEP", "1000"}}},
 };
 
 // docs/semantics.md 3.7 on the host: chunks of 32 summed from +0, chunk

@@ -25,7 +25,7 @@ section "xhal-info"
 "$B/bin/xhal-info" >>"$LOG" 2>&1
 
 section "xhal-conformance --device cuda --report conformance-cuda.json"
-timeout ${T_CONF:-200} "$B/bin/xhal-conformance" --device cuda --report "$OUT/conformance-cuda.json" \
+timeout ${T_CONF:-200} "$B/bin/xhal-conformance" --device cuda --require-bit-exact --report "$OUT/conformance-cuda.json" \
   --gtest_brief=1 >>"$LOG" 2>&1
 echo "conformance exit code $?" >>"$LOG"
 

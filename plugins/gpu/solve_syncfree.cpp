@@ -129,6 +129,51 @@ __device__ __forceinline__ void converged_walk(const unsigned long long* xs, uns
   }
 }
 
+// converged_walk for ranges of at most 32 terms: all columns and values
+// load at once and every word is asked for in the first round. On the H200
+// this paid for patterns with long rows (a transposed random matrix) and
+// cost for patterns of a few terms per row, so the kernel is chosen per
+// schedule (docs/performance.md).
+template <class P>
+__device__ __forceinline__ void converged_walk32(const unsigned long long* xs, unsigned epoch,
+                                                 unsigned sleep_ns, int64_t b, int64_t e, P& p) {
+  I j[32];
+  float v[32];
+  const int n = static_cast<int>(e - b);
+#pragma unroll
+  for (int i = 0; i < 32; ++i)
+    if (i < n) {
+      j[i] = p.col(b + i);
+      v[i] = p.value(b + i);
+    }
+  int q = 0;
+  bool finished = false;
+  for (;;) {
+    const bool busy = q < n;
+    if (!busy && !finished) {
+      p.done();
+      finished = true;
+    }
+    if (!__any_sync(0xffffffffu, busy)) return;
+    bool progressed = false;
+    if (busy) {
+      unsigned long long w[32];
+#pragma unroll
+      for (int i = 0; i < 32; ++i)
+        if (i >= q && i < n) w[i] = load_word(xs + j[i]);
+#pragma unroll
+      for (int i = 0; i < 32; ++i) {
+        if (i < q || i >= n) continue;
+        if (static_cast<unsigned>(w[i] >> 32) != epoch) break;
+        p.add(v[i], static_cast<unsigned>(w[i]));
+        q = i + 1;
+        progressed = true;
+      }
+    }
+    if (sleep_ns && !__any_sync(0xffffffffu, progressed)) __nanosleep(sleep_ns);
+  }
+}
+
 // ---- analysis: levels, then rows placed by level ----
 
 // Counters of a launch: next ticket, takers that have left. Both are zero
@@ -283,11 +328,20 @@ struct SumTerms {
   }
 };
 
+// Converged walk of at most 32 terms per lane, in 16-term rounds or all 32
+// at once (Wide).
+template <bool Wide, class P>
+__device__ __forceinline__ void walk(const SolveArgs& s, int64_t b, int64_t e, P& p) {
+  if constexpr (Wide) converged_walk32(s.xs, s.epoch, s.sleep_ns, b, e, p);
+  else converged_walk(s.xs, s.epoch, s.sleep_ns, b, e, p);
+}
+
 // Sequential sum from +0 of each lane's terms [b, e) (at most 32), the
 // whole warp polling together.
+template <bool Wide>
 __device__ __forceinline__ float warp_walk_sum(const SolveArgs& s, int64_t b, int64_t e) {
   SumTerms t{&s, -1, 0.0f, 0.0f};
-  converged_walk(s.xs, s.epoch, s.sleep_ns, b, e, t);
+  walk<Wide>(s, b, e, t);
   return t.acc;
 }
 
@@ -342,7 +396,7 @@ __device__ __forceinline__ void finish_row(const SolveArgs& s, I k, float bk, fl
   store_word(s.xs + k, word(s.epoch, __float_as_uint(xk)));
 }
 
-template <bool Converged>
+template <bool Converged, bool Wide>
 __global__ void __launch_bounds__(256) solve_kernel(SolveArgs s) {
   const int lane = threadIdx.x & 31;
   const unsigned warps = *s.positions;
@@ -382,7 +436,7 @@ __global__ void __launch_bounds__(256) solve_kernel(SolveArgs s) {
         for (int64_t i = 0; i < per; ++i) {
           const int64_t c = lane * per + i;
           const int64_t cb = c < chunks ? rb + c * 32 : re;
-          stack[top++] = warp_walk_sum(s, cb, cb + 32 < re ? cb + 32 : re);
+          stack[top++] = warp_walk_sum<Wide>(s, cb, cb + 32 < re ? cb + 32 : re);
           for (int64_t h = i; h & 1; h >>= 1, --top) stack[top - 2] = xadd(stack[top - 2], stack[top - 1]);
         }
         sum = warp_tree<SumOp>(stack[0]);
@@ -399,7 +453,7 @@ __global__ void __launch_bounds__(256) solve_kernel(SolveArgs s) {
     const bool short_row = m >= 0 && m <= 32;
     if constexpr (Converged) {
       SumTerms t{&s, short_row ? r.k : -1, bk, dv};
-      converged_walk(s.xs, s.epoch, s.sleep_ns, short_row ? r.rb : 0, short_row ? r.re : 0, t);
+      walk<Wide>(s, short_row ? r.rb : 0, short_row ? r.re : 0, t);
     } else if (short_row) {
       finish_row(s, r.k, bk, dv, chunk_sum(s, r.rb, r.re));
     }
@@ -494,14 +548,16 @@ xhal_status_t syncfree_analyse(Device* d, SyncFreeState* st, const I* row_ptr, c
 xhal_status_t syncfree_solve(Device* d, SyncFreeState* st, const SyncFreeSchedule& sc,
                              const PatternView& a, Cols b, Cols x, bool unit, int* launches) {
   const int block = std::clamp(env_int("XHAL_CUDA_SOLVE_BLOCK", 128), 32, 256) & ~31;
-  // Defaults from the H200 sweeps (docs/performance.md): long rows want two
-  // blocks of warps per SM, other patterns one; rows of one dependency are
-  // fastest with each lane polling its single word alone.
-  const int per_sm = std::max(1, env_int("XHAL_CUDA_SOLVE_BLOCKS_PER_SM", sc.has_long ? 2 : 1));
+  // Defaults from the H200 sweeps (docs/performance.md): with long rows,
+  // 32-term rounds and four blocks of warps per SM; otherwise 16-term rounds
+  // and one block per SM; rows of one dependency are fastest with each lane
+  // polling its single word alone.
+  const int per_sm = std::max(1, env_int("XHAL_CUDA_SOLVE_BLOCKS_PER_SM", sc.has_long ? 4 : 1));
   const unsigned sleep_ns =
       static_cast<unsigned>(std::max(0, env_int("XHAL_CUDA_SOLVE_SLEEP", 0)));
   const char* poll = std::getenv("XHAL_CUDA_SOLVE_POLL");
   const bool converged = poll && *poll ? std::strcmp(poll, "lanes") != 0 : !sc.chains;
+  const bool wide = env_int("XHAL_CUDA_SOLVE_WIDE", sc.has_long ? 1 : 0) != 0;
   const unsigned warps_per_block = static_cast<unsigned>(block / 32);
   const unsigned grid = static_cast<unsigned>(std::min<int64_t>(
       (sc.max_warps + warps_per_block - 1) / warps_per_block, int64_t{per_sm} * st->sms));
@@ -513,8 +569,9 @@ xhal_status_t syncfree_solve(Device* d, SyncFreeState* st, const SyncFreeSchedul
     bc.k = xc.k = 1;
     SolveArgs s{sc.recs, sc.warps, a, bc, xc, st->xs, {st->ticket, grid * warps_per_block},
                 st->epoch, sleep_ns, unit};
-    if (converged) solve_kernel<true><<<grid, block, 0, d->stream>>>(s);
-    else solve_kernel<false><<<grid, block, 0, d->stream>>>(s);
+    if (!converged) solve_kernel<false, false><<<grid, block, 0, d->stream>>>(s);
+    else if (wide) solve_kernel<true, true><<<grid, block, 0, d->stream>>>(s);
+    else solve_kernel<true, false><<<grid, block, 0, d->stream>>>(s);
     ++*launches;
   }
   return XHAL_OK;
