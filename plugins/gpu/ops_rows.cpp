@@ -620,8 +620,10 @@ norm_bwd_fused_kernel(B body, int64_t rows, int64_t n, float* pg, float* pb) {
 // a row fits one block, partials in registers, with / without the next-row
 // prefetch), "fused_smem" / "fused_smem_nopf" (partials in shared memory
 // where they fit in 48 KB), default "auto": as "fused" when there are at
-// least XHAL_CUDA_NORM_BWD_MIN_BLOCKS (default 256) colsum blocks of 32
-// rows, so that the 32-row walks still fill the GPU, else "separate".
+// least XHAL_CUDA_NORM_BWD_MIN_BLOCKS (default 128) colsum blocks of 32
+// rows, so that the 32-row walks still fill the GPU, else "separate". On
+// the H200 fused with prefetch was the fastest form at 4,096 rows and more
+// (docs/performance.md); fewer rows were not measured.
 enum NormBwdMode {
   kNormSeparate = 0,
   kNormFused = 1,
@@ -631,7 +633,7 @@ enum NormBwdMode {
   kNormFusedSmemNoPf = 5
 };
 std::atomic<int> g_norm_bwd_mode{-1};
-std::atomic<int64_t> g_norm_bwd_min_blocks{256};
+std::atomic<int64_t> g_norm_bwd_min_blocks{128};
 
 NormBwdMode norm_bwd_mode() {
   int v = g_norm_bwd_mode.load(std::memory_order_relaxed);
