@@ -24,26 +24,10 @@
 #include <string>
 #include <vector>
 
+#include "check.h"
 #include "xhal/xhal.h"
 #include "xhal/xhal_plugin.h"
 
-#define CK(x)                                                                         \
-  do {                                                                                \
-    cudaError_t e_ = (x);                                                             \
-    if (e_ != cudaSuccess) {                                                          \
-      std::fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                   \
-    }                                                                                 \
-  } while (0)
-#define XK(x)                                                                          \
-  do {                                                                                 \
-    xhal_status_t s_ = (x);                                                            \
-    if (s_ != XHAL_OK) {                                                               \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, xhal_status_name(s_), \
-                   xhal_last_error());                                                 \
-      std::exit(1);                                                                    \
-    }                                                                                  \
-  } while (0)
 
 namespace {
 

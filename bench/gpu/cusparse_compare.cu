@@ -19,30 +19,14 @@
 #include <string>
 #include <vector>
 
+#include "check.h"
 #include "xhal/xhal.h"
 
-#define CK(x)                                                                               \
-  do {                                                                                      \
-    cudaError_t e_ = (x);                                                                   \
-    if (e_ != cudaSuccess) {                                                                \
-      std::fprintf(stderr, "%s:%d %s\n", __FILE__, __LINE__, cudaGetErrorString(e_));       \
-      std::exit(1);                                                                         \
-    }                                                                                       \
-  } while (0)
 #define CS(x)                                                                               \
   do {                                                                                      \
     cusparseStatus_t s_ = (x);                                                              \
     if (s_ != CUSPARSE_STATUS_SUCCESS) {                                                    \
       std::fprintf(stderr, "%s:%d cusparse %d\n", __FILE__, __LINE__, static_cast<int>(s_)); \
-      std::exit(1);                                                                         \
-    }                                                                                       \
-  } while (0)
-#define XK(x)                                                                               \
-  do {                                                                                      \
-    xhal_status_t s_ = (x);                                                                 \
-    if (s_ != XHAL_OK) {                                                                    \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, xhal_status_name(s_),      \
-                   xhal_last_error());                                                      \
       std::exit(1);                                                                         \
     }                                                                                       \
   } while (0)
@@ -200,6 +184,17 @@ static std::vector<float> host_solve(const Csr& a, bool transposed, const std::v
   return x;
 }
 
+// Elements whose bits differ.
+static long long differing(const std::vector<uint32_t>& got, const std::vector<float>& want) {
+  long long d = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    uint32_t w;
+    std::memcpy(&w, &want[i], 4);
+    d += got[i] != w;
+  }
+  return d;
+}
+
 struct Result {
   std::string name;
   double xhal_ms, cusparse_ms;
@@ -279,12 +274,7 @@ static void compare(const char* label, const Csr& a, bool solve, xhal_device_t d
         const double ms = solve_ms(t);
         XK(xhal_buffer_read(by, 0, got.data(), n * 4));
         for (const auto& kv : kVariants[v].env) unsetenv(kv.first);
-        long long diff = 0;
-        for (int64_t i = 0; i < n; ++i) {
-          uint32_t w;
-          std::memcpy(&w, &want[i], 4);
-          diff += got[i] != w;
-        }
+        const long long diff = differing(got, want);
         char buf[96];
         std::snprintf(buf, sizeof buf, "%s%s %.4f%s", v ? "; " : "", kVariants[v].name, ms,
                       diff ? (" (" + std::to_string(diff) + " DIFFERENT)").c_str() : "");
@@ -306,12 +296,7 @@ static void compare(const char* label, const Csr& a, bool solve, xhal_device_t d
       unsetenv("XHAL_CUDA_SOLVE");
       XK(xhal_buffer_read(by, 0, got.data(), n * 4));
       XK(xhal_csr_release(ml));
-      long long diff = 0;
-      for (int64_t i = 0; i < n; ++i) {
-        uint32_t w;
-        std::memcpy(&w, &want[i], 4);
-        diff += got[i] != w;
-      }
+      const long long diff = differing(got, want);
       char buf[160];
       std::snprintf(buf, sizeof buf, "; levels %.4f (csr_create %.1f ms)%s", ms, create_levels_ms,
                     diff ? (" (" + std::to_string(diff) + " DIFFERENT)").c_str() : "");

@@ -55,6 +55,24 @@ __device__ __forceinline__ float& comp(float4& v, int q) {
   return q == 0 ? v.x : q == 1 ? v.y : q == 2 ? v.z : v.w;
 }
 
+// A lane's 8 float4 of a 1024-element chunk (the load4 layout) into a row
+// of n: vector stores when the row allows, else element by element.
+template <bool VEC>
+__device__ __forceinline__ void store_chunk(float* orow, int64_t i0, int lane, int64_t n,
+                                            const float4 (&out)[8]) {
+#pragma unroll
+  for (int t = 0; t < 8; ++t) {
+    const int64_t i = i0 + t * 128 + 4 * lane;
+    if (VEC) {
+      if (i < n) *reinterpret_cast<float4*>(orow + i) = out[t];
+    } else {
+#pragma unroll
+      for (int q = 0; q < 4; ++q)
+        if (i + q < n) orow[i + q] = comp(out[t], q);
+    }
+  }
+}
+
 // Four consecutive per-column values (gamma, beta) from p[i..i+4), 0 past n;
 // these stay in L1/L2, so they are re-read rather than held in registers.
 __device__ __forceinline__ float4 col4(const float* p, int64_t i, int64_t n) {
@@ -371,18 +389,7 @@ row_kernel(B body, int64_t rows, int64_t n, int split, int phase, typename B::Op
     }
     float4 out[8];
     body.apply(r, tot, row, n, i0, out);
-    float* orow = body.output() + row * n;
-#pragma unroll
-    for (int t = 0; t < 8; ++t) {
-      const int64_t i = i0 + t * 128 + 4 * lane;
-      if (VEC) {
-        if (i < n) *reinterpret_cast<float4*>(orow + i) = out[t];
-      } else {
-#pragma unroll
-        for (int q = 0; q < 4; ++q)
-          if (i + q < n) orow[i + q] = comp(out[t], q);
-      }
-    }
+    store_chunk<VEC>(body.output() + row * n, i0, lane, n, out);
     if (seg == 0 && threadIdx.x == 0) body.row_out(row, tot, n);
   }
 }
@@ -576,18 +583,7 @@ norm_bwd_fused_kernel(B body, int64_t rows, int64_t n, float* pg, float* pb) {
           body.col_terms(cur, row, t, ag[t], ab[t]);
         }
       }
-      float* orow = body.output() + row * n;
-#pragma unroll
-      for (int t = 0; t < 8; ++t) {
-        const int64_t i = i0 + t * 128 + 4 * lane;
-        if (VEC) {
-          if (i < n) *reinterpret_cast<float4*>(orow + i) = out[t];
-        } else {
-#pragma unroll
-          for (int q = 0; q < 4; ++q)
-            if (i + q < n) orow[i + q] = comp(out[t], q);
-        }
-      }
+      store_chunk<VEC>(body.output() + row * n, i0, lane, n, out);
       if (row + 1 < r1) {
         if (PF) cur = nxt;
         else load(cur, row + 1);

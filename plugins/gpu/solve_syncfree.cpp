@@ -65,6 +65,28 @@ __device__ __forceinline__ void await_group(const unsigned long long* xs, const 
   }
 }
 
+// One polling round of a lane over terms [q, n) of its current group of G:
+// asks for every word not yet seen, then consumes the ready ones in order.
+template <int G, class P>
+__device__ __forceinline__ bool poll_round(const unsigned long long* xs, unsigned epoch,
+                                           const I (&j)[G], const float (&v)[G], int& q, int n,
+                                           P& p) {
+  unsigned long long w[G];
+#pragma unroll
+  for (int i = 0; i < G; ++i)
+    if (i >= q && i < n) w[i] = load_word(xs + j[i]);
+  bool progressed = false;
+#pragma unroll
+  for (int i = 0; i < G; ++i) {
+    if (i < q || i >= n) continue;
+    if (static_cast<unsigned>(w[i] >> 32) != epoch) break;
+    p.add(v[i], static_cast<unsigned>(w[i]));
+    q = i + 1;
+    progressed = true;
+  }
+  return progressed;
+}
+
 // The converged form: every lane of the warp walks its own range [b, e) of
 // terms in order, but the warp polls together: each round every lane issues
 // the loads of its group's words not yet seen, then consumes the ready ones
@@ -101,18 +123,7 @@ __device__ __forceinline__ void converged_walk(const unsigned long long* xs, uns
     if (!__any_sync(0xffffffffu, busy)) return;
     bool progressed = false;
     if (busy) {
-      unsigned long long w[kGroup];
-#pragma unroll
-      for (int i = 0; i < kGroup; ++i)
-        if (i >= q && i < n) w[i] = load_word(xs + j[i]);
-#pragma unroll
-      for (int i = 0; i < kGroup; ++i) {
-        if (i < q || i >= n) continue;
-        if (static_cast<unsigned>(w[i] >> 32) != epoch) break;
-        p.add(v[i], static_cast<unsigned>(w[i]));
-        q = i + 1;
-        progressed = true;
-      }
+      progressed = poll_round<kGroup>(xs, epoch, j, v, q, n, p);
       if (q == n) {
         g += kGroup;
         q = 0;
@@ -155,21 +166,7 @@ __device__ __forceinline__ void converged_walk32(const unsigned long long* xs, u
       finished = true;
     }
     if (!__any_sync(0xffffffffu, busy)) return;
-    bool progressed = false;
-    if (busy) {
-      unsigned long long w[32];
-#pragma unroll
-      for (int i = 0; i < 32; ++i)
-        if (i >= q && i < n) w[i] = load_word(xs + j[i]);
-#pragma unroll
-      for (int i = 0; i < 32; ++i) {
-        if (i < q || i >= n) continue;
-        if (static_cast<unsigned>(w[i] >> 32) != epoch) break;
-        p.add(v[i], static_cast<unsigned>(w[i]));
-        q = i + 1;
-        progressed = true;
-      }
-    }
+    const bool progressed = busy && poll_round<32>(xs, epoch, j, v, q, n, p);
     if (sleep_ns && !__any_sync(0xffffffffu, progressed)) __nanosleep(sleep_ns);
   }
 }
