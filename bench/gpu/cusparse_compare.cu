@@ -5,8 +5,8 @@
 //   random: 10^6 x 10^6, 10 entries per row (10^7 non-zeros); its lower
 //          triangle with a unit-dominant diagonal for the solve.
 // SpMV, SpSV (cuSPARSE analysis amortised over 100 solves; xhal's analysis
-// happens once in csr_create and is amortised the same way), and the
-// per-call cost of an op through the C ABI against a bare kernel launch.
+// happens once in csr_create and is amortised the same way). The per-call
+// cost of an op lives in call_overhead.cu.
 // Usage: cusparse_compare [out.json]   (XHAL_DEVICE picks the device)
 #include <cusparse.h>
 
@@ -408,48 +408,6 @@ static void compare(const char* label, const Csr& a, bool solve, xhal_device_t d
   XK(xhal_csr_release(m));
 }
 
-__global__ void empty_kernel(float* p) {
-  if (p && threadIdx.x == 1024) p[0] = 0;
-}
-
-static void call_overhead(xhal_device_t dev) {
-  // Bare launches of an empty kernel on a stream, 20000 times.
-  cudaStream_t s;
-  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-  const int reps = 20000;
-  for (int i = 0; i < 100; ++i) empty_kernel<<<1, 32, 0, s>>>(nullptr);
-  CK(cudaStreamSynchronize(s));
-  auto t = Clock::now();
-  for (int i = 0; i < reps; ++i) empty_kernel<<<1, 32, 0, s>>>(nullptr);
-  const double launch_us = ms_since(t) * 1000 / reps;
-  CK(cudaStreamSynchronize(s));
-  // The smallest op through the C ABI: softmax of one row of 32.
-  xhal_buffer_t b;
-  XK(xhal_buffer_allocate(dev, 256, &b));
-  XK(xhal_buffer_fill(b, 0, 256, "\0\0\x80\x3f", 4));
-  xhal_tensor_t x{};
-  x.buffer = b;
-  x.dtype = XHAL_DTYPE_F32;
-  x.rank = 2;
-  x.shape[0] = 1;
-  x.shape[1] = 32;
-  xhal_tensor_t y = x;
-  y.offset = 128;
-  for (int i = 0; i < 100; ++i) XK(xhal_softmax_forward(dev, &x, &y));
-  XK(xhal_device_synchronize(dev));
-  t = Clock::now();
-  for (int i = 0; i < reps; ++i) XK(xhal_softmax_forward(dev, &x, &y));
-  const double op_us = ms_since(t) * 1000 / reps;
-  XK(xhal_device_synchronize(dev));
-  std::printf("== per-call cost (host time per enqueue, %d calls)\n", reps);
-  std::printf("bare kernel launch %.3f us, xhal_softmax_forward [1,32] %.3f us, overhead %.3f us\n",
-              launch_us, op_us, op_us - launch_us);
-  g_results.push_back({"C-ABI per-call overhead (us)", op_us - launch_us, launch_us,
-                       "xhal_ms column: op minus bare launch, in us; cusparse_ms column: bare launch, in us"});
-  XK(xhal_buffer_release(b));
-  CK(cudaStreamDestroy(s));
-}
-
 int main(int argc, char** argv) {
   xhal_device_t dev;
   XK(xhal_device_open(nullptr, &dev));
@@ -460,7 +418,6 @@ int main(int argc, char** argv) {
   cusparseHandle_t h;
   CS(cusparseCreate(&h));
   std::mt19937_64 rng(2026);
-  call_overhead(dev);
   {
     Csr r = river(1000000, 50, rng);
     compare("river 1e6", r, true, dev, h);
