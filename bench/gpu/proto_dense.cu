@@ -24,8 +24,11 @@
 #include "../../plugins/gpu/ops_gather.cpp"
 #include "../../plugins/gpu/ops_rows.cpp"
 
+#include "../../plugins/gpu/gpu_helpers.cpp"
+#include "check.h"
+
 namespace xhal::gpu {
-// The plugin.cpp helpers the op files call, reduced to what a prototype needs.
+// The plugin reports through its host table; a prototype prints.
 xhal_status_t fail(xhal_status_t st, const char* fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
@@ -34,59 +37,10 @@ xhal_status_t fail(xhal_status_t st, const char* fmt, ...) {
   std::fprintf(stderr, "\n");
   return st;
 }
-xhal_status_t runtime_error(gpuError_t e, const char* what) {
-  gpuGetLastError();
-  return fail(XHAL_PLUGIN_ERROR, "%s failed: %s", what, gpuGetErrorString(e));
-}
-xhal_status_t check_launch(Device* d, const char* op, int launches) {
-  d->launches += launches;
-  gpuError_t e = gpuGetLastError();
-  if (e != gpuSuccess) return fail(XHAL_PLUGIN_ERROR, "%s: launch failed: %s", op, gpuGetErrorString(e));
-  return XHAL_OK;
-}
-xhal_status_t scratch(Device* d, size_t bytes, void** out) {
-  if (bytes > d->scratch_size) {
-    gpuStreamSynchronize(d->stream);
-    if (d->scratch) gpuFree(d->scratch);
-    d->scratch = nullptr;
-    d->scratch_size = 0;
-    gpuError_t e = gpuMalloc(&d->scratch, bytes);
-    if (e != gpuSuccess) return runtime_error(e, "scratch");
-    d->scratch_size = bytes;
-  }
-  *out = d->scratch;
-  return XHAL_OK;
-}
-xhal_status_t upload(Device* d, const void* host, size_t bytes, void** out) {
-  *out = nullptr;
-  if (!bytes) return XHAL_OK;
-  gpuError_t e = gpuMalloc(out, bytes);
-  if (e != gpuSuccess) return runtime_error(e, "plan memory");
-  e = gpuMemcpy(*out, host, bytes, gpuMemcpyHostToDevice);
-  return e == gpuSuccess ? XHAL_OK : runtime_error(e, "plan upload");
-}
-size_t dtype_size(xhal_dtype_t t) {
-  switch (t) {
-    case XHAL_DTYPE_F16:
-    case XHAL_DTYPE_BF16: return 2;
-    case XHAL_DTYPE_I64:
-    case XHAL_DTYPE_F64: return 8;
-    case XHAL_DTYPE_U8: return 1;
-    default: return 4;
-  }
-}
 }  // namespace xhal::gpu
 
 using namespace xhal::gpu;
 
-#define CK(x)                                                                                 \
-  do {                                                                                        \
-    cudaError_t e_ = (x);                                                                     \
-    if (e_ != cudaSuccess) {                                                                  \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                           \
-    }                                                                                         \
-  } while (0)
 #define OK(x)                                                              \
   do {                                                                     \
     if ((x) != XHAL_OK) {                                                  \

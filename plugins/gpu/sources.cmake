@@ -2,6 +2,7 @@
 set(XHAL_GPU_SOURCE_DIR ${CMAKE_CURRENT_LIST_DIR})
 set(XHAL_GPU_SOURCES
   ${XHAL_GPU_SOURCE_DIR}/plugin.cpp
+  ${XHAL_GPU_SOURCE_DIR}/gpu_helpers.cpp
   ${XHAL_GPU_SOURCE_DIR}/ops_gather.cpp
   ${XHAL_GPU_SOURCE_DIR}/ops_rows.cpp
   ${XHAL_GPU_SOURCE_DIR}/ops_sparse.cpp
