@@ -1,11 +1,14 @@
 // Sparse CSR ops on the GPU (docs/semantics.md "Sparse (CSR)"): the pattern,
-// its transpose and the triangular-solve level schedules are built and
-// uploaded once in csr_create; no op moves host memory.
+// its transpose and the triangular-solve schedules are built and uploaded
+// once in csr_create; no op moves host memory.
 //   spmv/spmm: one thread per (row, column of X) for rows of <= 32 entries
 //     (a plain left-to-right sum), one warp per (row, column) for longer rows
 //     (chunks of 32 + tree).
-//   csr_solve: rows grouped by level; runs of narrow levels go to one block
-//     that walks them with a barrier between levels, wide levels get a grid.
+//   csr_solve: on CUDA the sync-free launch of solve_syncfree.cpp (schedule
+//     built on the device); on HIP, or with XHAL_CUDA_SOLVE=levels at
+//     creation, rows grouped by level on the host: runs of narrow levels go
+//     to one block that walks them with a barrier between levels, wide
+//     levels get a grid.
 //   csr_solve_backward: the transposed solve, then ga per entry on device.
 //   spgemm_numeric: one thread per entry of C, sequential over k ascending.
 #include <algorithm>
