@@ -73,31 +73,21 @@ namespace {
 // row_idx, the transpose (counting sort by column; rows come out ascending
 // because rows are visited in order) and the triangle/diagonal facts.
 void analyse(xhal_csr& m) {
-  const int64_t rows = m.rows, cols = m.cols, nnz = m.nnz;
+  const int64_t rows = m.rows, nnz = m.nnz;
   m.row_idx.resize(nnz);
-  m.t_row_ptr.assign(cols + 1, 0);
   m.diag_pos.assign(rows, -1);
   m.lower = m.upper = true;
   for (int64_t i = 0; i < rows; ++i)
     for (int64_t k = m.row_ptr[i]; k < m.row_ptr[i + 1]; ++k) {
       const int64_t c = m.col_idx[k];
       m.row_idx[k] = i;
-      ++m.t_row_ptr[c + 1];
       if (c > i) m.lower = false;
       if (c < i) m.upper = false;
       if (c == i) m.diag_pos[i] = k;
     }
-  for (int64_t c = 0; c < cols; ++c) m.t_row_ptr[c + 1] += m.t_row_ptr[c];
-  m.t_col_idx.resize(nnz);
-  m.t_perm.resize(nnz);
-  std::vector<int64_t> next(m.t_row_ptr.begin(), m.t_row_ptr.end() - 1);
-  for (int64_t k = 0; k < nnz; ++k) {
-    const int64_t pos = next[m.col_idx[k]]++;
-    m.t_col_idx[pos] = m.row_idx[k];
-    m.t_perm[pos] = k;
-  }
-  m.full_diagonal = rows == cols && std::all_of(m.diag_pos.begin(), m.diag_pos.end(),
-                                                [](int64_t p) { return p >= 0; });
+  transpose_pattern(m);
+  m.full_diagonal = rows == m.cols && std::all_of(m.diag_pos.begin(), m.diag_pos.end(),
+                                                  [](int64_t p) { return p >= 0; });
 }
 
 void free_values(xhal_device* device, xhal_buffer* values) {

@@ -32,6 +32,10 @@ struct CsrValues {
 xhal_status_t make_csr(xhal_device* device, CsrPattern&& pattern, xhal_dtype_t index_dtype,
                        CsrValues values, xhal_csr** out);
 
+// Fills m.t_row_ptr, t_col_idx and t_perm from m's validated row_ptr and
+// col_idx (sparse_transpose.cpp).
+void transpose_pattern(xhal_csr& m);
+
 // Row of the first stored diagonal entry equal to zero in `values`, or -1.
 int64_t first_zero_diagonal(const xhal_csr& m, const float* values);
 

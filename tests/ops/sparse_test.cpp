@@ -71,6 +71,50 @@ TEST_F(SparseTest, TransposeOfAHubColumnListsRowsAscending) {
   EXPECT_EQ(p.t_perm, (V{3, 0, 1, 2, 4, 5}));
 }
 
+// 2^22 entries in 2^17 columns: the core splits the transposition over
+// threads (one per 2^20 entries, up to the machine's count). The result
+// must be the sequential counting sort's, entry for entry: each column's
+// rows ascending, t_perm pointing back at the entry.
+TEST_F(SparseTest, TransposeOfALargePatternIsTheSequentialOne) {
+  constexpr int64_t kRows = 1 << 17, kCols = 1 << 17, kPerRow = 32;
+  V row_ptr(kRows + 1), col_idx;
+  col_idx.reserve(kRows * kPerRow);
+  uint64_t state = 88172645463325252u;  // xorshift: any spread of columns
+  for (int64_t i = 0; i < kRows; ++i) {
+    row_ptr[i] = static_cast<int64_t>(col_idx.size());
+    // Rows of uneven length (a few empty) so that the thread ranges do not
+    // fall on a regular grid.
+    const int64_t len = (i % 97 == 0) ? 0 : kPerRow + (i % 7) - 3;
+    int64_t c = static_cast<int64_t>(state % 64);
+    for (int64_t k = 0; k < len && c < kCols; ++k) {
+      col_idx.push_back(c);
+      state ^= state << 13;
+      state ^= state >> 7;
+      state ^= state << 17;
+      c += 1 + static_cast<int64_t>(state % (2 * kCols / kPerRow));
+    }
+  }
+  row_ptr[kRows] = static_cast<int64_t>(col_idx.size());
+  xhal_csr_t m = csr(kRows, kCols, row_ptr, col_idx);
+  ASSERT_NE(m, nullptr);
+  const auto& p = rec->matrices.back();
+  const int64_t nnz = row_ptr[kRows];
+  ASSERT_GE(nnz, int64_t{1} << 21) << "large enough for more than one thread";
+  V t_row_ptr(kCols + 1, 0), t_col_idx(nnz), t_perm(nnz);
+  for (int64_t c : col_idx) ++t_row_ptr[c + 1];
+  for (int64_t c = 0; c < kCols; ++c) t_row_ptr[c + 1] += t_row_ptr[c];
+  V next(t_row_ptr.begin(), t_row_ptr.end() - 1);
+  for (int64_t i = 0; i < kRows; ++i)
+    for (int64_t k = row_ptr[i]; k < row_ptr[i + 1]; ++k) {
+      const int64_t q = next[col_idx[k]]++;
+      t_col_idx[q] = i;
+      t_perm[q] = k;
+    }
+  EXPECT_TRUE(p.t_row_ptr == t_row_ptr);
+  EXPECT_TRUE(p.t_col_idx == t_col_idx);
+  EXPECT_TRUE(p.t_perm == t_perm);
+}
+
 TEST_F(SparseTest, Int32IndicesAndNoValues) {
   const std::vector<int32_t> rp32 = {0, 2, 3, 6}, ci32 = {0, 2, 3, 0, 1, 2};
   xhal_csr_desc_t d = desc(3, 4, {}, {});

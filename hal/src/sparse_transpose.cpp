@@ -1,0 +1,89 @@
+// The transposed pattern of a CSR matrix: a counting sort by column that
+// keeps each column's entries in ascending row order. Large patterns are
+// cut into row ranges of about equal entry counts, one thread each: every
+// thread counts its columns, a prefix over (column, thread) gives each
+// thread its own slice of every column, and the threads scatter into their
+// slices. The slices follow row order, so the result is the sequential
+// sort's, entry for entry, whatever the thread count.
+#include <algorithm>
+#include <thread>
+#include <vector>
+
+#include "validate_sparse.h"
+
+namespace xhal {
+namespace {
+
+// Runs part(0 .. parts-1), parts 1.. on their own threads; a thread that
+// cannot be started runs its part on the caller instead.
+template <class F>
+void run_parts(int64_t parts, F part) {
+  std::vector<std::thread> threads;
+  std::vector<int64_t> inline_parts;
+  for (int64_t t = 1; t < parts; ++t) {
+    try {
+      threads.emplace_back(part, t);
+    } catch (const std::system_error&) {
+      inline_parts.push_back(t);
+    }
+  }
+  part(int64_t{0});
+  for (int64_t t : inline_parts) part(t);
+  for (auto& th : threads) th.join();
+}
+
+// Threads for a pattern: one per 2^20 entries, at most 8 and the hardware's
+// count, and no more than entries per column (the per-thread column counts
+// must not outweigh the pattern).
+int64_t thread_count(int64_t nnz, int64_t cols) {
+  const int64_t hw = std::max<int64_t>(1, std::thread::hardware_concurrency());
+  int64_t t = std::min<int64_t>({hw, 8, nnz >> 20});
+  if (cols > 0) t = std::min(t, nnz / cols);
+  return std::max<int64_t>(t, 1);
+}
+
+}  // namespace
+
+void transpose_pattern(xhal_csr& m) {
+  const int64_t rows = m.rows, cols = m.cols, nnz = m.nnz;
+  m.t_row_ptr.assign(cols + 1, 0);
+  m.t_col_idx.resize(nnz);
+  m.t_perm.resize(nnz);
+  const int64_t parts = thread_count(nnz, cols);
+  std::vector<int64_t> first_row(parts + 1, rows);
+  first_row[0] = 0;
+  for (int64_t t = 1; t < parts; ++t) {
+    const int64_t target = nnz / parts * t;
+    first_row[t] = std::upper_bound(m.row_ptr.begin(), m.row_ptr.end(), target) -
+                   m.row_ptr.begin() - 1;
+    first_row[t] = std::clamp(first_row[t], first_row[t - 1], rows);
+  }
+  // slot[t * cols + c]: part t's entries in column c, then where its next
+  // one goes.
+  std::vector<int64_t> slot(static_cast<size_t>(parts * cols), 0);
+  run_parts(parts, [&](int64_t t) {
+    int64_t* s = slot.data() + t * cols;
+    for (int64_t k = m.row_ptr[first_row[t]]; k < m.row_ptr[first_row[t + 1]]; ++k)
+      ++s[m.col_idx[k]];
+  });
+  int64_t next = 0;
+  for (int64_t c = 0; c < cols; ++c) {
+    for (int64_t t = 0; t < parts; ++t) {
+      const int64_t n = slot[t * cols + c];
+      slot[t * cols + c] = next;
+      next += n;
+    }
+    m.t_row_ptr[c + 1] = next;
+  }
+  run_parts(parts, [&](int64_t t) {
+    int64_t* s = slot.data() + t * cols;
+    for (int64_t i = first_row[t]; i < first_row[t + 1]; ++i)
+      for (int64_t k = m.row_ptr[i]; k < m.row_ptr[i + 1]; ++k) {
+        const int64_t p = s[m.col_idx[k]]++;
+        m.t_col_idx[p] = i;
+        m.t_perm[p] = k;
+      }
+  });
+}
+
+}  // namespace xhal
