@@ -46,7 +46,11 @@ xhal_status_t upload(Device* d, const void* host, size_t bytes, void** out) {
   if (!bytes) return XHAL_OK;
   gpuError_t e = gpuMalloc(out, bytes);
   if (e != gpuSuccess) return runtime_error(e, "allocating plan memory");
-  e = gpuMemcpy(*out, host, bytes, gpuMemcpyHostToDevice);
+  // On the device's stream, then wait: a plain cudaMemcpy from pageable
+  // memory may return before its DMA lands, and the non-blocking stream
+  // that later kernels run on would not wait for it.
+  e = gpuMemcpyAsync(*out, host, bytes, gpuMemcpyHostToDevice, d->stream);
+  if (e == gpuSuccess) e = gpuStreamSynchronize(d->stream);
   d->h2d_transfers++;
   d->h2d_bytes += bytes;
   if (e != gpuSuccess) {

@@ -490,9 +490,6 @@ xhal_status_t csr_create(void* device, const xhal_plugin_csr_desc_t* desc, void*
   lap("row indices (upload)");
 #if !defined(XHAL_GPU_HIP)
   if (st == XHAL_OK && square && !host_levels && desc->rows > 0) {
-    // The uploads went through the legacy stream, which the device's
-    // non-blocking stream does not wait for.
-    gpuDeviceSynchronize();
     st = syncfree_init(d, desc->rows, &m->sf, &m->allocations);
     // A lower pattern has an ascending schedule, its transpose a descending
     // one (and the reverse for upper); a pattern with no off-diagonal entry
