@@ -111,12 +111,8 @@ xhal_plugin_tensor_t plugin_row(void* buffer, uint64_t offset) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  xhal_device_t dev;
-  XK(xhal_device_open(nullptr, &dev));
   xhal_device_info_t info{};
-  info.struct_size = sizeof info;
-  XK(xhal_device_query(dev, &info));
-  std::printf("xhal device: %s %s (%s)\n", info.backend, info.name, info.stable_id);
+  xhal_device_t dev = open_device_and_say_which(&info);
 
   // bare
   cudaStream_t stream;

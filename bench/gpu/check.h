@@ -26,3 +26,16 @@
       std::exit(1);                                                                    \
     }                                                                                  \
   } while (0)
+
+// The device XHAL_DEVICE selects, named on stdout so that a log says what
+// was measured.
+inline xhal_device_t open_device_and_say_which(xhal_device_info_t* out_info = nullptr) {
+  xhal_device_t dev;
+  XK(xhal_device_open(nullptr, &dev));
+  xhal_device_info_t info{};
+  info.struct_size = sizeof info;
+  XK(xhal_device_query(dev, &info));
+  std::printf("xhal device: %s %s (%s)\n", info.backend, info.name, info.stable_id);
+  if (out_info) *out_info = info;
+  return dev;
+}

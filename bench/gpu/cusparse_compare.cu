@@ -409,12 +409,7 @@ static void compare(const char* label, const Csr& a, bool solve, xhal_device_t d
 }
 
 int main(int argc, char** argv) {
-  xhal_device_t dev;
-  XK(xhal_device_open(nullptr, &dev));
-  xhal_device_info_t info{};
-  info.struct_size = sizeof info;
-  XK(xhal_device_query(dev, &info));
-  std::printf("xhal device: %s %s (%s)\n", info.backend, info.name, info.stable_id);
+  xhal_device_t dev = open_device_and_say_which();
   cusparseHandle_t h;
   CS(cusparseCreate(&h));
   std::mt19937_64 rng(2026);
