@@ -41,8 +41,6 @@ struct Schedule {
     int64_t width;   // widest level of the batch
   };
   std::vector<Batch> batches;
-  int64_t levels = 0;
-  int64_t rows = 0;
 };
 
 struct Pattern {
@@ -115,9 +113,7 @@ xhal_status_t build_schedule(Device* d, Matrix* m, const std::vector<I>& rp,
   std::vector<I> order, off;
   if (!build_levels(rp, col, rows, ascending, order, off)) return XHAL_OK;  // not this triangle
   s->built = true;
-  s->rows = rows;
   const int levels = static_cast<int>(off.size()) - 1;
-  s->levels = levels;
   for (int l = 0; l < levels;) {
     const int64_t w = off[l + 1] - off[l];
     if (w > kOneBlockWidth) {

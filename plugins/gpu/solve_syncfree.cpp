@@ -43,27 +43,8 @@ __device__ __forceinline__ unsigned long long word(unsigned epoch, unsigned payl
   return (static_cast<unsigned long long>(epoch) << 32) | payload;
 }
 
-// Loads of one group stay in flight together; only words not yet ready are
-// polled again.
+// Dependency loads a lane keeps in flight together.
 constexpr int kGroup = 16;
-
-template <class Use>
-__device__ __forceinline__ void await_group(const unsigned long long* xs, const I* j, int n,
-                                            unsigned epoch, unsigned sleep_ns, Use use) {
-  unsigned long long w[kGroup];
-#pragma unroll
-  for (int q = 0; q < kGroup; ++q)
-    if (q < n) w[q] = load_word(xs + j[q]);
-#pragma unroll
-  for (int q = 0; q < kGroup; ++q) {
-    if (q >= n) break;
-    while (static_cast<unsigned>(w[q] >> 32) != epoch) {
-      if (sleep_ns) __nanosleep(sleep_ns);
-      w[q] = load_word(xs + j[q]);
-    }
-    use(q, static_cast<unsigned>(w[q]));
-  }
-}
 
 // One polling round of a lane over terms [q, n) of its current group of G:
 // asks for every word not yet seen, then consumes the ready ones in order.
