@@ -20,7 +20,12 @@ struct Shape {
 };
 // Several chunks per row (4099, 20000), partial chunks, rows not a multiple
 // of 32 (45, 70, 33, 100), one row, one column.
-const Shape kShapes[] = {{45, 7}, {70, 1024}, {33, 1500}, {5, 4099}, {3, 20000}, {100, 33}, {1, 1}, {1, 5}, {64, 1}};
+// The last two have over 4,096 rows (ragged in rows and in n): a GPU that
+// fuses the dgamma/dbeta column sums into its row walk only from there on
+// (the cuda plugin does) is checked in that form too.
+const Shape kShapes[] = {{45, 7},   {70, 1024}, {33, 1500}, {5, 4099},   {3, 20000},
+                         {100, 33}, {1, 1},     {1, 5},     {64, 1},     {4100, 40},
+                         {4127, 300}};
 
 struct Data {
   std::vector<float> x, gamma, beta, dy;
