@@ -1,24 +1,25 @@
 // Status names, the thread-local last-error message, and the host table
 // through which plugins describe their own failures.
 #include <cstdio>
+#include <exception>
+#include <new>
 #include <string>
 
-#include "internal.h"
+#include "entry.h"
 
 namespace xhal {
 namespace {
 
-// The thread's messages, in one thread_local so that a call that touches
-// both (clear_error, plugin_status) looks the thread's block up once: in a
-// shared library each lookup is a __tls_get_addr call.
-struct ThreadMessages {
-  std::string last_error;      // what xhal_last_error returns; replaced by each failing call
-  std::string plugin_message;  // what a plugin said through host->set_error in this slot call
-};
-thread_local ThreadMessages t_messages;
+// The thread's state, in one thread_local so that a call looks the block
+// up once or twice: in a shared library each lookup is a __tls_get_addr call.
+thread_local ThreadState t_messages;
 
-void host_set_error(const char* message) {
-  t_messages.plugin_message = message ? message : "";
+void host_set_error(const char* message) noexcept {
+  try {
+    t_messages.plugin_message = message ? message : "";
+  } catch (...) {
+    t_messages.plugin_message.clear();
+  }
 }
 
 constexpr xhal_plugin_host_t kHost = {
@@ -37,15 +38,46 @@ xhal_status_t fail(xhal_status_t status, const char* format, ...) {
   va_copy(copy, args);
   const int length = std::vsnprintf(nullptr, 0, format, copy);
   va_end(copy);
-  std::string message(length > 0 ? static_cast<size_t>(length) : 0, '\0');
-  if (length > 0) std::vsnprintf(message.data(), message.size() + 1, format, args);
+  try {
+    std::string message(length > 0 ? static_cast<size_t>(length) : 0, '\0');
+    if (length > 0) std::vsnprintf(message.data(), message.size() + 1, format, args);
+    t_messages.last_error = std::move(message);
+  } catch (...) {
+    // Out of memory for the message itself: the status still tells.
+    t_messages.last_error.clear();
+  }
   va_end(args);
-  t_messages.last_error = std::move(message);
   return status;
 }
 
+ThreadState& thread_state() { return t_messages; }
+
+int& plugin_depth() { return t_messages.plugin_depth; }
+
+xhal_status_t reentry_failure(const char* function) {
+  return fail(XHAL_BUSY,
+              "%s was called from inside a plugin slot (plugins must not call the xhal app "
+              "API; it would deadlock or recurse)",
+              function);
+}
+
+xhal_status_t status_from_exception(const char* where, bool in_plugin) {
+  const char* kind = in_plugin ? "threw" : "failed with";
+  try {
+    throw;
+  } catch (const std::bad_alloc&) {
+    return fail(XHAL_OUT_OF_MEMORY, "%s: host memory exhausted (std::bad_alloc)", where);
+  } catch (const std::exception& e) {
+    return fail(in_plugin ? XHAL_PLUGIN_ERROR : XHAL_INTERNAL, "%s %s a C++ exception: %s",
+                where, kind, e.what());
+  } catch (...) {
+    return fail(in_plugin ? XHAL_PLUGIN_ERROR : XHAL_INTERNAL,
+                "%s %s an exception of unknown type", where, kind);
+  }
+}
+
 void clear_error() {
-  ThreadMessages& m = t_messages;
+  ThreadState& m = t_messages;
   m.last_error.clear();
   m.plugin_message.clear();
 }

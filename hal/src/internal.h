@@ -19,6 +19,13 @@ namespace xhal {
 struct LoadedPlugin;
 
 // ---- errors -------------------------------------------------------------
+// Per-thread state of the core, one thread_local block (errors.cpp).
+struct ThreadState {
+  std::string last_error;      // what xhal_last_error returns; replaced by each failing call
+  std::string plugin_message;  // what a plugin said through host->set_error in this slot call
+  int plugin_depth = 0;        // > 0 while this thread runs inside a plugin slot
+};
+ThreadState& thread_state();
 // Sets the calling thread's last error and returns `status`, so a check reads
 //   if (!ok) return fail(XHAL_OUT_OF_RANGE, "argument 'x': ...", ...);
 xhal_status_t fail(xhal_status_t status, const char* format, ...)

@@ -1,0 +1,70 @@
+// The two boundaries the core guards: every public C entry point, and every
+// call into a plugin slot. No C++ exception crosses either; an app call made
+// from inside a plugin slot (re-entry) is a status, not a deadlock.
+#pragma once
+
+#include <exception>
+#include <new>
+
+#include "internal.h"
+
+namespace xhal {
+
+// Depth of plugin slot calls on this thread (> 0 while a plugin runs).
+int& plugin_depth();
+
+// Turns the exception being handled into a status with a message naming
+// `where` (an entry point or "<backend> plugin: <slot>"). Call only from a
+// catch block.
+xhal_status_t status_from_exception(const char* where, bool in_plugin);
+
+// Runs the body of public entry point `function`: clears the thread's
+// message, refuses re-entry from a plugin slot with XHAL_BUSY, and turns any
+// exception into a status.
+//   xhal_status_t xhal_x(...) { return xhal::entry("xhal_x", [&] { ... }); }
+xhal_status_t reentry_failure(const char* function);
+template <typename Body>
+inline xhal_status_t entry(const char* function, Body&& body) noexcept {
+  clear_error();
+  if (plugin_depth() != 0) [[unlikely]]
+    return reentry_failure(function);
+  try {
+    return body();
+  } catch (...) {
+    return status_from_exception(function, false);
+  }
+}
+
+// Calls a plugin slot: counts the depth (re-entry detection), catches what
+// the plugin throws, and maps its status (plugin_status). `call` returns the
+// slot's xhal_status_t.
+template <typename Call>
+inline xhal_status_t call_slot(const char* backend, const char* slot, Call&& call) noexcept {
+  int& depth = plugin_depth();
+  ++depth;
+  xhal_status_t s;
+  try {
+    s = call();
+  } catch (...) {
+    --depth;
+    std::string where = std::string(backend) + " plugin: " + slot;
+    return status_from_exception(where.c_str(), true);
+  }
+  --depth;
+  return plugin_status(s, backend, slot);
+}
+
+// A slot that returns nothing (shutdown, buffer_free, *_destroy): what it
+// throws is swallowed, since the caller is releasing and cannot undo.
+template <typename Call>
+inline void call_void_slot(Call&& call) noexcept {
+  int& depth = plugin_depth();
+  ++depth;
+  try {
+    call();
+  } catch (...) {
+  }
+  --depth;
+}
+
+}  // namespace xhal
