@@ -383,7 +383,6 @@ constexpr int kT = 8;
 constexpr int kT = 4;
 #endif
 typedef float VT __attribute__((vector_size(kT * 4)));
-typedef int32_t IT __attribute__((vector_size(kT * 4)));
 
 // Stage h of the butterfly: rows i and i + h swap their h-wide halves of
 // every 2h-wide segment. After h = L/2, ..., 1 the block is transposed.
@@ -393,21 +392,19 @@ constexpr int32_t butterfly_lane(int h, bool high, int p) {
   const int seg = p / (2 * h), q = p % (2 * h), base = seg * 2 * h + (high ? h : 0);
   return q < h ? base + q : kT + base + (q - h);
 }
+// One butterfly step on a row pair; the lane indices are constant arguments
+// of __builtin_shufflevector (gcc >= 12 and clang).
 template <int H, size_t... P>
-constexpr IT butterfly_mask(bool high, std::index_sequence<P...>) {
-  return IT{butterfly_lane(H, high, static_cast<int>(P))...};
+XHAL_CPU_INLINE void butterfly_pair(VT& row_lo, VT& row_hi, std::index_sequence<P...>) {
+  const VT a = row_lo, b = row_hi;
+  row_lo = __builtin_shufflevector(a, b, butterfly_lane(H, false, static_cast<int>(P))...);
+  row_hi = __builtin_shufflevector(a, b, butterfly_lane(H, true, static_cast<int>(P))...);
 }
 
 template <int H>
 XHAL_CPU_INLINE void butterfly(VT* rows) {
-  constexpr IT lo = butterfly_mask<H>(false, std::make_index_sequence<kT>{});
-  constexpr IT hi = butterfly_mask<H>(true, std::make_index_sequence<kT>{});
   for (int i = 0; i < kT; ++i)
-    if ((i & H) == 0) {
-      const VT a = rows[i], b = rows[i + H];
-      rows[i] = __builtin_shuffle(a, b, lo);
-      rows[i + H] = __builtin_shuffle(a, b, hi);
-    }
+    if ((i & H) == 0) butterfly_pair<H>(rows[i], rows[i + H], std::make_index_sequence<kT>{});
   if constexpr (H > 1) butterfly<H / 2>(rows);
 }
 
@@ -461,7 +458,7 @@ void transpose_tile_f32(const float* src, float* dst, int64_t src_b, int64_t dst
 
 extern const IsaKernels kTable;
 const IsaKernels kTable = {
-    XHAL_CPU_STRINGIFY(XHAL_CPU_ISA_NS) + 4,  // drop "isa_"
+    &XHAL_CPU_STRINGIFY(XHAL_CPU_ISA_NS)[4],  // drop "isa_"
     exp16,
     softmax_row,
     softmax_backward_row,

@@ -52,15 +52,16 @@ struct TreeStream {
 };
 
 // ---- tree of the 128 lanes of one chunk -----------------------------------
+// __builtin_shufflevector (gcc >= 12 and clang) takes the lane indices as
+// constant arguments, hence the index pack; lanes 0..L-1 are a, L..2L-1 b.
 template <size_t... P>
-constexpr VI lane_mask(int first, std::index_sequence<P...>) {
-  return VI{static_cast<int32_t>(first + 2 * static_cast<int>(P))...};
+XHAL_CPU_INLINE V pair_sums_lanes(V a, V b, std::index_sequence<P...>) {
+  return __builtin_shufflevector(a, b, static_cast<int>(2 * P)...) +
+         __builtin_shufflevector(a, b, static_cast<int>(2 * P + 1)...);
 }
 
 XHAL_CPU_INLINE V pair_sums(V a, V b) {  // [a0+a1, a2+a3, ..., b(L-2)+b(L-1)]
-  constexpr VI even = lane_mask(0, std::make_index_sequence<kLanes>{});
-  constexpr VI odd = lane_mask(1, std::make_index_sequence<kLanes>{});
-  return __builtin_shuffle(a, b, even) + __builtin_shuffle(a, b, odd);
+  return pair_sums_lanes(a, b, std::make_index_sequence<kLanes>{});
 }
 
 // tree (3.1) of the 128 lanes held as kChunkVectors vectors, in lane order:
