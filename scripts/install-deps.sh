@@ -3,9 +3,14 @@
 # CUDA's nvcc is not a Debian package here: when /usr/local/cuda/bin/nvcc
 # exists the CUDA plugin is built, otherwise it is skipped.
 set -euo pipefail
-pkgs=(cmake ninja-build g++ pkg-config
+# clang, libclang-rt-14-dev (libFuzzer and the sanitizer runtimes),
+# libomp-14-dev (clang's OpenMP and its Archer TSan tool), llvm
+# (llvm-symbolizer for sanitizer stacks) and ccache serve the clang, tsan and
+# fuzz presets (docs/robustness.md).
+pkgs=(cmake ninja-build g++ pkg-config ccache
       libboost-dev libgtest-dev libgmock-dev libbenchmark-dev
       nlohmann-json3-dev libcli11-dev libeigen3-dev
+      clang libclang-rt-14-dev libomp-14-dev llvm
       hipcc libamdhip64-dev abigail-tools)
 missing=()
 for p in "${pkgs[@]}"; do
