@@ -195,7 +195,7 @@ class RowSizes : public ::testing::TestWithParam<std::pair<int64_t, int64_t>> {}
 
 TEST_P(RowSizes, SoftmaxForwardBackwardMatchSpec) {
   for_each_isa([&] {
-    const auto [rows, n] = GetParam();
+    const int64_t rows = GetParam().first, n = GetParam().second;  // clang 14: lambdas cannot capture structured bindings
     HostTensor x({rows, n}, random_floats(rows * n, 2, -20.0f, 20.0f));
     // Row 0 gets special entries: -inf, huge and tiny values, ties.
     x.data[0] = -INFINITY;
@@ -225,7 +225,7 @@ TEST_P(RowSizes, SoftmaxForwardBackwardMatchSpec) {
 
 TEST_P(RowSizes, RmsNormForwardBackwardMatchSpec) {
   for_each_isa([&] {
-    const auto [rows, n] = GetParam();
+    const int64_t rows = GetParam().first, n = GetParam().second;  // clang 14: lambdas cannot capture structured bindings
     const float eps = 1e-5f;
     HostTensor x({rows, n}, random_floats(rows * n, 4));
     HostTensor gamma({n}, random_floats(n, 5));
@@ -263,7 +263,7 @@ TEST_P(RowSizes, RmsNormForwardBackwardMatchSpec) {
 
 TEST_P(RowSizes, LayerNormForwardBackwardMatchSpec) {
   for_each_isa([&] {
-    const auto [rows, n] = GetParam();
+    const int64_t rows = GetParam().first, n = GetParam().second;  // clang 14: lambdas cannot capture structured bindings
     const float eps = 1e-5f;
     // An offset mean makes the two-pass variance matter.
     HostTensor x({rows, n}, random_floats(rows * n, 7, 99.0f, 101.0f));
