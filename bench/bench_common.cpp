@@ -69,9 +69,20 @@ xhal_tensor_t tensor(const Buffer& buffer, std::initializer_list<int64_t> shape,
   return t;
 }
 
+namespace {
+// One pair of buffers, kept while consecutive benchmarks use the same size;
+// released by release_copy_buffers before main releases the device.
+std::unique_ptr<Buffer> g_copy_src, g_copy_dst;
+}  // namespace
+
+void release_copy_buffers() {
+  g_copy_src.reset();
+  g_copy_dst.reset();
+}
+
 double time_copy(uint64_t bytes_moved) {
-  // One pair of buffers, kept while consecutive benchmarks use the same size.
-  static std::unique_ptr<Buffer> src, dst;
+  std::unique_ptr<Buffer>& src = g_copy_src;
+  std::unique_ptr<Buffer>& dst = g_copy_dst;
   const uint64_t half = std::max<uint64_t>(bytes_moved / 2, 4);
   if (!src || src->bytes() != half) {
     src.reset();

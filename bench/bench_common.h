@@ -58,6 +58,9 @@ void report_bytes(benchmark::State& state, uint64_t bytes_per_iteration, double 
 // Times one xhal_buffer_copy moving `bytes_moved` bytes (reading half and
 // writing half) on buffers kept for that size; returns seconds.
 double time_copy(uint64_t bytes_moved);
+// Releases the buffers time_copy keeps between calls (main, before the
+// device is released).
+void release_copy_buffers();
 
 // Records `bytes_per_iteration` over `op_seconds` of timed work: the
 // bytes_per_second field and the counters "GB/s", "copy_GB/s" and

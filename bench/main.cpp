@@ -26,6 +26,9 @@ int main(int argc, char** argv) {
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
+  // Every buffer, plan and matrix of the device is gone before its release
+  // (else XHAL_BUSY).
+  xhal_bench::release_copy_buffers();
   check(xhal_device_release(xhal_bench::g_device), "xhal_device_release");
   return 0;
 }

@@ -185,6 +185,10 @@ TEST_P(BadInputTest, IndexSelect) {
        [&] { auto s = negative_stride(table); return xhal_index_select(dev, plan, &s, &gathered); }},
       {"out overlaps src", XHAL_ALIASING,
        [&] { auto o = overlapping(table, {R, N}); return xhal_index_select(dev, plan, &table, &o); }},
+      {"src offset not a multiple of 4 (misaligned f32)", XHAL_INVALID_ARGUMENT,
+       [&] { auto s = with_offset(table, table.offset + 2); return xhal_index_select(dev, plan, &s, &gathered); }},
+      {"out offset not a multiple of 4 (misaligned f32)", XHAL_INVALID_ARGUMENT,
+       [&] { auto o = with_offset(gathered, gathered.offset + 1); return xhal_index_select(dev, plan, &table, &o); }},
   });
 }
 
@@ -256,6 +260,8 @@ TEST_P(BadInputTest, Permute) {
       {"dst overlaps src", XHAL_ALIASING,
        [&] { auto d = overlapping(x, {N, R}); return xhal_permute(dev, &x, perm, &d); }},
       {"dst is src", XHAL_ALIASING, [&] { auto d = with_shape(x, {N, R}); return xhal_permute(dev, &x, perm, &d); }},
+      {"src offset misaligned", XHAL_INVALID_ARGUMENT,
+       [&] { auto s = with_offset(x, x.offset + 2); return xhal_permute(dev, &s, perm, &permuted); }},
   });
 }
 
@@ -281,6 +287,10 @@ TEST_P(BadInputTest, Softmax) {
       {"backward: null dy", XHAL_INVALID_ARGUMENT, [&] { return xhal_softmax_backward(dev, &x, nullptr, &dx); }},
       {"backward: dx f64", XHAL_INVALID_ARGUMENT,
        [&] { auto t = with_dtype(dx, XHAL_DTYPE_F64); return xhal_softmax_backward(dev, &x, &dy, &t); }},
+      {"x offset misaligned", XHAL_INVALID_ARGUMENT,
+       [&] { auto t = with_offset(x, x.offset + 2); return xhal_softmax_forward(dev, &t, &y); }},
+      {"backward: dx offset misaligned", XHAL_INVALID_ARGUMENT,
+       [&] { auto t = with_offset(dx, dx.offset + 3); return xhal_softmax_backward(dev, &x, &dy, &t); }},
   });
 }
 
@@ -298,6 +308,10 @@ TEST_P(BadInputTest, RmsNorm) {
       {"gamma [n-1]", XHAL_SHAPE_MISMATCH, [&] {
          auto g = with_shape(gamma, {N - 1});
          return xhal_rms_norm_forward(dev, &x, &g, eps, &y, &y_stats);
+       }},
+      {"rstd offset misaligned", XHAL_INVALID_ARGUMENT, [&] {
+         auto r = with_offset(y_stats, y_stats.offset + 2);
+         return xhal_rms_norm_forward(dev, &x, &gamma, eps, &y, &r);
        }},
       {"rstd [rows+1]", XHAL_SHAPE_MISMATCH, [&] {
          auto r = with_shape(y_stats, {R + 1});
@@ -401,6 +415,50 @@ TEST_P(BadInputTest, HandlesOfAnotherDevice) {
   xhal_buffer_release(their_buf);
   xhal_device_release(other);
   if (cases.empty()) XHAL_CONF_UNSUPPORTED("the device implements none of the ops these checks use");
+}
+
+// Handles used after their release, released twice, of another kind, or
+// made up: XHAL_INVALID_ARGUMENT with nothing written, and the device still
+// computes the right answer afterwards (a backend never sees such a call).
+TEST_P(BadInputTest, ReleasedAndForgedHandles) {
+  XHAL_CONF_REQUIRE_OP(XHAL_OP_SOFTMAX_FORWARD);
+  xhal_buffer_t gone = upload(dev, random_floats(R * N + kSlack, fresh_seed()));
+  ASSERT_EQ(xhal_buffer_release(gone), XHAL_OK);
+  const xhal_tensor_t stale = tensor(gone, XHAL_DTYPE_F32, {R, N});
+  int local = 0;
+  const auto forged = reinterpret_cast<xhal_buffer_t>(&local);
+  std::vector<Case> cases = {
+      {"x in a released buffer", XHAL_INVALID_ARGUMENT, [&] { return xhal_softmax_forward(dev, &stale, &y); }},
+      {"buffer released twice", XHAL_INVALID_ARGUMENT, [&] { return xhal_buffer_release(gone); }},
+      {"write to a released buffer", XHAL_INVALID_ARGUMENT, [&] {
+         float v = 1;
+         return xhal_buffer_write(gone, 0, &v, 4);
+       }},
+      {"x in a made-up buffer handle", XHAL_INVALID_ARGUMENT,
+       [&] { auto t = with_buffer(x, forged); return xhal_softmax_forward(dev, &t, &y); }},
+      {"device handle that is a buffer", XHAL_INVALID_ARGUMENT, [&] {
+         return xhal_softmax_forward(reinterpret_cast<xhal_device_t>(x.buffer), &x, &y);
+       }},
+  };
+  xhal_index_plan_t gone_plan = nullptr;
+  if (plan) {
+    gone_plan = make_plan(dev, {1, 2}, kTable);
+    EXPECT_EQ(xhal_index_plan_release(gone_plan), XHAL_OK);
+    cases.push_back({"released plan", XHAL_INVALID_ARGUMENT,
+                     [&] { return xhal_index_select(dev, gone_plan, &table, &gathered); }});
+    cases.push_back({"plan released twice", XHAL_INVALID_ARGUMENT,
+                     [&] { return xhal_index_plan_release(gone_plan); }});
+  }
+  run(cases);
+  // The device is intact: softmax of a known row gives the canonical bits.
+  std::vector<float> row(N, 0.0f);
+  xhal_buffer_t in_b = upload(dev, row);
+  xhal_buffer_t out_b = poisoned_buffer(dev, N * 4);
+  const xhal_tensor_t tin = tensor(in_b, XHAL_DTYPE_F32, {1, N}), tout = tensor(out_b, XHAL_DTYPE_F32, {1, N});
+  ASSERT_EQ(xhal_softmax_forward(dev, &tin, &tout), XHAL_OK) << xhal_last_error();
+  for (float v : download_f32(out_b, N)) EXPECT_EQ(v, 1.0f / N);
+  xhal_buffer_release(in_b);
+  xhal_buffer_release(out_b);
 }
 
 XHAL_CONF_INSTANTIATE(BadInputTest);

@@ -2,6 +2,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "entry.h"
+#include "handles.h"
 #include "runtime_state.h"
 
 namespace xhal {
@@ -17,172 +19,189 @@ xhal_status_t check_info_struct(const xhal_device_info_t* out_info) {
   return XHAL_OK;
 }
 
-// Copies the fields that fit in the caller's struct_size; struct_size stays.
+// Copies the fields that lie entirely inside the caller's struct_size (an
+// array element counts as a field); struct_size itself stays.
 void copy_info(const xhal_device_info_t& from, xhal_device_info_t* to) {
-  const size_t n = std::min(to->struct_size, sizeof(from));
-  std::memcpy(reinterpret_cast<char*>(to) + sizeof(size_t),
-              reinterpret_cast<const char*>(&from) + sizeof(size_t), n - sizeof(size_t));
+  const size_t size = to->struct_size;
+  auto put = [&](const auto& field) {
+    const size_t offset = reinterpret_cast<const char*>(&field) - reinterpret_cast<const char*>(&from);
+    if (offset + sizeof(field) <= size)
+      std::memcpy(reinterpret_cast<char*>(to) + offset, &field, sizeof(field));
+  };
+  put(from.backend);
+  put(from.backend_index);
+  put(from.name);
+  put(from.stable_id);
+  put(from.kind);
+  put(from.memory_bytes);
+  put(from.supported_ops);
+  for (const uint32_t& dtypes : from.op_dtypes) put(dtypes);
 }
 
 // Opens list entry `d` (caller holds the runtime mutex): the first handle
 // opens the plugin device, later ones share it.
 xhal_status_t open_entry_locked(DeviceEntry& d, xhal_device_t* out_device) {
-  xhal_device* handle = d.handle.get();
-  if (handle->open_handles.load() == 0) {
-    take_plugin_message();
+  Device* device = d.handle.get();
+  if (device->open_handles.load() == 0) {
     void* plugin_device = nullptr;
-    const xhal_status_t s = d.plugin->api.device_open(d.plugin->context,
-                                                      d.info.backend_index, &plugin_device);
-    if (s != XHAL_OK) return plugin_status(s, d.backend.c_str(), "device_open");
+    XHAL_TRY(call_slot(d.backend.c_str(), "device_open", [&] {
+      return d.plugin->api.device_open(d.plugin->context, d.info.backend_index, &plugin_device);
+    }));
     if (!plugin_device) {
       return fail(XHAL_PLUGIN_ERROR, "%s plugin: device_open returned a NULL device",
                   d.backend.c_str());
     }
-    handle->plugin_device = plugin_device;
+    const uint64_t handle = handles().add(HandleKind::kDevice, device);
+    if (handle == 0) {
+      call_void_slot([&] { d.plugin->api.device_close(plugin_device); });
+      return fail(XHAL_OUT_OF_MEMORY, "xhal_device_open: too many live handles");
+    }
+    device->plugin_device = plugin_device;
+    device->handle = handle;
   }
-  handle->open_handles.fetch_add(1);
-  *out_device = handle;
+  device->open_handles.fetch_add(1);
+  *out_device = to_handle<xhal_device_t>(device->handle);
   return XHAL_OK;
 }
 
 }  // namespace
 
-xhal_status_t check_device(const xhal_device* device, const char* arg) {
-  if (!device) return fail(XHAL_INVALID_ARGUMENT, "argument '%s' is NULL", arg);
-  if (device->open_handles.load(std::memory_order_acquire) == 0) {
-    return fail(XHAL_INVALID_ARGUMENT, "argument '%s' (%s:%u) was released", arg,
-                device->backend.c_str(), device->backend_index);
-  }
-  return XHAL_OK;
-}
-
 }  // namespace xhal
 
-using xhal::fail;
-using xhal::runtime;
+using namespace xhal;
 
 extern "C" {
 
 xhal_status_t xhal_device_count(uint32_t* out_count) {
-  xhal::clear_error();
-  if (!out_count) return fail(XHAL_INVALID_ARGUMENT, "argument 'out_count' is NULL");
-  xhal::Runtime& rt = runtime();
-  std::lock_guard lock(rt.mutex);
-  if (xhal_status_t s = xhal::ensure_started_locked(); s != XHAL_OK) return s;
-  // A selector that matched nothing is reported, not shown as "0 devices".
-  if (!rt.selector.terms.empty()) {
-    if (xhal_status_t s = xhal::check_devices_selected_locked(); s != XHAL_OK) return s;
-  }
-  *out_count = static_cast<uint32_t>(rt.devices.size());
-  return XHAL_OK;
+  return entry("xhal_device_count", [&] {
+    if (!out_count) return fail(XHAL_INVALID_ARGUMENT, "argument 'out_count' is NULL");
+    Runtime& rt = runtime();
+    std::lock_guard lock(rt.mutex);
+    XHAL_TRY(ensure_started_locked());
+    // A selector that matched nothing is reported, not shown as "0 devices".
+    if (!rt.selector.terms.empty()) XHAL_TRY(check_devices_selected_locked());
+    *out_count = static_cast<uint32_t>(rt.devices.size());
+    return XHAL_OK;
+  });
 }
 
 xhal_status_t xhal_device_get_info(uint32_t index, xhal_device_info_t* out_info) {
-  xhal::clear_error();
-  if (xhal_status_t s = xhal::check_info_struct(out_info); s != XHAL_OK) return s;
-  xhal::Runtime& rt = runtime();
-  std::lock_guard lock(rt.mutex);
-  if (xhal_status_t s = xhal::ensure_started_locked(); s != XHAL_OK) return s;
-  if (xhal_status_t s = xhal::check_devices_selected_locked(); s != XHAL_OK) return s;
-  if (index >= rt.devices.size()) {
-    return fail(XHAL_OUT_OF_RANGE, "argument 'index' is %u; there are %zu devices: %s", index,
-                rt.devices.size(), xhal::describe_devices(rt.devices).c_str());
-  }
-  xhal::copy_info(rt.devices[index]->info, out_info);
-  return XHAL_OK;
+  return entry("xhal_device_get_info", [&] {
+    XHAL_TRY(check_info_struct(out_info));
+    Runtime& rt = runtime();
+    std::lock_guard lock(rt.mutex);
+    XHAL_TRY(ensure_started_locked());
+    XHAL_TRY(check_devices_selected_locked());
+    if (index >= rt.devices.size()) {
+      return fail(XHAL_OUT_OF_RANGE, "argument 'index' is %u; there are %zu devices: %s", index,
+                  rt.devices.size(), describe_devices(rt.devices).c_str());
+    }
+    copy_info(rt.devices[index]->info, out_info);
+    return XHAL_OK;
+  });
 }
 
 xhal_status_t xhal_device_open(const char* selector, xhal_device_t* out_device) {
-  xhal::clear_error();
-  if (!out_device) return fail(XHAL_INVALID_ARGUMENT, "argument 'out_device' is NULL");
-  xhal::Selector parsed;
-  if (xhal_status_t s = xhal::parse_selector(selector, "selector", &parsed); s != XHAL_OK) {
-    return s;
-  }
-  xhal::Runtime& rt = runtime();
-  std::lock_guard lock(rt.mutex);
-  if (xhal_status_t s = xhal::ensure_started_locked(); s != XHAL_OK) return s;
-  if (xhal_status_t s = xhal::check_devices_selected_locked(); s != XHAL_OK) return s;
-  std::vector<xhal::SelectableDevice> selectable;
-  for (const auto& d : rt.devices) {
-    selectable.push_back({d->backend, d->info.backend_index, d->stable_id});
-  }
-  const std::vector<size_t> chosen = xhal::apply_selector(parsed, selectable);
-  if (chosen.empty()) {
-    std::string narrowed;
-    if (!rt.selector.terms.empty()) {
-      narrowed = "; the list is narrowed by " + rt.selector_source + "='" +
-                 rt.selector.text + "'";
+  return entry("xhal_device_open", [&] {
+    if (!out_device) return fail(XHAL_INVALID_ARGUMENT, "argument 'out_device' is NULL");
+    Selector parsed;
+    XHAL_TRY(parse_selector(selector, "selector", &parsed));
+    Runtime& rt = runtime();
+    std::lock_guard lock(rt.mutex);
+    XHAL_TRY(ensure_started_locked());
+    XHAL_TRY(check_devices_selected_locked());
+    std::vector<SelectableDevice> selectable;
+    for (const auto& d : rt.devices) {
+      selectable.push_back({d->backend, d->info.backend_index, d->stable_id});
     }
-    return fail(XHAL_NOT_FOUND, "selector '%s' matches no device; devices: %s%s",
-                parsed.text.c_str(), xhal::describe_devices(rt.devices).c_str(),
-                narrowed.c_str());
-  }
-  return xhal::open_entry_locked(*rt.devices[chosen.front()], out_device);
+    const std::vector<size_t> chosen = apply_selector(parsed, selectable);
+    if (chosen.empty()) {
+      std::string narrowed;
+      if (!rt.selector.terms.empty()) {
+        narrowed = "; the list is narrowed by " + rt.selector_source + "='" +
+                   rt.selector.text + "'";
+      }
+      return fail(XHAL_NOT_FOUND, "selector '%s' matches no device; devices: %s%s",
+                  parsed.text.c_str(), describe_devices(rt.devices).c_str(), narrowed.c_str());
+    }
+    return open_entry_locked(*rt.devices[chosen.front()], out_device);
+  });
 }
 
 xhal_status_t xhal_device_open_index(uint32_t index, xhal_device_t* out_device) {
-  xhal::clear_error();
-  if (!out_device) return fail(XHAL_INVALID_ARGUMENT, "argument 'out_device' is NULL");
-  xhal::Runtime& rt = runtime();
-  std::lock_guard lock(rt.mutex);
-  if (xhal_status_t s = xhal::ensure_started_locked(); s != XHAL_OK) return s;
-  if (xhal_status_t s = xhal::check_devices_selected_locked(); s != XHAL_OK) return s;
-  if (index >= rt.devices.size()) {
-    return fail(XHAL_OUT_OF_RANGE, "argument 'index' is %u; there are %zu devices: %s", index,
-                rt.devices.size(), xhal::describe_devices(rt.devices).c_str());
-  }
-  return xhal::open_entry_locked(*rt.devices[index], out_device);
+  return entry("xhal_device_open_index", [&] {
+    if (!out_device) return fail(XHAL_INVALID_ARGUMENT, "argument 'out_device' is NULL");
+    Runtime& rt = runtime();
+    std::lock_guard lock(rt.mutex);
+    XHAL_TRY(ensure_started_locked());
+    XHAL_TRY(check_devices_selected_locked());
+    if (index >= rt.devices.size()) {
+      return fail(XHAL_OUT_OF_RANGE, "argument 'index' is %u; there are %zu devices: %s", index,
+                  rt.devices.size(), describe_devices(rt.devices).c_str());
+    }
+    return open_entry_locked(*rt.devices[index], out_device);
+  });
 }
 
 xhal_status_t xhal_device_release(xhal_device_t device) {
-  xhal::clear_error();
-  xhal::Runtime& rt = runtime();
-  std::lock_guard lock(rt.mutex);
-  if (xhal_status_t s = xhal::check_device(device, "device"); s != XHAL_OK) return s;
-  const uint32_t handles = device->open_handles.load();
-  const int64_t live = device->live_objects.load();
-  if (handles == 1 && live != 0) {
-    return fail(XHAL_BUSY,
-                "cannot release device %s:%u: %lld buffers/plans/matrices still live",
-                device->backend.c_str(), device->backend_index, static_cast<long long>(live));
-  }
-  if (handles == 1) {
-    // Queued work finishes before the device goes away.
-    xhal::take_plugin_message();
-    device->api->device_synchronize(device->plugin_device);
-    xhal::take_plugin_message();
-    device->api->device_close(device->plugin_device);
-    device->plugin_device = nullptr;
-  }
-  device->open_handles.fetch_sub(1, std::memory_order_release);
-  return XHAL_OK;
+  return entry("xhal_device_release", [&] {
+    Runtime& rt = runtime();
+    std::lock_guard lock(rt.mutex);
+    Device* d;
+    XHAL_TRY(get_device(device, "device", &d));
+    const uint32_t open = d->open_handles.load();
+    const int64_t live = d->live_objects.load();
+    if (open == 1 && live != 0) {
+      return fail(XHAL_BUSY,
+                  "cannot release device %s:%u: %lld buffers/plans/matrices still live",
+                  d->backend.c_str(), d->backend_index, static_cast<long long>(live));
+    }
+    if (open == 1) {
+      std::lock_guard queue(d->queue);
+      // Queued work finishes before the device goes away.
+      (void)XHAL_PLUGIN_CALL(d, device_synchronize);
+      call_void_slot([&] { d->api->device_close(d->plugin_device); });
+      d->plugin_device = nullptr;
+      handles().remove(HandleKind::kDevice, d->handle);
+      remember_released_device(d->handle, d->backend + ":" + std::to_string(d->backend_index));
+      d->handle = 0;
+      clear_error();  // a failed final synchronize does not fail the release
+    }
+    d->open_handles.fetch_sub(1, std::memory_order_release);
+    return XHAL_OK;
+  });
 }
 
 xhal_status_t xhal_device_query(xhal_device_t device, xhal_device_info_t* out_info) {
-  xhal::clear_error();
-  if (xhal_status_t s = xhal::check_device(device, "device"); s != XHAL_OK) return s;
-  if (xhal_status_t s = xhal::check_info_struct(out_info); s != XHAL_OK) return s;
-  xhal::copy_info(device->info, out_info);
-  return XHAL_OK;
+  return entry("xhal_device_query", [&] {
+    Device* d;
+    XHAL_TRY(get_device(device, "device", &d));
+    XHAL_TRY(check_info_struct(out_info));
+    copy_info(d->info, out_info);
+    return XHAL_OK;
+  });
 }
 
 xhal_status_t xhal_device_synchronize(xhal_device_t device) {
-  xhal::clear_error();
-  if (xhal_status_t s = xhal::check_device(device, "device"); s != XHAL_OK) return s;
-  return xhal::plugin_status(device->api->device_synchronize(device->plugin_device),
-                             device->backend.c_str(), "device_synchronize");
+  return entry("xhal_device_synchronize", [&] {
+    Device* d;
+    XHAL_TRY(get_device(device, "device", &d));
+    std::lock_guard queue(d->queue);
+    return XHAL_PLUGIN_CALL(d, device_synchronize);
+  });
 }
 
 xhal_status_t xhal_device_get_counters(xhal_device_t device, xhal_counters_t* out_counters) {
-  xhal::clear_error();
-  if (xhal_status_t s = xhal::check_device(device, "device"); s != XHAL_OK) return s;
-  if (!out_counters) return fail(XHAL_INVALID_ARGUMENT, "argument 'out_counters' is NULL");
-  xhal_counters_t counters{};
-  const xhal_status_t s = device->api->device_get_counters(device->plugin_device, &counters);
-  if (s != XHAL_OK) return xhal::plugin_status(s, device->backend.c_str(), "device_get_counters");
-  *out_counters = counters;
-  return XHAL_OK;
+  return entry("xhal_device_get_counters", [&] {
+    Device* d;
+    XHAL_TRY(get_device(device, "device", &d));
+    if (!out_counters) return fail(XHAL_INVALID_ARGUMENT, "argument 'out_counters' is NULL");
+    xhal_counters_t counters{};
+    std::lock_guard queue(d->queue);
+    XHAL_TRY(XHAL_PLUGIN_CALL(d, device_get_counters, &counters));
+    *out_counters = counters;
+    return XHAL_OK;
+  });
 }
 
 }  // extern "C"

@@ -45,10 +45,21 @@ xhal_status_t plugin_status(xhal_status_t status, const char* backend,
 const xhal_plugin_host_t* plugin_host();
 
 // ---- shared argument checks (each fails with a message naming `arg`) -----
-// Null or released device handle: XHAL_INVALID_ARGUMENT.
-xhal_status_t check_device(const xhal_device* device, const char* arg);
-// Null buffer handle, or one whose device was released: XHAL_INVALID_ARGUMENT.
-xhal_status_t check_buffer(const xhal_buffer* buffer, const char* arg);
+struct Device;
+struct Buffer;
+struct Plan;
+struct Matrix;
+// Each resolves a public handle to the core's object, or fails with
+// XHAL_INVALID_ARGUMENT naming `arg`: NULL, released (or released twice),
+// a handle of another kind, or a value xhal never gave out.
+xhal_status_t get_device(xhal_device_t handle, const char* arg, Device** out);
+xhal_status_t get_buffer(xhal_buffer_t handle, const char* arg, Buffer** out);
+xhal_status_t get_plan(xhal_index_plan_t handle, const char* arg, Plan** out);
+xhal_status_t get_matrix(xhal_csr_t handle, const char* arg, Matrix** out);
+// A device handle retired by its last release keeps its label ("cpu:0") for
+// messages until the runtime shuts down (forget_released_devices).
+void remember_released_device(uint64_t handle, const std::string& label);
+void forget_released_devices();
 // [offset, offset + size) must lie in [0, buffer_size); overflow-safe.
 // XHAL_OUT_OF_RANGE naming offset, size and the buffer size.
 xhal_status_t check_byte_range(uint64_t offset, uint64_t size,
@@ -62,39 +73,52 @@ const char* op_name(xhal_op_t op);
 
 }  // namespace xhal
 
-// Public handles (opaque to apps).
-struct xhal_device {
+namespace xhal {
+
+// The core's objects behind the public handles (handles.h maps one to the
+// other). The public structs (struct xhal_device, ...) stay incomplete.
+struct Device {
   const xhal_plugin_api_t* api = nullptr;   // the runtime's zero-padded copy of
                                             // the plugin table: absent slots are null
   void* plugin_device = nullptr;
   std::string backend;
   uint32_t backend_index = 0;
+  uint32_t plugin_abi_minor = 0;            // of the plugin's table
   xhal_device_info_t info{};                // strings point into the runtime
   std::atomic<int64_t> live_objects{0};     // buffers, plans, matrices
   // Handles given out by xhal_device_open* and not yet released; the plugin
   // device exists while this is > 0 (changed under the runtime mutex).
   std::atomic<uint32_t> open_handles{0};
+  // The handle of the current opening (0 while closed): every open returns
+  // it; the last release retires it, so a later open gets a new one.
+  uint64_t handle = 0;
+  // Serialises the calls of one device: the in-order queue of docs/abi.md
+  // ("Threading"), and the core's per-object metadata.
+  std::mutex queue;
 };
 
-struct xhal_buffer {
-  xhal_device* device = nullptr;
+struct Buffer {
+  Device* device = nullptr;
   void* plugin_buffer = nullptr;
   uint64_t size = 0;
+  uint64_t handle = 0;
 };
 
-struct xhal_index_plan {
-  xhal_device* device = nullptr;
+struct Plan {
+  Device* device = nullptr;
   void* plugin_plan = nullptr;
   uint64_t count = 0;
   uint64_t num_rows = 0;
+  uint64_t handle = 0;
 };
 
-struct xhal_csr {
-  xhal_device* device = nullptr;
+struct Matrix {
+  Device* device = nullptr;
   void* plugin_matrix = nullptr;
-  xhal_buffer* values = nullptr;           // nnz f32, owned
+  Buffer* values = nullptr;                // nnz f32, owned (no handle)
   int64_t rows = 0, cols = 0, nnz = 0;
   xhal_dtype_t index_dtype = XHAL_DTYPE_I64;
+  uint64_t handle = 0;
   // Host copy of the validated pattern (kept: spgemm's symbolic phase,
   // triangle checks, xhal_csr_read) and derived facts.
   std::vector<int64_t> row_ptr, col_idx;
@@ -106,7 +130,9 @@ struct xhal_csr {
   std::vector<int64_t> row_idx, t_row_ptr, t_col_idx, t_perm;
   // Zero-diagonal check of csr_solve: valid only while the values last came
   // from the host (a device write cannot be inspected without a transfer).
+  // Read and written under the device's queue lock.
   bool values_known = true;
   int64_t first_zero_diag_row = -1;        // -1: no stored zero on the diagonal
 };
 
+}  // namespace xhal

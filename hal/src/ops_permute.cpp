@@ -39,11 +39,12 @@ PermutePlan plan_permute(uint32_t rank, const int64_t* dst_shape, const int64_t*
 
 using namespace xhal;
 
-extern "C" xhal_status_t xhal_permute(xhal_device_t device, const xhal_tensor_t* src,
-                                      const uint32_t* perm, const xhal_tensor_t* dst) {
-  clear_error();
+static xhal_status_t permute(xhal_device_t device_handle, const xhal_tensor_t* src,
+                             const uint32_t* perm, const xhal_tensor_t* dst) {
   constexpr const char* op = "permute";
-  XHAL_TRY(check_device(device));
+  Device* device;
+  XHAL_TRY(get_device(device_handle, "device", &device));
+  std::lock_guard queue(device->queue);
   Checked cs, cd;
   XHAL_TRY(check_tensor(device, "src", src, op, kAnyDtype, Layout::kStrided, &cs));
   XHAL_TRY(check_perm("perm", perm, cs.rank()));
@@ -71,4 +72,9 @@ extern "C" xhal_status_t xhal_permute(xhal_device_t device, const xhal_tensor_t*
   row_major_strides(pd.rank, pd.shape, pd.strides);
   for (uint32_t k = pd.rank; k < XHAL_MAX_RANK; ++k) pd.strides[k] = 0;
   return XHAL_PLUGIN_CALL(device, permute, &ps, &pd);
+}
+
+extern "C" xhal_status_t xhal_permute(xhal_device_t device, const xhal_tensor_t* src,
+                                      const uint32_t* perm, const xhal_tensor_t* dst) {
+  return entry("xhal_permute", [&] { return permute(device, src, perm, dst); });
 }

@@ -40,7 +40,7 @@ struct DeviceEntry {
   uint32_t plugin_order = 0;   // position of its plugin in search order
   std::string backend, name, stable_id;
   xhal_device_info_t info{};   // strings point into this entry
-  std::unique_ptr<xhal_device> handle;  // shared by every open of this device
+  std::unique_ptr<Device> handle;  // the core object behind every open of this device
 };
 
 struct Runtime {

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <new>
 
+#include "handles.h"
 #include "validate.h"
 #include "validate_sparse.h"
 
@@ -52,14 +53,15 @@ xhal_status_t validate_csr_pattern(const CsrPattern& p, const char* arg) {
   return XHAL_OK;
 }
 
-int64_t first_zero_diagonal(const xhal_csr& m, const float* values) {
+int64_t first_zero_diagonal(const Matrix& m, const float* values) {
   for (size_t i = 0; i < m.diag_pos.size(); ++i)
     if (m.diag_pos[i] >= 0 && values[m.diag_pos[i]] == 0.0f) return static_cast<int64_t>(i);
   return -1;
 }
 
-xhal_status_t check_matrix(xhal_device* device, const char* name, const xhal_csr* m) {
-  XHAL_TRY(check_handle(name, m));
+xhal_status_t check_matrix(Device* device, const char* name, xhal_csr_t handle, Matrix** out) {
+  XHAL_TRY(get_matrix(handle, name, out));
+  const Matrix* m = *out;
   if (m->device != device)
     return fail(XHAL_WRONG_DEVICE,
                 "argument '%s': matrix of device %s:%u, not of the op's device %s:%u", name,
@@ -72,7 +74,7 @@ namespace {
 
 // row_idx, the transpose (counting sort by column; rows come out ascending
 // because rows are visited in order) and the triangle/diagonal facts.
-void analyse(xhal_csr& m) {
+void analyse(Matrix& m) {
   const int64_t rows = m.rows, nnz = m.nnz;
   m.row_idx.resize(nnz);
   m.diag_pos.assign(rows, -1);
@@ -90,17 +92,17 @@ void analyse(xhal_csr& m) {
                                                   [](int64_t p) { return p >= 0; });
 }
 
-void free_values(xhal_device* device, xhal_buffer* values) {
+void free_values(Device* device, Buffer* values) {
   if (!values) return;
-  device->api->buffer_free(device->plugin_device, values->plugin_buffer);
+  call_void_slot([&] { device->api->buffer_free(device->plugin_device, values->plugin_buffer); });
   delete values;
 }
 
 }  // namespace
 
-xhal_status_t make_csr(xhal_device* device, CsrPattern&& p, xhal_dtype_t index_dtype,
-                       CsrValues values, xhal_csr** out) {
-  auto m = std::make_unique<xhal_csr>();
+xhal_status_t make_csr(Device* device, CsrPattern&& p, xhal_dtype_t index_dtype,
+                       CsrValues values, Matrix** out) {
+  auto m = std::make_unique<Matrix>();
   m->device = device;
   m->rows = p.rows;
   m->cols = p.cols;
@@ -113,7 +115,7 @@ xhal_status_t make_csr(xhal_device* device, CsrPattern&& p, xhal_dtype_t index_d
   const uint64_t bytes = static_cast<uint64_t>(m->nnz) * sizeof(float);
   void* plugin_values = nullptr;
   XHAL_TRY(XHAL_PLUGIN_CALL(device, buffer_allocate, bytes, &plugin_values));
-  m->values = new xhal_buffer;
+  m->values = new Buffer;
   m->values->device = device;
   m->values->plugin_buffer = plugin_values;
   m->values->size = bytes;
@@ -149,6 +151,13 @@ xhal_status_t make_csr(xhal_device* device, CsrPattern&& p, xhal_dtype_t index_d
     d.values_buffer = plugin_values;
     s = XHAL_PLUGIN_CALL(device, csr_create, &d, &m->plugin_matrix);
   }
+  if (s == XHAL_OK) {
+    m->handle = handles().add(HandleKind::kMatrix, m.get());
+    if (m->handle == 0) {
+      call_void_slot([&] { device->api->csr_destroy(device->plugin_device, m->plugin_matrix); });
+      s = fail(XHAL_OUT_OF_MEMORY, "too many live handles");
+    }
+  }
   if (s != XHAL_OK) {
     free_values(device, m->values);
     return s;
@@ -167,14 +176,18 @@ namespace {
 // A desc array given as a device buffer: present, of this device, large
 // enough. Checked for every array before any is read. `what` is the desc
 // field ("row_ptr").
-xhal_status_t check_index_source(xhal_device* device, const char* what, const void* host,
-                                 xhal_buffer* buffer, xhal_dtype_t dtype, int64_t count) {
+xhal_status_t check_index_source(Device* device, const char* what, const void* host,
+                                 xhal_buffer_t handle, xhal_dtype_t dtype, int64_t count,
+                                 Buffer** out) {
+  *out = nullptr;
   if (host || count == 0) return XHAL_OK;
   const uint64_t bytes = static_cast<uint64_t>(count) * xhal_dtype_size(dtype);
-  if (!buffer)
+  if (!handle)
     return fail(XHAL_INVALID_ARGUMENT, "argument 'desc': %s and %s_buffer are both NULL", what,
                 what);
-  XHAL_TRY(check_buffer(buffer, what));
+  const std::string arg = std::string("desc.") + what + "_buffer";
+  XHAL_TRY(get_buffer(handle, arg.c_str(), out));
+  const Buffer* buffer = *out;
   if (buffer->device != device)
     return fail(XHAL_WRONG_DEVICE, "argument 'desc': %s_buffer belongs to device %s:%u, not %s:%u",
                 what, buffer->device->backend.c_str(), buffer->device->backend_index,
@@ -188,7 +201,7 @@ xhal_status_t check_index_source(xhal_device* device, const char* what, const vo
 
 // Reads `count` indices of `dtype` from a host array or a (checked) device
 // buffer and widens them.
-xhal_status_t read_indices(xhal_device* device, const void* host, xhal_buffer* buffer,
+xhal_status_t read_indices(Device* device, const void* host, const Buffer* buffer,
                            xhal_dtype_t dtype, int64_t count, std::vector<int64_t>* out) {
   const uint64_t bytes = static_cast<uint64_t>(count) * xhal_dtype_size(dtype);
   std::vector<std::byte> staged;
@@ -212,14 +225,10 @@ xhal_status_t read_indices(xhal_device* device, const void* host, xhal_buffer* b
   return XHAL_OK;
 }
 
-}  // namespace
-
-extern "C" {
-
-xhal_status_t xhal_csr_create(xhal_device_t device, const xhal_csr_desc_t* desc,
-                              xhal_csr_t* out_matrix) {
-  clear_error();
-  XHAL_TRY(check_device(device));
+xhal_status_t csr_create(xhal_device_t device_handle, const xhal_csr_desc_t* desc,
+                         xhal_csr_t* out_matrix) {
+  Device* device;
+  XHAL_TRY(get_device(device_handle, "device", &device));
   if (!desc) return fail(XHAL_INVALID_ARGUMENT, "argument 'desc': NULL");
   if (!out_matrix) return fail(XHAL_INVALID_ARGUMENT, "argument 'out_matrix': NULL");
   // Fields past the caller's struct_size are absent (zero).
@@ -240,45 +249,53 @@ xhal_status_t xhal_csr_create(xhal_device_t device, const xhal_csr_desc_t* desc,
                 d.rows < 0   ? "rows"
                 : d.cols < 0 ? "cols"
                              : "nnz");
-  if (const uint32_t raw = raw_enum(d.index_dtype); raw != XHAL_DTYPE_I32 && raw != XHAL_DTYPE_I64)
+  const uint32_t raw_index_dtype = raw_enum(d.index_dtype);
+  if (raw_index_dtype != XHAL_DTYPE_I32 && raw_index_dtype != XHAL_DTYPE_I64)
     return fail(XHAL_INVALID_ARGUMENT, "argument 'desc': index_dtype %s, expected i32 or i64",
-                is_dtype(raw) ? xhal_dtype_name(static_cast<xhal_dtype_t>(raw))
-                              : std::to_string(raw).c_str());
+                is_dtype(raw_index_dtype)
+                    ? xhal_dtype_name(static_cast<xhal_dtype_t>(raw_index_dtype))
+                    : std::to_string(raw_index_dtype).c_str());
+  const auto index_dtype = static_cast<xhal_dtype_t>(raw_index_dtype);
   if (d.rows >= (int64_t(1) << 40) || d.nnz >= (int64_t(1) << 40) || d.cols >= (int64_t(1) << 40))
     return fail(XHAL_OUT_OF_RANGE, "argument 'desc': rows, cols or nnz beyond 2^40");
   const uint64_t value_bytes = static_cast<uint64_t>(d.nnz) * sizeof(float);
+  Buffer* values_buffer = nullptr;
   if (!d.values && d.values_buffer) {
-    XHAL_TRY(check_buffer(d.values_buffer, "values_buffer"));
-    if (d.values_buffer->device != device)
+    XHAL_TRY(get_buffer(d.values_buffer, "desc.values_buffer", &values_buffer));
+    if (values_buffer->device != device)
       return fail(XHAL_WRONG_DEVICE,
                   "argument 'desc': values_buffer belongs to device %s:%u, not %s:%u",
-                  d.values_buffer->device->backend.c_str(), d.values_buffer->device->backend_index,
+                  values_buffer->device->backend.c_str(), values_buffer->device->backend_index,
                   device->backend.c_str(), device->backend_index);
-    if (d.values_buffer->size < value_bytes)
+    if (values_buffer->size < value_bytes)
       return fail(XHAL_OUT_OF_RANGE,
                   "argument 'desc': values_buffer has %" PRIu64 " bytes but %" PRId64
                   " f32 values need %" PRIu64,
-                  d.values_buffer->size, d.nnz, value_bytes);
+                  values_buffer->size, d.nnz, value_bytes);
   }
-  XHAL_TRY(check_index_source(device, "row_ptr", d.row_ptr, d.row_ptr_buffer, d.index_dtype,
-                              d.rows + 1));
-  XHAL_TRY(
-      check_index_source(device, "col_idx", d.col_idx, d.col_idx_buffer, d.index_dtype, d.nnz));
+  Buffer *row_ptr_buffer, *col_idx_buffer;
+  XHAL_TRY(check_index_source(device, "row_ptr", d.row_ptr, d.row_ptr_buffer, index_dtype,
+                              d.rows + 1, &row_ptr_buffer));
+  XHAL_TRY(check_index_source(device, "col_idx", d.col_idx, d.col_idx_buffer, index_dtype, d.nnz,
+                              &col_idx_buffer));
   XHAL_TRY(check_slot(device, device->api->csr_create != nullptr, "CSR matrices"));
 
+  std::lock_guard queue(device->queue);
   try {
     CsrPattern p;
     p.rows = d.rows;
     p.cols = d.cols;
     p.nnz = d.nnz;
-    XHAL_TRY(
-        read_indices(device, d.row_ptr, d.row_ptr_buffer, d.index_dtype, d.rows + 1, &p.row_ptr));
-    XHAL_TRY(read_indices(device, d.col_idx, d.col_idx_buffer, d.index_dtype, d.nnz, &p.col_idx));
+    XHAL_TRY(read_indices(device, d.row_ptr, row_ptr_buffer, index_dtype, d.rows + 1, &p.row_ptr));
+    XHAL_TRY(read_indices(device, d.col_idx, col_idx_buffer, index_dtype, d.nnz, &p.col_idx));
     XHAL_TRY(validate_csr_pattern(p, "desc"));
     CsrValues v;
     v.host = d.values;
-    v.device = d.values ? nullptr : d.values_buffer;
-    return make_csr(device, std::move(p), d.index_dtype, v, out_matrix);
+    v.device = d.values ? nullptr : values_buffer;
+    Matrix* m = nullptr;
+    XHAL_TRY(make_csr(device, std::move(p), index_dtype, v, &m));
+    *out_matrix = to_handle<xhal_csr_t>(m->handle);
+    return XHAL_OK;
   } catch (const std::bad_alloc&) {
     return fail(XHAL_OUT_OF_MEMORY,
                 "CSR matrix %" PRId64 " x %" PRId64 " with %" PRId64
@@ -287,84 +304,124 @@ xhal_status_t xhal_csr_create(xhal_device_t device, const xhal_csr_desc_t* desc,
   }
 }
 
-xhal_status_t xhal_csr_release(xhal_csr_t matrix) {
-  clear_error();
-  XHAL_TRY(check_handle("matrix", matrix));
-  xhal_device* device = matrix->device;
-  if (device->api->csr_destroy)
-    device->api->csr_destroy(device->plugin_device, matrix->plugin_matrix);
-  free_values(device, matrix->values);
+}  // namespace
+
+namespace xhal {
+void destroy_matrix(Matrix* m) {
+  Device* device = m->device;
+  call_void_slot([&] { device->api->csr_destroy(device->plugin_device, m->plugin_matrix); });
+  free_values(device, m->values);
   device->live_objects.fetch_sub(1);
-  delete matrix;
-  return XHAL_OK;
+  delete m;
+}
+}  // namespace xhal
+
+extern "C" {
+
+xhal_status_t xhal_csr_create(xhal_device_t device, const xhal_csr_desc_t* desc,
+                              xhal_csr_t* out_matrix) {
+  return entry("xhal_csr_create", [&] { return csr_create(device, desc, out_matrix); });
+}
+
+xhal_status_t xhal_csr_release(xhal_csr_t matrix) {
+  return entry("xhal_csr_release", [&]() -> xhal_status_t {
+    auto* m = static_cast<Matrix*>(handles().remove(HandleKind::kMatrix, handle_bits(matrix)));
+    if (!m) return get_matrix(matrix, "matrix", &m);
+    std::lock_guard queue(m->device->queue);
+    destroy_matrix(m);
+    return XHAL_OK;
+  });
 }
 
 xhal_status_t xhal_csr_get_shape(xhal_csr_t matrix, int64_t* out_rows, int64_t* out_cols,
                                  int64_t* out_nnz) {
-  clear_error();
-  XHAL_TRY(check_handle("matrix", matrix));
-  if (out_rows) *out_rows = matrix->rows;
-  if (out_cols) *out_cols = matrix->cols;
-  if (out_nnz) *out_nnz = matrix->nnz;
-  return XHAL_OK;
+  return entry("xhal_csr_get_shape", [&]() -> xhal_status_t {
+    Matrix* m;
+    XHAL_TRY(get_matrix(matrix, "matrix", &m));
+    if (out_rows) *out_rows = m->rows;
+    if (out_cols) *out_cols = m->cols;
+    if (out_nnz) *out_nnz = m->nnz;
+    return XHAL_OK;
+  });
+}
+
+xhal_status_t xhal_csr_get_index_dtype(xhal_csr_t matrix, xhal_dtype_t* out_index_dtype) {
+  return entry("xhal_csr_get_index_dtype", [&]() -> xhal_status_t {
+    Matrix* m;
+    XHAL_TRY(get_matrix(matrix, "matrix", &m));
+    if (!out_index_dtype)
+      return fail(XHAL_INVALID_ARGUMENT, "argument 'out_index_dtype' is NULL");
+    *out_index_dtype = m->index_dtype;
+    return XHAL_OK;
+  });
 }
 
 xhal_status_t xhal_csr_set_values(xhal_csr_t matrix, const float* values) {
-  clear_error();
-  XHAL_TRY(check_handle("matrix", matrix));
-  if (matrix->nnz == 0) return XHAL_OK;
-  if (!values) return fail(XHAL_INVALID_ARGUMENT, "argument 'values': NULL");
-  xhal_device* device = matrix->device;
-  XHAL_TRY(XHAL_PLUGIN_CALL(device, buffer_write, matrix->values->plugin_buffer, 0, values,
-                            matrix->values->size));
-  matrix->values_known = true;
-  matrix->first_zero_diag_row = first_zero_diagonal(*matrix, values);
-  return XHAL_OK;
+  return entry("xhal_csr_set_values", [&]() -> xhal_status_t {
+    Matrix* m;
+    XHAL_TRY(get_matrix(matrix, "matrix", &m));
+    if (m->nnz == 0) return XHAL_OK;
+    if (!values) return fail(XHAL_INVALID_ARGUMENT, "argument 'values': NULL");
+    Device* device = m->device;
+    const int64_t zero_row = first_zero_diagonal(*m, values);
+    std::lock_guard queue(device->queue);
+    XHAL_TRY(XHAL_PLUGIN_CALL(device, buffer_write, m->values->plugin_buffer, 0, values,
+                              m->values->size));
+    m->values_known = true;
+    m->first_zero_diag_row = zero_row;
+    return XHAL_OK;
+  });
 }
 
 xhal_status_t xhal_csr_set_values_tensor(xhal_csr_t matrix, const xhal_tensor_t* values) {
-  clear_error();
-  XHAL_TRY(check_handle("matrix", matrix));
-  xhal_device* device = matrix->device;
-  Checked cv;
-  XHAL_TRY(check_tensor(device, "values", values, "csr_set_values_tensor", kF32Only,
-                        Layout::kContiguous, &cv));
-  if (cv.elements != matrix->nnz)
-    return fail(XHAL_SHAPE_MISMATCH,
-                "argument 'values': shape %s has %" PRId64
-                " elements but the matrix has nnz = %" PRId64,
-                shape_string(cv.rank(), cv.shape()).c_str(), cv.elements, matrix->nnz);
-  if (matrix->nnz == 0) return XHAL_OK;
-  XHAL_TRY(XHAL_PLUGIN_CALL(device, buffer_copy, cv.plugin.buffer, cv.plugin.offset,
-                            matrix->values->plugin_buffer, 0, matrix->values->size));
-  // Device values are not inspected (that would be a transfer): csr_solve
-  // trusts their diagonal.
-  matrix->values_known = false;
-  matrix->first_zero_diag_row = -1;
-  return XHAL_OK;
+  return entry("xhal_csr_set_values_tensor", [&]() -> xhal_status_t {
+    Matrix* m;
+    XHAL_TRY(get_matrix(matrix, "matrix", &m));
+    Device* device = m->device;
+    std::lock_guard queue(device->queue);
+    Checked cv;
+    XHAL_TRY(check_tensor(device, "values", values, "csr_set_values_tensor", kF32Only,
+                          Layout::kContiguous, &cv));
+    if (cv.elements != m->nnz)
+      return fail(XHAL_SHAPE_MISMATCH,
+                  "argument 'values': shape %s has %" PRId64
+                  " elements but the matrix has nnz = %" PRId64,
+                  shape_string(cv.rank(), cv.shape()).c_str(), cv.elements, m->nnz);
+    if (m->nnz == 0) return XHAL_OK;
+    XHAL_TRY(XHAL_PLUGIN_CALL(device, buffer_copy, cv.plugin.buffer, cv.plugin.offset,
+                              m->values->plugin_buffer, 0, m->values->size));
+    // Device values are not inspected (that would be a transfer): csr_solve
+    // trusts their diagonal.
+    m->values_known = false;
+    m->first_zero_diag_row = -1;
+    return XHAL_OK;
+  });
 }
 
 xhal_status_t xhal_csr_read(xhal_csr_t matrix, void* out_row_ptr, void* out_col_idx,
                             float* out_values) {
-  clear_error();
-  XHAL_TRY(check_handle("matrix", matrix));
-  auto write = [&](const std::vector<int64_t>& v, void* dst) {
-    if (!dst) return;
-    if (matrix->index_dtype == XHAL_DTYPE_I32) {
-      auto* p = static_cast<int32_t*>(dst);
-      for (size_t i = 0; i < v.size(); ++i) p[i] = static_cast<int32_t>(v[i]);
-    } else if (!v.empty()) {
-      std::memcpy(dst, v.data(), v.size() * sizeof(int64_t));
+  return entry("xhal_csr_read", [&]() -> xhal_status_t {
+    Matrix* m;
+    XHAL_TRY(get_matrix(matrix, "matrix", &m));
+    auto write = [&](const std::vector<int64_t>& v, void* dst) {
+      if (!dst) return;
+      if (m->index_dtype == XHAL_DTYPE_I32) {
+        auto* p = static_cast<int32_t*>(dst);
+        for (size_t i = 0; i < v.size(); ++i) p[i] = static_cast<int32_t>(v[i]);
+      } else if (!v.empty()) {
+        std::memcpy(dst, v.data(), v.size() * sizeof(int64_t));
+      }
+    };
+    if (out_values && m->nnz > 0) {
+      Device* device = m->device;
+      std::lock_guard queue(device->queue);
+      XHAL_TRY(XHAL_PLUGIN_CALL(device, buffer_read, m->values->plugin_buffer, 0, out_values,
+                                m->values->size));
     }
-  };
-  if (out_values && matrix->nnz > 0) {
-    xhal_device* device = matrix->device;
-    XHAL_TRY(XHAL_PLUGIN_CALL(device, buffer_read, matrix->values->plugin_buffer, 0, out_values,
-                              matrix->values->size));
-  }
-  write(matrix->row_ptr, out_row_ptr);
-  write(matrix->col_idx, out_col_idx);
-  return XHAL_OK;
+    write(m->row_ptr, out_row_ptr);
+    write(m->col_idx, out_col_idx);
+    return XHAL_OK;
+  });
 }
 
 }  // extern "C"

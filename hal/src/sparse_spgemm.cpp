@@ -7,6 +7,7 @@
 #include <limits>
 #include <new>
 
+#include "handles.h"
 #include "validate.h"
 #include "validate_sparse.h"
 
@@ -14,7 +15,7 @@ using namespace xhal;
 
 namespace {
 
-CsrPattern symbolic_product(const xhal_csr& a, const xhal_csr& b) {
+CsrPattern symbolic_product(const Matrix& a, const Matrix& b) {
   CsrPattern c;
   c.rows = a.rows;
   c.cols = b.cols;
@@ -45,12 +46,16 @@ CsrPattern symbolic_product(const xhal_csr& a, const xhal_csr& b) {
 
 }  // namespace
 
-extern "C" xhal_status_t xhal_spgemm(xhal_device_t device, xhal_csr_t a, xhal_csr_t b,
-                                     xhal_csr_t* out_c) {
-  clear_error();
-  XHAL_TRY(check_device(device));
-  XHAL_TRY(check_matrix(device, "a", a));
-  XHAL_TRY(check_matrix(device, "b", b));
+namespace {
+
+xhal_status_t spgemm(xhal_device_t device_handle, xhal_csr_t a_handle, xhal_csr_t b_handle,
+                     xhal_csr_t* out_c) {
+  Device* device;
+  XHAL_TRY(get_device(device_handle, "device", &device));
+  std::lock_guard queue(device->queue);
+  Matrix *a, *b;
+  XHAL_TRY(check_matrix(device, "a", a_handle, &a));
+  XHAL_TRY(check_matrix(device, "b", b_handle, &b));
   if (!out_c) return fail(XHAL_INVALID_ARGUMENT, "argument 'out_c': NULL");
   if (a->cols != b->rows)
     return fail(XHAL_SHAPE_MISMATCH,
@@ -61,7 +66,7 @@ extern "C" xhal_status_t xhal_spgemm(xhal_device_t device, xhal_csr_t a, xhal_cs
       check_supported(device, XHAL_OP_SPGEMM,
                       device->api->spgemm_numeric != nullptr && device->api->csr_create != nullptr,
                       XHAL_DTYPE_F32, "a"));
-  xhal_csr* c = nullptr;
+  Matrix* c = nullptr;
   try {
     CsrPattern p = symbolic_product(*a, *b);
     // C keeps the narrower index type when both inputs use it and it fits.
@@ -75,16 +80,23 @@ extern "C" xhal_status_t xhal_spgemm(xhal_device_t device, xhal_csr_t a, xhal_cs
                 "]: host memory exhausted for C's pattern",
                 a->rows, a->cols, b->rows, b->cols);
   }
-  xhal_status_t s = XHAL_PLUGIN_CALL(device, spgemm_numeric, a->plugin_matrix, b->plugin_matrix,
-                                     c->plugin_matrix);
+  const xhal_status_t s = XHAL_PLUGIN_CALL(device, spgemm_numeric, a->plugin_matrix,
+                                           b->plugin_matrix, c->plugin_matrix);
   if (s != XHAL_OK) {
-    const std::string message = xhal_last_error();
-    xhal_csr_release(c);  // clears the message; put the plugin's back
-    return fail(s, "%s", message.c_str());
+    handles().remove(HandleKind::kMatrix, c->handle);
+    destroy_matrix(c);  // keeps the plugin's message
+    return s;
   }
   // Values were computed on the device: csr_solve cannot vouch for them.
   c->values_known = false;
   c->first_zero_diag_row = -1;
-  *out_c = c;
+  *out_c = to_handle<xhal_csr_t>(c->handle);
   return XHAL_OK;
+}
+
+}  // namespace
+
+extern "C" xhal_status_t xhal_spgemm(xhal_device_t device, xhal_csr_t a, xhal_csr_t b,
+                                     xhal_csr_t* out_c) {
+  return entry("xhal_spgemm", [&] { return spgemm(device, a, b, out_c); });
 }

@@ -44,7 +44,7 @@ int64_t thread_count(int64_t nnz, int64_t cols) {
 
 }  // namespace
 
-void transpose_pattern(xhal_csr& m) {
+void transpose_pattern(Matrix& m) {
   const int64_t rows = m.rows, cols = m.cols, nnz = m.nnz;
   m.t_row_ptr.assign(cols + 1, 0);
   m.t_col_idx.resize(nnz);

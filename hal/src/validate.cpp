@@ -46,17 +46,22 @@ std::string shape_string(uint32_t rank, const int64_t* shape) {
   return s + "]";
 }
 
-xhal_status_t check_handle(const char* name, const void* handle) {
-  if (!handle) return fail(XHAL_INVALID_ARGUMENT, "argument '%s': NULL handle", name);
-  return XHAL_OK;
-}
-
-void row_major_strides(uint32_t rank, const int64_t* shape, int64_t out[XHAL_MAX_RANK]) {
+bool row_major_strides(uint32_t rank, const int64_t* shape, int64_t out[XHAL_MAX_RANK]) {
+  // Saturating: the strides of a tensor with a zero extent are never used,
+  // but the other extents' product may not fit (shape [0, 2^62, 4]).
   int64_t s = 1;
+  bool fits = true;
   for (uint32_t k = rank; k-- > 0;) {
     out[k] = s;
-    s *= shape[k] > 0 ? shape[k] : 1;
+    const int64_t e = shape[k] > 0 ? shape[k] : 1;
+    if (s > INT64_MAX / e) {
+      s = INT64_MAX;
+      fits = false;
+    } else {
+      s *= e;
+    }
   }
+  return fits;
 }
 
 xhal_status_t explicit_strides(const char* name, const xhal_tensor_t& t,
@@ -66,23 +71,26 @@ xhal_status_t explicit_strides(const char* name, const xhal_tensor_t& t,
       return fail(XHAL_INVALID_ARGUMENT, "argument '%s': strides[%u] = %" PRId64 " is negative",
                   name, k, t.strides[k]);
   if (all_zero_strides(t)) {
-    row_major_strides(t.rank, t.shape, out);
+    bool empty = false;
+    for (uint32_t k = 0; k < t.rank; ++k) empty = empty || t.shape[k] == 0;
+    if (!row_major_strides(t.rank, t.shape, out) && !empty)
+      return fail(XHAL_OUT_OF_RANGE, "argument '%s': shape %s has too many elements", name,
+                  shape_string(t.rank, t.shape).c_str());
   } else {
     for (uint32_t k = 0; k < t.rank; ++k) out[k] = t.strides[k];
   }
   return XHAL_OK;
 }
 
-xhal_status_t check_tensor(xhal_device* device, const char* name, const xhal_tensor_t* t,
+xhal_status_t check_tensor(Device* device, const char* name, const xhal_tensor_t* t,
                            const char* op, uint32_t allowed_dtypes, Layout layout, Checked* out) {
   if (!t) return fail(XHAL_INVALID_ARGUMENT, "argument '%s': NULL tensor", name);
-  if (xhal_status_t s = check_buffer(t->buffer, name); s != XHAL_OK) return s;
-  const xhal_buffer* buf = t->buffer;
+  Buffer* buf;
+  if (xhal_status_t s = get_buffer(t->buffer, name, &buf); s != XHAL_OK) return s;
   if (buf->device != device)
     return fail(XHAL_WRONG_DEVICE,
                 "argument '%s': buffer belongs to device %s:%u, not to the op's device %s:%u", name,
-                buf->device ? buf->device->backend.c_str() : "?",
-                buf->device ? buf->device->backend_index : 0u, device->backend.c_str(),
+                buf->device->backend.c_str(), buf->device->backend_index, device->backend.c_str(),
                 device->backend_index);
   const uint32_t raw_dtype = raw_enum(t->dtype);
   if (!is_dtype(raw_dtype))
@@ -91,6 +99,12 @@ xhal_status_t check_tensor(xhal_device* device, const char* name, const xhal_ten
   if (!(allowed_dtypes & dtype_bit(t->dtype)))
     return fail(XHAL_INVALID_ARGUMENT, "argument '%s': dtype %s not allowed, op %s takes %s", name,
                 xhal_dtype_name(t->dtype), op, dtype_list(allowed_dtypes).c_str());
+  // Natural alignment, so that no backend ever issues a misaligned load
+  // (a misaligned f32 access is a fault on a GPU, and faults poison it).
+  if (t->offset % esize != 0)
+    return fail(XHAL_INVALID_ARGUMENT,
+                "argument '%s': byte offset %" PRIu64 " is not a multiple of %u, the size of %s",
+                name, t->offset, esize, xhal_dtype_name(t->dtype));
   if (t->rank > XHAL_MAX_RANK)
     return fail(XHAL_INVALID_ARGUMENT, "argument '%s': rank %u exceeds %d", name, t->rank,
                 XHAL_MAX_RANK);
@@ -210,7 +224,7 @@ xhal_status_t check_in_place_or_disjoint(const Checked& out, const Checked& in) 
   return XHAL_OK;
 }
 
-xhal_status_t check_supported(xhal_device* device, xhal_op_t op, bool slot_present,
+xhal_status_t check_supported(Device* device, xhal_op_t op, bool slot_present,
                               xhal_dtype_t dtype, const char* arg) {
   const uint32_t mask = device->info.op_dtypes[op];
   if (!slot_present || mask == 0)
@@ -225,7 +239,7 @@ xhal_status_t check_supported(xhal_device* device, xhal_op_t op, bool slot_prese
   return XHAL_OK;
 }
 
-xhal_status_t check_slot(xhal_device* device, bool slot_present, const char* what) {
+xhal_status_t check_slot(Device* device, bool slot_present, const char* what) {
   if (!slot_present)
     return fail(XHAL_UNSUPPORTED, "%s: not implemented by backend '%s'", what,
                 device->backend.c_str());

@@ -10,6 +10,7 @@
 #include <span>
 #include <string>
 
+#include "entry.h"
 #include "internal.h"
 
 namespace xhal {
@@ -64,17 +65,14 @@ struct Checked {
   xhal_dtype_t dtype() const { return tensor->dtype; }
 };
 
-// Null device handle (xhal::check_device of internal.h as argument 'device').
-inline xhal_status_t check_device(xhal_device_t device) { return check_device(device, "device"); }
-// Null handle of any other kind ("argument 'plan': NULL handle").
-xhal_status_t check_handle(const char* name, const void* handle);
 
-// Per-tensor checks, in this order: NULL descriptor, NULL buffer, buffer of
-// another device, dtype known and allowed for `op`, rank <= 8, extents >= 0,
+// Per-tensor checks, in this order: NULL descriptor, buffer handle (NULL,
+// released), buffer of another device, dtype known and allowed for `op`,
+// byte offset a multiple of the element size, rank <= 8, extents >= 0,
 // strides >= 0 (and row-major when `layout` is contiguous), bytes inside the
 // buffer. Fills `out` on success; on failure `out` is partly written and
 // must not be read.
-xhal_status_t check_tensor(xhal_device* device, const char* name, const xhal_tensor_t* t,
+xhal_status_t check_tensor(Device* device, const char* name, const xhal_tensor_t* t,
                            const char* op, uint32_t allowed_dtypes, Layout layout, Checked* out);
 
 // Exact shape. XHAL_SHAPE_MISMATCH "argument 'dst': shape [4, 3] but
@@ -98,10 +96,10 @@ xhal_status_t check_in_place_or_disjoint(const Checked& out, const Checked& in);
 
 // The device implements `op` (its slot is present and it reports dtypes for
 // it) for `dtype`; else XHAL_UNSUPPORTED naming the op and the backend.
-xhal_status_t check_supported(xhal_device* device, xhal_op_t op, bool slot_present,
+xhal_status_t check_supported(Device* device, xhal_op_t op, bool slot_present,
                               xhal_dtype_t dtype, const char* arg);
 // A slot that is not an op (index plans, matrices) is present.
-xhal_status_t check_slot(xhal_device* device, bool slot_present, const char* what);
+xhal_status_t check_slot(Device* device, bool slot_present, const char* what);
 
 // `perm` is a permutation of 0..rank-1 (NULL allowed for rank 0).
 xhal_status_t check_perm(const char* name, const uint32_t* perm, uint32_t rank);
@@ -109,8 +107,9 @@ xhal_status_t check_perm(const char* name, const uint32_t* perm, uint32_t rank);
 // negative stride.
 xhal_status_t explicit_strides(const char* name, const xhal_tensor_t& t,
                                int64_t out[XHAL_MAX_RANK]);
-// Row-major strides of a shape.
-void row_major_strides(uint32_t rank, const int64_t* shape, int64_t out[XHAL_MAX_RANK]);
+// Row-major strides of a shape; false when the element count does not fit
+// in int64 (the strides then saturate at INT64_MAX).
+bool row_major_strides(uint32_t rank, const int64_t* shape, int64_t out[XHAL_MAX_RANK]);
 
 // Reshapes a validated contiguous plugin tensor (same bytes, new shape).
 // Inline over the fixed XHAL_MAX_RANK slots so the per-call copy folds into
@@ -152,16 +151,5 @@ struct PermutePlan {
 PermutePlan plan_permute(uint32_t rank, const int64_t* dst_shape, const int64_t* src_strides,
                          const uint32_t* perm);
 
-// Returns the status of `expr` unless it is XHAL_OK.
-#define XHAL_TRY(expr)                                       \
-  do {                                                       \
-    if (xhal_status_t s_ = (expr); s_ != XHAL_OK) return s_; \
-  } while (0)
-
-// Calls a plugin slot of `device` and maps its status:
-//   XHAL_PLUGIN_CALL(dev, index_add, plan, alpha, &src, &dst)
-#define XHAL_PLUGIN_CALL(dev, slot, ...)                                     \
-  ::xhal::plugin_status((dev)->api->slot((dev)->plugin_device, __VA_ARGS__), \
-                        (dev)->backend.c_str(), #slot)
 
 }  // namespace xhal

@@ -23,24 +23,28 @@ xhal_status_t validate_csr_pattern(const CsrPattern& p, const char* arg);
 // Where a new matrix's values come from.
 struct CsrValues {
   const float* host = nullptr;          // nnz floats, or
-  const xhal_buffer* device = nullptr;  // a buffer of >= nnz floats, or neither: zeros
+  const Buffer* device = nullptr;  // a buffer of >= nnz floats, or neither: zeros
 };
 
 // Analyses a validated pattern (row_idx, transpose, triangle and diagonal
 // facts), allocates and fills the values buffer and calls the plugin's
 // csr_create. The caller has checked that csr_create is present.
-xhal_status_t make_csr(xhal_device* device, CsrPattern&& pattern, xhal_dtype_t index_dtype,
-                       CsrValues values, xhal_csr** out);
+xhal_status_t make_csr(Device* device, CsrPattern&& pattern, xhal_dtype_t index_dtype,
+                       CsrValues values, Matrix** out);
 
 // Fills m.t_row_ptr, t_col_idx and t_perm from m's validated row_ptr and
 // col_idx (sparse_transpose.cpp).
-void transpose_pattern(xhal_csr& m);
+void transpose_pattern(Matrix& m);
 
 // Row of the first stored diagonal entry equal to zero in `values`, or -1.
-int64_t first_zero_diagonal(const xhal_csr& m, const float* values);
+int64_t first_zero_diagonal(const Matrix& m, const float* values);
 
-// Null handle (XHAL_INVALID_ARGUMENT) or matrix of another device
-// (XHAL_WRONG_DEVICE).
-xhal_status_t check_matrix(xhal_device* device, const char* name, const xhal_csr* m);
+// Resolves a matrix handle (XHAL_INVALID_ARGUMENT when NULL or stale) of
+// `device` (else XHAL_WRONG_DEVICE).
+xhal_status_t check_matrix(Device* device, const char* name, xhal_csr_t handle, Matrix** out);
+
+// Releases a matrix whose handle was already retired (caller holds the
+// device's queue lock).
+void destroy_matrix(Matrix* m);
 
 }  // namespace xhal

@@ -55,6 +55,12 @@ XHAL_API xhal_status_t xhal_csr_create(xhal_device_t device,
 XHAL_API xhal_status_t xhal_csr_release(xhal_csr_t matrix);
 XHAL_API xhal_status_t xhal_csr_get_shape(xhal_csr_t matrix, int64_t* out_rows,
                                           int64_t* out_cols, int64_t* out_nnz);
+/* The dtype of the matrix's row_ptr and col_idx (XHAL_DTYPE_I32 or
+ * XHAL_DTYPE_I64): what xhal_csr_read writes. A created matrix keeps the
+ * desc's index_dtype; an xhal_spgemm result is i32 when both inputs are i32
+ * and its nnz fits in int32, else i64. */
+XHAL_API xhal_status_t xhal_csr_get_index_dtype(xhal_csr_t matrix,
+                                                xhal_dtype_t* out_index_dtype);
 
 /* Replace values (nnz f32): from host memory, or from a device tensor of the
  * same device (device-to-device, no host round trip). */
@@ -63,7 +69,8 @@ XHAL_API xhal_status_t xhal_csr_set_values(xhal_csr_t matrix,
 XHAL_API xhal_status_t xhal_csr_set_values_tensor(xhal_csr_t matrix,
                                                   const xhal_tensor_t* values);
 /* Copies the pattern and values to host arrays (any pointer may be NULL),
- * indices in the matrix's index dtype. */
+ * indices in the matrix's index dtype (xhal_csr_get_index_dtype): row_ptr
+ * holds rows + 1 and col_idx nnz elements of it. */
 XHAL_API xhal_status_t xhal_csr_read(xhal_csr_t matrix, void* out_row_ptr,
                                      void* out_col_idx, float* out_values);
 
@@ -95,7 +102,9 @@ XHAL_API xhal_status_t xhal_csr_solve_backward(
     const xhal_tensor_t* dx, const xhal_tensor_t* gb, const xhal_tensor_t* ga);
 
 /* C = A B as a new matrix (pattern: every structural product, computed once
- * on the host from the kept patterns and uploaded; values on the device). */
+ * on the host from the kept patterns and uploaded; values on the device).
+ * C's index dtype is i32 when A and B are both i32 and C's nnz fits in
+ * int32, else i64 (xhal_csr_get_index_dtype tells). */
 XHAL_API xhal_status_t xhal_spgemm(xhal_device_t device, xhal_csr_t a,
                                    xhal_csr_t b, xhal_csr_t* out_c);
 
