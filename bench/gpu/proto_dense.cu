@@ -1,9 +1,10 @@
-// Old against new schedules of the CUDA plugin's transpose, norm backward
-// (colsum fused into the row walk) and index_add, run through the plugin's
-// own slot functions (ops_gather.cpp and ops_rows.cpp are compiled in, the
-// variant switches set directly), timed against a device-to-device copy in
-// the same run and checked bit for bit against a plain CPU implementation of
-// docs/semantics.md 3.1-3.7 on random data, including ragged sizes.
+// Old against new schedules of the CUDA plugin's transpose and norm backward
+// (colsum fused into the row walk), and its one index_add schedule, run
+// through the plugin's own slot functions (ops_gather.cpp and ops_rows.cpp
+// are compiled in, the variant switches set directly), timed against a
+// device-to-device copy in the same run and checked bit for bit against a
+// plain CPU implementation of docs/semantics.md 3.1-3.7 on random data,
+// including ragged sizes.
 // Build (repository root):
 //   nvcc -std=c++20 -O3 -arch=sm_90 --fmad=false -ftz=false -prec-div=true
 //        -prec-sqrt=true -Xcompiler -ffp-contract=off -I hal/include
@@ -21,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "../../plugins/gpu/index_schedule.cpp"
 #include "../../plugins/gpu/ops_gather.cpp"
 #include "../../plugins/gpu/ops_rows.cpp"
 
@@ -398,14 +400,22 @@ static void index_case(const char* name, const std::vector<int64_t>& idx, int64_
     std::vector<int64_t> fill(rp.begin(), rp.end() - 1);
     for (int64_t i = 0; i < count; ++i) srcs[fill[idx[i]]++] = i;
   }
-  int64_t max_m = 0, touched = 0;
+  int64_t max_m = 0;
+  std::vector<int64_t> touched_rows, touched_ptr{0};  // the compact form a 1.1 core passes
   for (int64_t r = 0; r < rows; ++r) {
     max_m = std::max(max_m, rp[r + 1] - rp[r]);
-    touched += rp[r + 1] > rp[r];
+    if (rp[r + 1] > rp[r]) touched_rows.push_back(r), touched_ptr.push_back(rp[r + 1]);
   }
-  xhal_plugin_index_plan_desc_t desc{static_cast<uint64_t>(count), static_cast<uint64_t>(rows),
-                                     idx.data(), rp.data(), srcs.data(),
-                                     static_cast<uint64_t>(max_m)};
+  const int64_t touched = static_cast<int64_t>(touched_rows.size());
+  xhal_plugin_index_plan_desc_t desc{};
+  desc.count = static_cast<uint64_t>(count);
+  desc.num_rows = static_cast<uint64_t>(rows);
+  desc.indices = idx.data();
+  desc.row_sources = srcs.data();
+  desc.max_sources_per_row = static_cast<uint64_t>(max_m);
+  desc.touched_count = touched_rows.size();
+  desc.touched_rows = touched_rows.data();
+  desc.touched_ptr = touched_ptr.data();
   void* plan = nullptr;
   OK(index_plan_create(&g_dev, &desc, &plan));
   std::mt19937_64 rng(99 + count + w);
@@ -428,8 +438,7 @@ static void index_case(const char* name, const std::vector<int64_t>& idx, int64_
   xhal_plugin_tensor_t ts = src.t({count, w}), td = dst.t({rows, w});
   ts.offset = src_offset * 4;
   const double bytes = (count + 2.0 * touched) * w * 4;
-  for (int old = 1; old >= 0; --old) {
-    g_index_add_old.store(old);
+  {
     dst.put(hd);
     OK(index_add(&g_dev, plan, alpha, &ts, &td));
     CK(cudaStreamSynchronize(g_dev.stream));
@@ -437,11 +446,10 @@ static void index_case(const char* name, const std::vector<int64_t>& idx, int64_
     float ms = 0;
     if (timed) ms = median_ms([&] { OK(index_add(&g_dev, plan, alpha, &ts, &td)); });
     char label[160];
-    std::snprintf(label, sizeof label, "index_add %s %lld x %lld %s", name, (long long)count,
-                  (long long)w, old ? "old" : "new (default)");
+    std::snprintf(label, sizeof label, "index_add %s %lld x %lld", name, (long long)count,
+                  (long long)w);
     report(label, bytes, ms, bad);
   }
-  g_index_add_old.store(-1);
   index_plan_destroy(&g_dev, plan);
 }
 

@@ -36,7 +36,6 @@ done
 for v in fused_nopf fused_smem fused_smem_nopf separate; do
   bench "normbwd-$v" 'NormBackward' XHAL_CUDA_NORM_BWD=$v
 done
-bench index-old 'BM_IndexAdd' XHAL_CUDA_INDEX_ADD=old
 step "torch_compare.py"
 PYTHONUNBUFFERED=1 timeout 100 python3 bench/gpu/torch_compare.py "$OUT/torch.json" >>"$LOG" 2>&1
 echo "exit $?" >>"$LOG"

@@ -4,35 +4,13 @@
 #include <new>
 #include <vector>
 
+#include "index_selection.h"
 #include "internal.h"
 #include "validate.h"
 
 using namespace xhal;
 
 namespace {
-
-// The transposed selection as CSR: for each table row, the positions that
-// select it, ascending. A counting sort over the indices, stable by
-// construction, so the sources of a row come out in ascending order.
-struct Selection {
-  std::vector<int64_t> row_ptr, row_sources;
-  uint64_t max_sources_per_row = 0;
-};
-
-Selection transpose_selection(const std::vector<int64_t>& idx, uint64_t num_rows) {
-  Selection s;
-  s.row_ptr.assign(num_rows + 1, 0);
-  for (int64_t r : idx) ++s.row_ptr[static_cast<size_t>(r) + 1];
-  for (uint64_t r = 0; r < num_rows; ++r) {
-    const uint64_t n = static_cast<uint64_t>(s.row_ptr[r + 1]);
-    if (n > s.max_sources_per_row) s.max_sources_per_row = n;
-    s.row_ptr[r + 1] += s.row_ptr[r];
-  }
-  s.row_sources.resize(idx.size());
-  std::vector<int64_t> next(s.row_ptr.begin(), s.row_ptr.end() - 1);
-  for (size_t i = 0; i < idx.size(); ++i) s.row_sources[next[idx[i]]++] = static_cast<int64_t>(i);
-  return s;
-}
 
 template <typename I>
 xhal_status_t widen_indices(const I* in, uint64_t count, uint64_t num_rows,
@@ -81,14 +59,16 @@ xhal_status_t xhal_index_plan_create(xhal_device_t device, const void* indices,
   XHAL_TRY(check_slot(device, device->api->index_plan_create != nullptr, "index plans"));
 
   std::vector<int64_t> idx;
-  Selection sel;
+  CompactSelection sel;
+  std::vector<int64_t> row_ptr;  // the full form, for ABI 1.0 plugins only
   xhal_status_t s = XHAL_OK;
   try {
     s = index_dtype == XHAL_DTYPE_I32
             ? widen_indices(static_cast<const int32_t*>(indices), count, num_rows, &idx)
             : widen_indices(static_cast<const int64_t*>(indices), count, num_rows, &idx);
     if (s != XHAL_OK) return s;
-    sel = transpose_selection(idx, num_rows);
+    sel = build_selection(idx.data(), count, num_rows);
+    if (device->api->abi_minor == 0) row_ptr = full_row_ptr(sel, num_rows);
   } catch (const std::bad_alloc&) {
     return fail(XHAL_OUT_OF_MEMORY,
                 "index plan of %" PRIu64 " indices into %" PRIu64 " rows: host memory exhausted",
@@ -99,9 +79,12 @@ xhal_status_t xhal_index_plan_create(xhal_device_t device, const void* indices,
   desc.count = count;
   desc.num_rows = num_rows;
   desc.indices = idx.data();
-  desc.row_ptr = sel.row_ptr.data();
-  desc.row_sources = sel.row_sources.data();
+  desc.row_ptr = row_ptr.empty() ? nullptr : row_ptr.data();
+  desc.row_sources = sel.sources.data();
   desc.max_sources_per_row = sel.max_sources_per_row;
+  desc.touched_count = sel.rows.size();
+  desc.touched_rows = sel.rows.data();
+  desc.touched_ptr = sel.ptr.data();
   void* plugin_plan = nullptr;
   s = XHAL_PLUGIN_CALL(device, index_plan_create, &desc, &plugin_plan);
   if (s != XHAL_OK) return s;

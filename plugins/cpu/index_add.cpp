@@ -1,5 +1,5 @@
 // Deterministic scatter-add: dst[r] = dst[r] + alpha * segsum(sources of r)
-// (docs/semantics.md 3.7), walking the plan's transposed CSR, no atomics.
+// (docs/semantics.md 3.7), walking only the rows the plan selects, no atomics.
 // Light rows go one per thread; a hub row is cut into aligned subtrees of
 // its chunk tree that all threads sum at once, then joined by the same tree.
 #include <omp.h>
@@ -20,13 +20,13 @@ int64_t chunks_of(int64_t m) { return (m + kSegsumChunk - 1) / kSegsumChunk; }
 // The next rows' first sources and destination, ahead of use: both are
 // random addresses the hardware prefetcher cannot guess.
 constexpr int64_t kAhead = 16;
-void prefetch_row(const IndexPlan& plan, int64_t r, const float* src, const float* dst, int64_t w) {
+void prefetch_row(const IndexPlan& plan, const TouchedRow& t, const float* src, const float* dst,
+                  int64_t w) {
   const int64_t lines = w < 512 ? w : 512;  // floats worth prefetching per row
-  const int64_t begin = plan.row_ptr[r];
-  const int64_t end = plan.row_ptr[r + 1] < begin + 4 ? plan.row_ptr[r + 1] : begin + 4;
-  for (int64_t k = begin; k < end; ++k)
+  const int64_t end = t.end < t.begin + 4 ? t.end : t.begin + 4;
+  for (int64_t k = t.begin; k < end; ++k)
     for (int64_t j = 0; j < lines; j += 16) __builtin_prefetch(src + plan.row_sources[k] * w + j);
-  for (int64_t j = 0; j < lines; j += 16) __builtin_prefetch(dst + r * w + j);
+  for (int64_t j = 0; j < lines; j += 16) __builtin_prefetch(dst + t.row * w + j);
 }
 
 void add_light_rows(const IndexPlan& plan, float alpha, const float* src, float* dst, int64_t w) {
@@ -39,9 +39,10 @@ void add_light_rows(const IndexPlan& plan, float alpha, const float* src, float*
 #pragma omp for schedule(dynamic, 64)
     for (int64_t i = 0; i < rows; ++i) {
       if (i + kAhead < rows) prefetch_row(plan, plan.light_rows[i + kAhead], src, dst, w);
-      const int64_t r = plan.light_rows[i];
-      const int64_t* sources = plan.row_sources.data() + plan.row_ptr[r];
-      const int64_t m = plan.row_ptr[r + 1] - plan.row_ptr[r];
+      const TouchedRow& t = plan.light_rows[i];
+      const int64_t r = t.row;
+      const int64_t* sources = plan.row_sources.data() + t.begin;
+      const int64_t m = t.end - t.begin;
       if (m <= kSegsumChunk) {
         k.add_small_row(dst + r * w, src, w, sources, m, alpha);
         continue;
@@ -55,11 +56,12 @@ void add_light_rows(const IndexPlan& plan, float alpha, const float* src, float*
   }
 }
 
-void add_hub_row(const IndexPlan& plan, int64_t r, float alpha, const float* src, float* dst,
-                 int64_t w) {
+void add_hub_row(const IndexPlan& plan, const TouchedRow& hub, float alpha, const float* src,
+                 float* dst, int64_t w) {
   const IsaKernels& k = isa();
-  const int64_t* sources = plan.row_sources.data() + plan.row_ptr[r];
-  const int64_t m = plan.row_ptr[r + 1] - plan.row_ptr[r];
+  const int64_t r = hub.row;
+  const int64_t* sources = plan.row_sources.data() + hub.begin;
+  const int64_t m = hub.end - hub.begin;
   const int64_t chunks = chunks_of(m);
   // Segments of 2^h chunks are subtrees of the row's tree; aim for a few
   // segments per thread so the work balances.
@@ -102,7 +104,7 @@ xhal_status_t index_add(void* device, void* plan_handle, float alpha,
   const float* s = tensor_data<const float>(src);
   float* d = tensor_data<float>(dst);
   add_light_rows(plan, alpha, s, d, w);
-  for (const int64_t r : plan.hub_rows) add_hub_row(plan, r, alpha, s, d, w);
+  for (const TouchedRow& hub : plan.hub_rows) add_hub_row(plan, hub, alpha, s, d, w);
   return XHAL_OK;
 }
 

@@ -14,14 +14,20 @@ constexpr int64_t kSegsumChunk = 32;  // G of docs/semantics.md 3.7
 // together (chunk subtrees in parallel); lighter rows get one thread each.
 constexpr int64_t kHubSources = 64 * kSegsumChunk;
 
+// A destination row with at least one source: its sources are
+// row_sources[begin .. end), ascending.
+struct TouchedRow {
+  int64_t row, begin, end;
+};
+
+// Everything here is O(count): rows no index selects are not listed.
 struct IndexPlan {
   uint64_t count = 0;
   uint64_t num_rows = 0;
   std::vector<int64_t> indices;      // [count]
-  std::vector<int64_t> row_ptr;      // [num_rows + 1]
-  std::vector<int64_t> row_sources;  // [count], ascending within a row
-  std::vector<int64_t> light_rows;   // rows with 1..kHubSources sources
-  std::vector<int64_t> hub_rows;     // rows with more
+  std::vector<int64_t> row_sources;  // [count], grouped by row, ascending within a row
+  std::vector<TouchedRow> light_rows;  // rows with 1..kHubSources sources, ascending
+  std::vector<TouchedRow> hub_rows;    // rows with more
 };
 
 // Elements per row of a [rows, ...] tensor (product of the dims after the first).

@@ -1,60 +1,48 @@
 // index_select, index_add (docs/semantics.md "index_select", "index_add",
 // 3.7) and permute on the GPU. Index plans are uploaded once, with the
-// schedule index_add needs: rows with at most 32 sources are summed by one
-// thread per (row, column); longer rows are cut into chunks of 32 sources
-// summed in parallel, then combined level by level of the pairwise tree,
+// schedule index_add needs (index_schedule.h, built from the touched rows
+// only): rows with at most 32 sources are summed by one thread per (row,
+// column); longer rows are cut into chunks of 32 sources summed in
+// parallel, then combined five levels of the pairwise tree per launch,
 // without atomics.
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 #include <vector>
 
 #include "gpu_plugin.h"
+#include "index_schedule.h"
 #include "tree_device.h"
 
 namespace xhal::gpu {
 namespace {
 
-// A direct row's record: the row, its first source (so a one-source row
-// needs no lookup in the source list), where its sources start, how many.
-struct alignas(16) DirectRow {
-  int64_t r, first, e0, m;
-};
-
+// The device copy of a plan and its index_add schedule (index_schedule.h):
+// every array is O(count), none is sized by num_rows.
 struct Plan {
   int64_t count = 0, num_rows = 0;
   int64_t* indices = nullptr;      // [count]
-  int64_t* row_ptr = nullptr;      // [num_rows + 1]
-  int64_t* row_sources = nullptr;  // [count]
-  int64_t* direct_rows = nullptr;  // rows with 1..32 sources
+  int64_t* row_sources = nullptr;  // [count], grouped by touched row
+  DirectRow* direct = nullptr;     // rows with 1..32 sources
   int64_t num_direct = 0;
-  // Long rows: chunk c covers row_sources[chunk_begin[c] .. +chunk_len[c]).
-  int64_t* chunk_begin = nullptr;
+  int64_t* chunk_begin = nullptr;  // long rows' chunks
   int32_t* chunk_len = nullptr;
   int64_t num_chunks = 0;
   int64_t* long_rows = nullptr;  // [num_long]
   int64_t* long_base = nullptr;  // first partial slot of each long row
   int64_t num_long = 0;
-  // Tree levels over the partial slots: triples (a, b or -1, out).
-  int64_t* level_pairs = nullptr;
-  std::vector<int64_t> level_offsets;  // host: level l uses triples [off[l], off[l+1])
-  // The tuned schedule (default): one record per direct row, and the tree
-  // five levels per launch: triples (first, count <= 32, out) per group of
-  // 32 consecutive partials.
-  DirectRow* direct = nullptr;
   int64_t* group_triples = nullptr;
   std::vector<int64_t> group_offsets;  // host: round g uses triples [off[g], off[g+1])
 };
 
 void free_plan(Plan* p) {
-  for (void* q : {static_cast<void*>(p->indices), static_cast<void*>(p->row_ptr),
-                  static_cast<void*>(p->row_sources), static_cast<void*>(p->direct_rows),
-                  static_cast<void*>(p->chunk_begin), static_cast<void*>(p->chunk_len),
-                  static_cast<void*>(p->long_rows), static_cast<void*>(p->long_base),
-                  static_cast<void*>(p->level_pairs), static_cast<void*>(p->direct),
-                  static_cast<void*>(p->group_triples)})
+  for (void* q : {static_cast<void*>(p->indices), static_cast<void*>(p->row_sources),
+                  static_cast<void*>(p->direct), static_cast<void*>(p->chunk_begin),
+                  static_cast<void*>(p->chunk_len), static_cast<void*>(p->long_rows),
+                  static_cast<void*>(p->long_base), static_cast<void*>(p->group_triples)})
     if (q) gpuFree(q);
   delete p;
 }
@@ -108,58 +96,6 @@ __device__ __forceinline__ V vzero() {
   else return 0.0f;
 }
 
-// Rows with 1..32 sources: item = (direct row, unit).
-template <class V>
-__global__ void add_direct_kernel(const V* __restrict__ src, V* __restrict__ dst,
-                                  const int64_t* __restrict__ rows,
-                                  const int64_t* __restrict__ row_ptr,
-                                  const int64_t* __restrict__ sources, int64_t num_rows,
-                                  int64_t w, float alpha) {
-  const int64_t total = num_rows * w;
-  for (int64_t it = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; it < total;
-       it += int64_t{gridDim.x} * blockDim.x) {
-    const int64_t k = it / w, j = it - k * w;
-    const int64_t r = rows[k];
-    const int64_t e0 = row_ptr[r], e1 = row_ptr[r + 1];
-    V s = vzero<V>();
-    for (int64_t e = e0; e < e1; ++e) s = vadd(s, src[sources[e] * w + j]);
-    dst[r * w + j] = vaxpy(dst[r * w + j], alpha, s);
-  }
-}
-
-// Chunk sums of long rows: item = (chunk, unit) -> partial[chunk * w + j].
-template <class V>
-__global__ void add_chunks_kernel(const V* __restrict__ src, V* __restrict__ partial,
-                                  const int64_t* __restrict__ chunk_begin,
-                                  const int32_t* __restrict__ chunk_len,
-                                  const int64_t* __restrict__ sources, int64_t num_chunks,
-                                  int64_t w) {
-  const int64_t total = num_chunks * w;
-  for (int64_t it = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; it < total;
-       it += int64_t{gridDim.x} * blockDim.x) {
-    const int64_t c = it / w, j = it - c * w;
-    const int64_t b = chunk_begin[c];
-    const int len = chunk_len[c];
-    V s = vzero<V>();
-    for (int k = 0; k < len; ++k) s = vadd(s, src[sources[b + k] * w + j]);
-    partial[it] = s;
-  }
-}
-
-// One level of the pairwise tree: out = a + b, or a where b is padding
-// (+0 added to a chunk sum, which is never -0, leaves it unchanged).
-template <class V>
-__global__ void add_level_kernel(const V* __restrict__ in, V* __restrict__ out,
-                                 const int64_t* __restrict__ triples, int64_t num, int64_t w) {
-  const int64_t total = num * w;
-  for (int64_t it = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; it < total;
-       it += int64_t{gridDim.x} * blockDim.x) {
-    const int64_t k = it / w, j = it - k * w;
-    const int64_t a = triples[3 * k], b = triples[3 * k + 1], o = triples[3 * k + 2];
-    out[o * w + j] = b >= 0 ? vadd(in[a * w + j], in[b * w + j]) : in[a * w + j];
-  }
-}
-
 template <class V>
 __global__ void add_long_apply_kernel(const V* __restrict__ total_buf, V* __restrict__ dst,
                                       const int64_t* __restrict__ rows,
@@ -174,11 +110,10 @@ __global__ void add_long_apply_kernel(const V* __restrict__ total_buf, V* __rest
   }
 }
 
-// ---- index_add, tuned schedule ----
-// Same sums as above; what changes is how the loads are issued: a thread
-// issues a batch of source loads (and its dst load) before it adds them in
-// order, so one row costs a few memory latencies instead of one per source,
-// and the chunk tree runs five levels per launch.
+// ---- index_add schedule ----
+// A thread issues a batch of source loads (and its dst load) before it adds
+// them in order, so one row costs a few memory latencies instead of one per
+// source, and the chunk tree runs five levels per launch.
 
 // it -> (it / w, it % w) in 32 bits when both fit (a 64-bit divide is a
 // long sequence on the GPU, paid once per 16 bytes moved).
@@ -245,8 +180,9 @@ __global__ void add_chunks_batched_kernel(const V* __restrict__ src, V* __restri
 }
 
 // Five levels of the pairwise tree at once: a group of up to 32 consecutive
-// partials is one aligned subtree; a missing partner leaves the value as is,
-// exactly as the level-by-level kernel does.
+// partials is one aligned subtree; a missing partner leaves the value as is
+// (adding the +0 padding of 3.1 would not change it: a chunk sum started
+// from +0 is never -0).
 template <class V>
 __global__ void add_groups_kernel(const V* __restrict__ in, V* __restrict__ out,
                                   const int64_t* __restrict__ triples, int64_t num, int64_t w) {
@@ -504,56 +440,8 @@ void launch_permute(Device* d, const void* src, void* dst, const Strided& s, int
 }
 
 template <class V>
-xhal_status_t run_index_add_old(Device* d, const Plan* p, float alpha, const V* s, V* o, int64_t w,
-                            int* launches) {
-  if (p->num_direct) {
-    add_direct_kernel<V><<<grid_for(p->num_direct * w, 256), 256, 0, d->stream>>>(
-        s, o, p->direct_rows, p->row_ptr, p->row_sources, p->num_direct, w, alpha);
-    ++*launches;
-  }
-  if (p->num_long) {
-    void* ws = nullptr;
-    xhal_status_t st = scratch(d, sizeof(V) * 2 * p->num_chunks * w, &ws);
-    if (st != XHAL_OK) return st;
-    V* buf[2] = {static_cast<V*>(ws), static_cast<V*>(ws) + p->num_chunks * w};
-    add_chunks_kernel<V><<<grid_for(p->num_chunks * w, 256), 256, 0, d->stream>>>(
-        s, buf[0], p->chunk_begin, p->chunk_len, p->row_sources, p->num_chunks, w);
-    ++*launches;
-    int cur = 0;
-    for (size_t l = 0; l + 1 < p->level_offsets.size(); ++l) {
-      const int64_t b = p->level_offsets[l], num = p->level_offsets[l + 1] - b;
-      add_level_kernel<V><<<grid_for(num * w, 256), 256, 0, d->stream>>>(
-          buf[cur], buf[1 - cur], p->level_pairs + 3 * b, num, w);
-      cur = 1 - cur;
-      ++*launches;
-    }
-    add_long_apply_kernel<V><<<grid_for(p->num_long * w, 256), 256, 0, d->stream>>>(
-        buf[cur], o, p->long_rows, p->long_base, p->num_long, w, alpha);
-    ++*launches;
-  }
-  return XHAL_OK;
-}
-
-// index_add schedule (XHAL_CUDA_INDEX_ADD, read once; a prototype that
-// compiles this file in may set it): "old" is the first one (one load in
-// flight per thread, one launch per tree level); anything else the tuned
-// one.
-std::atomic<int> g_index_add_old{-1};
-
-bool index_add_old() {
-  int v = g_index_add_old.load(std::memory_order_relaxed);
-  if (v < 0) {
-    const char* e = std::getenv("XHAL_CUDA_INDEX_ADD");
-    v = e && std::strcmp(e, "old") == 0 ? 1 : 0;
-    g_index_add_old.store(v, std::memory_order_relaxed);
-  }
-  return v == 1;
-}
-
-template <class V>
 xhal_status_t run_index_add(Device* d, const Plan* p, float alpha, const V* s, V* o, int64_t w,
                             int* launches) {
-  if (index_add_old()) return run_index_add_old(d, p, alpha, s, o, w, launches);
   if (p->num_direct) {
     add_direct_rec_kernel<V><<<grid_for(p->num_direct * w, 256), 256, 0, d->stream>>>(
         s, o, p->direct, p->row_sources, p->num_direct, w, alpha);
@@ -596,76 +484,42 @@ xhal_status_t index_plan_create(void* device, const xhal_plugin_index_plan_desc_
   auto* p = new Plan;
   p->count = static_cast<int64_t>(desc->count);
   p->num_rows = static_cast<int64_t>(desc->num_rows);
-  const int64_t n = p->count, rows = p->num_rows;
-  std::vector<int64_t> idx(desc->indices, desc->indices + n);
-  std::vector<int64_t> rp(desc->row_ptr, desc->row_ptr + rows + 1);
-  std::vector<int64_t> srcs(desc->row_sources, desc->row_sources + n);
-  std::vector<int64_t> direct, chunk_begin, long_rows, long_base;
-  std::vector<int32_t> chunk_len;
-  std::vector<int64_t> counts;  // chunks per long row
-  std::vector<DirectRow> direct_rec;
-  for (int64_t r = 0; r < rows; ++r) {
-    const int64_t m = rp[r + 1] - rp[r];
-    if (m == 0) continue;
-    if (m <= 32) {
-      direct.push_back(r);
-      direct_rec.push_back({r, srcs[rp[r]], rp[r], m});
-      continue;
-    }
-    long_rows.push_back(r);
-    long_base.push_back(static_cast<int64_t>(chunk_begin.size()));
-    counts.push_back((m + 31) / 32);
-    for (int64_t b = rp[r]; b < rp[r + 1]; b += 32) {
-      chunk_begin.push_back(b);
-      chunk_len.push_back(static_cast<int32_t>(std::min<int64_t>(32, rp[r + 1] - b)));
-    }
-  }
-  // Tuned schedule: rounds of groups of 32 partials (a row already down to
-  // one value is copied along, as in the level-by-level form).
-  std::vector<int64_t> groups;
-  p->group_offsets.push_back(0);
-  for (std::vector<int64_t> c = counts;;) {
-    bool more = false;
-    for (int64_t v : c) more = more || v > 1;
-    if (!more) break;
-    for (size_t k = 0; k < c.size(); ++k) {
-      const int64_t base = long_base[k];
-      for (int64_t g = 0; g < (c[k] + 31) / 32; ++g)
-        groups.insert(groups.end(), {base + 32 * g, std::min<int64_t>(32, c[k] - 32 * g), base + g});
-      c[k] = (c[k] + 31) / 32;
-    }
-    p->group_offsets.push_back(static_cast<int64_t>(groups.size() / 3));
-  }
-  std::vector<int64_t> triples;
-  p->level_offsets.push_back(0);
-  for (bool more = true; more;) {
-    more = false;
-    for (int64_t c : counts) more = more || c > 1;
-    if (!more) break;
-    for (size_t k = 0; k < counts.size(); ++k) {
-      const int64_t base = long_base[k], c = counts[k];
-      for (int64_t i = 0; i < (c + 1) / 2; ++i)
-        triples.insert(triples.end(),
-                       {base + 2 * i, 2 * i + 1 < c ? base + 2 * i + 1 : -1, base + i});
-      counts[k] = (c + 1) / 2;
-    }
-    p->level_offsets.push_back(static_cast<int64_t>(triples.size() / 3));
-  }
-  p->num_direct = static_cast<int64_t>(direct.size());
-  p->num_chunks = static_cast<int64_t>(chunk_begin.size());
-  p->num_long = static_cast<int64_t>(long_rows.size());
+  const int64_t n = p->count;
   xhal_status_t st = XHAL_OK;
-  if (st == XHAL_OK) st = up(d, idx, &p->indices);
-  if (st == XHAL_OK) st = up(d, rp, &p->row_ptr);
-  if (st == XHAL_OK) st = up(d, srcs, &p->row_sources);
-  if (st == XHAL_OK) st = up(d, direct, &p->direct_rows);
-  if (st == XHAL_OK) st = up(d, chunk_begin, &p->chunk_begin);
-  if (st == XHAL_OK) st = up(d, chunk_len, &p->chunk_len);
-  if (st == XHAL_OK) st = up(d, long_rows, &p->long_rows);
-  if (st == XHAL_OK) st = up(d, long_base, &p->long_base);
-  if (st == XHAL_OK) st = up(d, triples, &p->level_pairs);
-  if (st == XHAL_OK) st = up(d, direct_rec, &p->direct);
-  if (st == XHAL_OK) st = up(d, groups, &p->group_triples);
+  try {
+    const int64_t* touched_rows = desc->touched_rows;
+    const int64_t* touched_ptr = desc->touched_ptr;
+    uint64_t touched_count = 0;
+    std::vector<int64_t> rows_from_full, ptr_from_full;
+    if (desc->row_ptr == nullptr) {
+      touched_count = desc->touched_count;  // the compact form of a 1.1 core
+    } else {
+      // A 1.0 core passes only row_ptr over every row (its desc has no
+      // touched_* fields): list the touched rows from it.
+      touched_from_row_ptr(desc->row_ptr, desc->num_rows, &rows_from_full, &ptr_from_full);
+      touched_rows = rows_from_full.data();
+      touched_ptr = ptr_from_full.data();
+      touched_count = rows_from_full.size();
+    }
+    const IndexAddSchedule sch =
+        build_index_add_schedule(touched_rows, touched_ptr, touched_count, desc->row_sources);
+    p->group_offsets = sch.group_offsets;
+    p->num_direct = static_cast<int64_t>(sch.direct.size());
+    p->num_chunks = static_cast<int64_t>(sch.chunk_begin.size());
+    p->num_long = static_cast<int64_t>(sch.long_rows.size());
+    const std::vector<int64_t> idx(desc->indices, desc->indices + n);
+    const std::vector<int64_t> srcs(desc->row_sources, desc->row_sources + n);
+    if (st == XHAL_OK) st = up(d, idx, &p->indices);
+    if (st == XHAL_OK) st = up(d, srcs, &p->row_sources);
+    if (st == XHAL_OK) st = up(d, sch.direct, &p->direct);
+    if (st == XHAL_OK) st = up(d, sch.chunk_begin, &p->chunk_begin);
+    if (st == XHAL_OK) st = up(d, sch.chunk_len, &p->chunk_len);
+    if (st == XHAL_OK) st = up(d, sch.long_rows, &p->long_rows);
+    if (st == XHAL_OK) st = up(d, sch.long_base, &p->long_base);
+    if (st == XHAL_OK) st = up(d, sch.group_triples, &p->group_triples);
+  } catch (const std::bad_alloc&) {
+    st = fail(XHAL_OUT_OF_MEMORY, "out of host memory building the index plan");
+  }
   if (st != XHAL_OK) {
     free_plan(p);
     return st;

@@ -4,6 +4,7 @@ set(XHAL_GPU_SOURCES
   ${XHAL_GPU_SOURCE_DIR}/plugin.cpp
   ${XHAL_GPU_SOURCE_DIR}/gpu_helpers.cpp
   ${XHAL_GPU_SOURCE_DIR}/ops_gather.cpp
+  ${XHAL_GPU_SOURCE_DIR}/index_schedule.cpp
   ${XHAL_GPU_SOURCE_DIR}/ops_rows.cpp
   ${XHAL_GPU_SOURCE_DIR}/ops_sparse.cpp
   ${XHAL_GPU_SOURCE_DIR}/solve_syncfree.cpp)

@@ -29,6 +29,10 @@ struct Call {
 struct Plan {
   uint64_t count = 0, num_rows = 0, max_sources_per_row = 0;
   std::vector<int64_t> indices, row_ptr, row_sources;
+  bool row_ptr_null = false;
+  // The compact form, recorded by a recorder built for ABI minor >= 1.
+  uint64_t touched_count = 0;
+  std::vector<int64_t> touched_rows, touched_ptr;
 };
 
 struct Matrix {

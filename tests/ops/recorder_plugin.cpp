@@ -18,6 +18,12 @@
 #ifndef RECORDER_BACKEND
 #define RECORDER_BACKEND "recorder"
 #endif
+// The ABI minor the table reports. 0 by default, so the core hands index
+// plans over in the full row_ptr form that index_test.cpp checks; the
+// "reccompact" build reports 1 and records the compact form instead.
+#ifndef RECORDER_ABI_MINOR
+#define RECORDER_ABI_MINOR 0
+#endif
 
 using xhal::recorder::Call;
 using xhal::recorder::State;
@@ -181,8 +187,18 @@ xhal_status_t index_plan_create(void*, const xhal_plugin_index_plan_desc_t* d, v
   p.num_rows = d->num_rows;
   p.max_sources_per_row = d->max_sources_per_row;
   p.indices.assign(d->indices, d->indices + d->count);
-  p.row_ptr.assign(d->row_ptr, d->row_ptr + d->num_rows + 1);
+  p.row_ptr_null = d->row_ptr == nullptr;
+  if (d->row_ptr) p.row_ptr.assign(d->row_ptr, d->row_ptr + d->num_rows + 1);
   p.row_sources.assign(d->row_sources, d->row_sources + d->count);
+#if RECORDER_ABI_MINOR >= 1
+  // The touched_* fields exist only in a 1.1 core's desc, which says so by
+  // leaving row_ptr NULL.
+  if (!d->row_ptr) {
+    p.touched_count = d->touched_count;
+    p.touched_rows.assign(d->touched_rows, d->touched_rows + d->touched_count);
+    p.touched_ptr.assign(d->touched_ptr, d->touched_ptr + d->touched_count + 1);
+  }
+#endif
   g_state.plans.push_back(p);
   ++g_state.live_plans;
   *out = new int(0);
@@ -345,7 +361,7 @@ xhal_plugin_api_t make_api() {
   xhal_plugin_api_t api{};
   api.struct_size = sizeof api;
   api.abi_major = XHAL_PLUGIN_ABI_MAJOR;
-  api.abi_minor = XHAL_PLUGIN_ABI_MINOR;
+  api.abi_minor = RECORDER_ABI_MINOR;
   api.backend_name = RECORDER_BACKEND;
   api.plugin_version = "test";
   api.init = init;

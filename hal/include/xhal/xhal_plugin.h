@@ -23,7 +23,7 @@ extern "C" {
 #endif
 
 #define XHAL_PLUGIN_ABI_MAJOR 1
-#define XHAL_PLUGIN_ABI_MINOR 0
+#define XHAL_PLUGIN_ABI_MINOR 1
 #define XHAL_PLUGIN_ENTRY_SYMBOL "xhal_plugin_get_api"
 
 #if defined(_WIN32)
@@ -61,16 +61,32 @@ typedef struct xhal_plugin_tensor {
   int64_t strides[XHAL_MAX_RANK];
 } xhal_plugin_tensor_t;
 
-/* Index plan as built by the core (host arrays, valid for the call only). */
+/* Index plan as built by the core (host arrays, valid for the call only).
+ * The transposed selection lists, for each destination row, the positions
+ * i with indices[i] == row (its "sources"): row_sources holds them grouped
+ * by row, rows ascending, sources ascending within a row (the order
+ * index_add sums them in). Since 1.1 the rows that have sources are listed
+ * in compact form (touched_*), O(count); the full row_ptr over every row,
+ * O(num_rows), is built only for plugins whose table says abi_minor 0. */
 typedef struct xhal_plugin_index_plan_desc {
   uint64_t count;              /* number of indices */
   uint64_t num_rows;           /* rows the indices address */
   const int64_t* indices;      /* [count], each in [0, num_rows) */
-  /* CSR of the transposed selection (counting sort, stable): the sources
-   * of row r are row_sources[row_ptr[r] .. row_ptr[r+1]), ascending. */
-  const int64_t* row_ptr;      /* [num_rows + 1] */
-  const int64_t* row_sources;  /* [count] */
+  /* Full form: the sources of row r are row_sources[row_ptr[r] ..
+   * row_ptr[r+1]). [num_rows + 1] for a plugin of abi_minor 0; NULL for
+   * abi_minor >= 1, which read touched_* instead. A 1.0 core always sets it
+   * and its desc ends at max_sources_per_row: so a 1.1 plugin reads the
+   * touched_* fields only when row_ptr is NULL. */
+  const int64_t* row_ptr;
+  const int64_t* row_sources;  /* [count] (may be NULL when count is 0) */
   uint64_t max_sources_per_row;
+  /* ---- since 1.1: compact form, filled for every plugin ---- */
+  uint64_t touched_count;      /* rows selected at least once */
+  const int64_t* touched_rows; /* [touched_count], strictly ascending */
+  /* [touched_count + 1], touched_ptr[0] = 0, touched_ptr[touched_count] =
+   * count: the sources of touched_rows[k] are row_sources[touched_ptr[k] ..
+   * touched_ptr[k+1]), never empty. */
+  const int64_t* touched_ptr;
 } xhal_plugin_index_plan_desc_t;
 
 /* A validated CSR pattern with its transpose, built once by the core. */

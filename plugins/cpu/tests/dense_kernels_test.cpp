@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "canonical.h"
 #include "cpu_plugin.h"
 #include "dense_ops.h"
+#include "index_plan.h"
 #include "isa_kernels.h"
 
 namespace xhal::cpu {
@@ -374,22 +376,41 @@ TEST(CpuDense, SoftmaxChunksWithNanInfOverflowAndZeros) {
 }
 
 // ---- index ops -------------------------------------------------------------------
+// The descs a core hands index_plan_create: kCompact as a 1.1 core does
+// (touched rows only, row_ptr NULL); kFull as a 1.0 core does (row_ptr over
+// every row, and no touched_* fields: poisoned here so reading them shows).
+enum class Form { kCompact, kFull };
+
 struct Plan {
-  std::vector<int64_t> idx, row_ptr, sources;
+  std::vector<int64_t> idx, row_ptr, sources, touched, touched_ptr;
   void* handle = nullptr;
-  Plan(std::vector<int64_t> indices, int64_t num_rows) : idx(std::move(indices)) {
-    row_ptr.assign(num_rows + 1, 0);
-    for (int64_t i : idx) ++row_ptr[i + 1];
-    for (int64_t r = 0; r < num_rows; ++r) row_ptr[r + 1] += row_ptr[r];
-    sources.resize(idx.size());
-    std::vector<int64_t> fill(row_ptr.begin(), row_ptr.end() - 1);
-    for (size_t i = 0; i < idx.size(); ++i) sources[fill[idx[i]]++] = static_cast<int64_t>(i);
+  Plan(std::vector<int64_t> indices, int64_t num_rows, Form form = Form::kCompact)
+      : idx(std::move(indices)) {
+    // Sources grouped by row, rows ascending, positions ascending.
+    std::map<int64_t, std::vector<int64_t>> by_row;
+    for (size_t i = 0; i < idx.size(); ++i) by_row[idx[i]].push_back(static_cast<int64_t>(i));
+    touched_ptr.push_back(0);
+    for (const auto& [r, list] : by_row) {
+      touched.push_back(r);
+      sources.insert(sources.end(), list.begin(), list.end());
+      touched_ptr.push_back(static_cast<int64_t>(sources.size()));
+    }
     xhal_plugin_index_plan_desc_t desc{};
     desc.count = idx.size();
     desc.num_rows = num_rows;
     desc.indices = idx.data();
-    desc.row_ptr = row_ptr.data();
     desc.row_sources = sources.data();
+    if (form == Form::kCompact) {
+      desc.touched_count = touched.size();
+      desc.touched_rows = touched.data();
+      desc.touched_ptr = touched_ptr.data();
+    } else {
+      row_ptr.assign(num_rows + 1, 0);
+      for (int64_t i : idx) ++row_ptr[i + 1];
+      for (int64_t r = 0; r < num_rows; ++r) row_ptr[r + 1] += row_ptr[r];
+      desc.row_ptr = row_ptr.data();
+      desc.touched_count = UINT64_MAX;
+    }
     EXPECT_EQ(index_plan_create(&g_device, &desc, &handle), XHAL_OK);
   }
   ~Plan() { index_plan_destroy(&g_device, handle); }
@@ -444,6 +465,7 @@ TEST(CpuDense, IndexSelectMovesOneAndEightByteElements) {
 // a hub row with enough sources to take the parallel subtree path.
 TEST(CpuDense, IndexAddFollowsSegsumOrderIncludingHubs) {
   for_each_isa([&] {
+    for (const Form form : {Form::kCompact, Form::kFull})
     for (const int64_t hub_sources : {int64_t{5}, int64_t{33}, int64_t{3000}, int64_t{40000}}) {
       const int64_t num_rows = 100, w = 300;
       std::mt19937 rng(13);
@@ -452,7 +474,7 @@ TEST(CpuDense, IndexAddFollowsSegsumOrderIncludingHubs) {
       for (int64_t i = 0; i < 500; ++i) idx.push_back(1 + rng() % 60);  // rows 61..99 untouched
       std::shuffle(idx.begin(), idx.end(), rng);
       const int64_t count = static_cast<int64_t>(idx.size());
-      Plan plan(idx, num_rows);
+      Plan plan(idx, num_rows, form);
       // Magnitudes spread over many binades so that any change of order shows.
       HostTensor src({count, w}, random_floats(count * w, 14));
       for (size_t i = 0; i < src.data.size(); i += 7) src.data[i] *= 1e6f;
@@ -475,6 +497,57 @@ TEST(CpuDense, IndexAddFollowsSegsumOrderIncludingHubs) {
       }
       expect_same_bits(dst.data, want, "index_add");
     }
+  });
+}
+
+// Both descs give the same plan: every touched row once, ascending, with its
+// source range; untouched rows are not listed; a row past kHubSources is a hub.
+TEST(CpuDense, IndexPlanListsOnlyTouchedRowsInBothForms) {
+  std::vector<int64_t> idx = {5, 2, 5, 9, 2, 5};
+  idx.insert(idx.end(), kHubSources + 1, 7);
+  idx.push_back(9);
+  const auto rows_of = [](const std::vector<TouchedRow>& v) {
+    std::vector<std::vector<int64_t>> out;
+    for (const TouchedRow& t : v) out.push_back({t.row, t.begin, t.end});
+    return out;
+  };
+  for (const Form form : {Form::kCompact, Form::kFull}) {
+    Plan plan(idx, 12, form);
+    const auto& p = *static_cast<const IndexPlan*>(plan.handle);
+    // Sources: row 2 {1, 4}, row 5 {0, 2, 5}, row 7 {6 ..}, row 9 {3, last}.
+    EXPECT_EQ(rows_of(p.light_rows),
+              (std::vector<std::vector<int64_t>>{{2, 0, 2}, {5, 2, 5}, {9, kHubSources + 6,
+                                                                       kHubSources + 8}}));
+    EXPECT_EQ(rows_of(p.hub_rows),
+              (std::vector<std::vector<int64_t>>{{7, 5, kHubSources + 6}}));
+    EXPECT_EQ(p.row_sources[0], 1);
+    EXPECT_EQ(p.row_sources[kHubSources + 7], static_cast<int64_t>(idx.size()) - 1);
+  }
+}
+
+// A plan into 2^40 rows costs what its five indices cost, and index_add
+// reads and writes only the rows they select. (The core would require a dst
+// of 2^40 rows; this kernel reads no row the plan does not select, so a
+// table of the first 64 rows stands in for it.)
+TEST(CpuDense, IndexAddIntoAHugeTableTouchesOnlyItsRows) {
+  for_each_isa([&] {
+    const std::vector<int64_t> idx = {3, 0, 3, 63, 3};
+    Plan plan(idx, int64_t{1} << 40);
+    const int64_t w = 40, count = static_cast<int64_t>(idx.size());
+    HostTensor src({count, w}, random_floats(count * w, 21));
+    HostTensor dst({64, w}, random_floats(64 * w, 22));
+    dst.data[10 * w + 3] = NAN;
+    const std::vector<float> before = dst.data;
+    ASSERT_EQ(index_add(&g_device, plan.handle, -1.5f, &src.t, &dst.t), XHAL_OK);
+    std::vector<float> want = before;
+    for (const int64_t r : {int64_t{0}, int64_t{3}, int64_t{63}})
+      for (int64_t j = 0; j < w; ++j) {
+        std::vector<float> terms;
+        for (int64_t i = 0; i < count; ++i)
+          if (idx[i] == r) terms.push_back(src.data[i * w + j]);
+        want[r * w + j] = before[r * w + j] + -1.5f * ref_segsum(terms);
+      }
+    expect_same_bits(dst.data, want, "index_add into 2^40 rows");
   });
 }
 
