@@ -11,12 +11,14 @@
 namespace xhal {
 
 // Depth of plugin slot calls on this thread (> 0 while a plugin runs).
-int& plugin_depth();
+inline int& plugin_depth() { return thread_state().plugin_depth; }
 
 // Turns the exception being handled into a status with a message naming
 // `where` (an entry point or "<backend> plugin: <slot>"). Call only from a
 // catch block.
 xhal_status_t status_from_exception(const char* where, bool in_plugin);
+// status_from_exception for an exception thrown by `slot` of `backend`.
+xhal_status_t slot_exception(const char* backend, const char* slot);
 
 // Runs the body of public entry point `function`: clears the thread's
 // message, refuses re-entry from a plugin slot with XHAL_BUSY, and turns any
@@ -25,8 +27,10 @@ xhal_status_t status_from_exception(const char* where, bool in_plugin);
 xhal_status_t reentry_failure(const char* function);
 template <typename Body>
 inline xhal_status_t entry(const char* function, Body&& body) noexcept {
-  clear_error();
-  if (plugin_depth() != 0) [[unlikely]]
+  ThreadState& t = thread_state();  // one thread-local lookup per call
+  t.last_error.clear();
+  t.plugin_message.clear();
+  if (t.plugin_depth != 0) [[unlikely]]
     return reentry_failure(function);
   try {
     return body();
@@ -40,17 +44,20 @@ inline xhal_status_t entry(const char* function, Body&& body) noexcept {
 // slot's xhal_status_t.
 template <typename Call>
 inline xhal_status_t call_slot(const char* backend, const char* slot, Call&& call) noexcept {
-  int& depth = plugin_depth();
-  ++depth;
+  ThreadState& t = thread_state();
+  ++t.plugin_depth;
   xhal_status_t s;
   try {
     s = call();
   } catch (...) {
-    --depth;
-    std::string where = std::string(backend) + " plugin: " + slot;
-    return status_from_exception(where.c_str(), true);
+    --t.plugin_depth;
+    return slot_exception(backend, slot);
   }
-  --depth;
+  --t.plugin_depth;
+  if (s == XHAL_OK) [[likely]] {
+    t.plugin_message.clear();  // whatever the plugin said does not matter
+    return XHAL_OK;
+  }
   return plugin_status(s, backend, slot);
 }
 
@@ -58,7 +65,7 @@ inline xhal_status_t call_slot(const char* backend, const char* slot, Call&& cal
 // throws is swallowed, since the caller is releasing and cannot undo.
 template <typename Call>
 inline void call_void_slot(Call&& call) noexcept {
-  int& depth = plugin_depth();
+  int& depth = thread_state().plugin_depth;
   ++depth;
   try {
     call();

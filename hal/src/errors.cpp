@@ -52,7 +52,14 @@ xhal_status_t fail(xhal_status_t status, const char* format, ...) {
 
 ThreadState& thread_state() { return t_messages; }
 
-int& plugin_depth() { return t_messages.plugin_depth; }
+xhal_status_t slot_exception(const char* backend, const char* slot) {
+  try {
+    const std::string where = std::string(backend) + " plugin: " + slot;
+    return status_from_exception(where.c_str(), true);
+  } catch (...) {
+    return status_from_exception(slot, true);
+  }
+}
 
 xhal_status_t reentry_failure(const char* function) {
   return fail(XHAL_BUSY,

@@ -36,36 +36,6 @@ RetiredDevices& retired_devices() {
   return *r;
 }
 
-xhal_status_t stale(HandleKind want, uint64_t bits, const char* arg) {
-  const char* wanted = kind_name(static_cast<uint64_t>(want));
-  if (bits == 0) return fail(XHAL_INVALID_ARGUMENT, "argument '%s' is NULL", arg);
-  if (want == HandleKind::kDevice) {
-    RetiredDevices& r = retired_devices();
-    std::lock_guard lock(r.mutex);
-    if (auto it = r.labels.find(bits); it != r.labels.end())
-      return fail(XHAL_INVALID_ARGUMENT, "argument '%s' (%s) was released", arg,
-                  it->second.c_str());
-  }
-  const uint64_t kind = bits >> 60;
-  if (kind != static_cast<uint64_t>(want) && kind_name(kind) && handles().find(
-          static_cast<HandleKind>(kind), bits))
-    return fail(XHAL_INVALID_ARGUMENT, "argument '%s' is a %s handle, not a %s handle", arg,
-                kind_name(kind), wanted);
-  return fail(XHAL_INVALID_ARGUMENT,
-              "argument '%s' is not a live %s handle (it was released, or xhal never returned it)",
-              arg, wanted);
-}
-
-template <typename T, typename Handle>
-xhal_status_t get(HandleKind kind, Handle h, const char* arg, T** out) {
-  const uint64_t bits = handle_bits(h);
-  if (void* object = handles().find(kind, bits)) [[likely]] {
-    *out = static_cast<T*>(object);
-    return XHAL_OK;
-  }
-  return stale(kind, bits, arg);
-}
-
 }  // namespace
 
 void remember_released_device(uint64_t handle, const std::string& label) {
@@ -85,17 +55,24 @@ void forget_released_devices() {
   r.order.clear();
 }
 
-xhal_status_t get_device(xhal_device_t h, const char* arg, Device** out) {
-  return get(HandleKind::kDevice, h, arg, out);
-}
-xhal_status_t get_buffer(xhal_buffer_t h, const char* arg, Buffer** out) {
-  return get(HandleKind::kBuffer, h, arg, out);
-}
-xhal_status_t get_plan(xhal_index_plan_t h, const char* arg, Plan** out) {
-  return get(HandleKind::kPlan, h, arg, out);
-}
-xhal_status_t get_matrix(xhal_csr_t h, const char* arg, Matrix** out) {
-  return get(HandleKind::kMatrix, h, arg, out);
+xhal_status_t stale_handle(HandleKind want, uint64_t bits, const char* arg) {
+  const char* wanted = kind_name(static_cast<uint64_t>(want));
+  if (bits == 0) return fail(XHAL_INVALID_ARGUMENT, "argument '%s' is NULL", arg);
+  if (want == HandleKind::kDevice) {
+    RetiredDevices& r = retired_devices();
+    std::lock_guard lock(r.mutex);
+    if (auto it = r.labels.find(bits); it != r.labels.end())
+      return fail(XHAL_INVALID_ARGUMENT, "argument '%s' (%s) was released", arg,
+                  it->second.c_str());
+  }
+  const uint64_t kind = bits >> 60;
+  if (kind != static_cast<uint64_t>(want) && kind_name(kind) && handles().find(
+          static_cast<HandleKind>(kind), bits))
+    return fail(XHAL_INVALID_ARGUMENT, "argument '%s' is a %s handle, not a %s handle", arg,
+                kind_name(kind), wanted);
+  return fail(XHAL_INVALID_ARGUMENT,
+              "argument '%s' is not a live %s handle (it was released, or xhal never returned it)",
+              arg, wanted);
 }
 
 }  // namespace xhal

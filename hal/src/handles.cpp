@@ -1,16 +1,21 @@
 #include "handles.h"
 
+#include <mutex>
+
 namespace xhal {
+
+constinit HandleTable g_handle_table;
 
 uint64_t HandleTable::add(HandleKind kind, void* object) {
   std::lock_guard lock(mutex_);
+  if (!free_) free_ = new std::deque<uint32_t>;
   uint32_t index;
   // Reuse the oldest free slot, but keep a reserve so that a slot is not
   // handed out again right after its release (a stale copy would still be
   // caught by the generation; the reserve only makes wraps rarer).
-  if (free_.size() > 1024 || (!free_.empty() && next_ >= (kMaxChunks << kChunkBits))) {
-    index = free_.front();
-    free_.pop_front();
+  if (free_->size() > 1024 || (!free_->empty() && next_ >= (kMaxChunks << kChunkBits))) {
+    index = free_->front();
+    free_->pop_front();
   } else {
     if (next_ >= (kMaxChunks << kChunkBits)) return 0;
     index = next_;
@@ -41,17 +46,13 @@ void* HandleTable::remove(HandleKind kind, uint64_t handle) noexcept {
   void* object = slot->object.exchange(nullptr, std::memory_order_relaxed);
   ++slot->generation;
   try {
-    free_.push_back(static_cast<uint32_t>((handle & 0xffffffffu) - 1));
+    if (!free_) free_ = new std::deque<uint32_t>;
+    free_->push_back(static_cast<uint32_t>((handle & 0xffffffffu) - 1));
   } catch (...) {
     // The slot is lost for reuse; its handle is retired all the same.
   }
   live_.fetch_sub(1, std::memory_order_relaxed);
   return object;
-}
-
-HandleTable& handles() {
-  static HandleTable* table = new HandleTable;
-  return *table;
 }
 
 }  // namespace xhal

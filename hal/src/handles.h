@@ -19,7 +19,9 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
-#include <mutex>
+
+#include "queue_mutex.h"
+#include "xhal/xhal.h"
 
 namespace xhal {
 
@@ -60,16 +62,18 @@ class HandleTable {
     return c ? &c[index & ((1u << kChunkBits) - 1)] : nullptr;
   }
 
-  std::mutex mutex_;
-  std::deque<uint32_t> free_;  // released slots, oldest first
-  uint32_t next_ = 0;          // slots ever used
+  // Trivially destructible, like every other member: the table must outlive
+  // static destruction, where apps still release handles.
+  QueueMutex mutex_;
+  std::deque<uint32_t>* free_ = nullptr;  // released slots, oldest first; never freed
+  uint32_t next_ = 0;                     // slots ever used
   std::atomic<uint64_t> live_{0};
   std::atomic<Slot*> chunks_[kMaxChunks] = {};
 };
 
-// The process-wide table (never destroyed: handles may be checked during
-// static destruction).
-HandleTable& handles();
+// The process-wide table: constant-initialised, never destroyed.
+extern HandleTable g_handle_table;
+inline HandleTable& handles() { return g_handle_table; }
 
 template <typename Handle>
 inline uint64_t handle_bits(Handle h) noexcept {
@@ -78,6 +82,39 @@ inline uint64_t handle_bits(Handle h) noexcept {
 template <typename Handle>
 inline Handle to_handle(uint64_t bits) noexcept {
   return reinterpret_cast<Handle>(static_cast<uintptr_t>(bits));
+}
+
+struct Device;
+struct Buffer;
+struct Plan;
+struct Matrix;
+
+// Fails with XHAL_INVALID_ARGUMENT naming `arg` and saying why `bits` is not
+// a live handle of `kind` (NULL, released, of another kind, made up).
+xhal_status_t stale_handle(HandleKind kind, uint64_t bits, const char* arg);
+
+// Resolve a public handle to the core's object, or fail (stale_handle).
+// Inline: every op resolves two to ten of them.
+template <typename T, typename Handle>
+inline xhal_status_t resolve(HandleKind kind, Handle h, const char* arg, T** out) {
+  const uint64_t bits = handle_bits(h);
+  if (void* object = handles().find(kind, bits)) [[likely]] {
+    *out = static_cast<T*>(object);
+    return XHAL_OK;
+  }
+  return stale_handle(kind, bits, arg);
+}
+inline xhal_status_t get_device(xhal_device_t h, const char* arg, Device** out) {
+  return resolve(HandleKind::kDevice, h, arg, out);
+}
+inline xhal_status_t get_buffer(xhal_buffer_t h, const char* arg, Buffer** out) {
+  return resolve(HandleKind::kBuffer, h, arg, out);
+}
+inline xhal_status_t get_plan(xhal_index_plan_t h, const char* arg, Plan** out) {
+  return resolve(HandleKind::kPlan, h, arg, out);
+}
+inline xhal_status_t get_matrix(xhal_csr_t h, const char* arg, Matrix** out) {
+  return resolve(HandleKind::kMatrix, h, arg, out);
 }
 
 }  // namespace xhal

@@ -12,6 +12,7 @@
 
 #include "xhal/xhal.h"
 #include "xhal/xhal_plugin.h"
+#include "handles.h"
 
 namespace xhal {
 
@@ -45,17 +46,10 @@ xhal_status_t plugin_status(xhal_status_t status, const char* backend,
 const xhal_plugin_host_t* plugin_host();
 
 // ---- shared argument checks (each fails with a message naming `arg`) -----
-struct Device;
-struct Buffer;
-struct Plan;
-struct Matrix;
-// Each resolves a public handle to the core's object, or fails with
-// XHAL_INVALID_ARGUMENT naming `arg`: NULL, released (or released twice),
-// a handle of another kind, or a value xhal never gave out.
-xhal_status_t get_device(xhal_device_t handle, const char* arg, Device** out);
-xhal_status_t get_buffer(xhal_buffer_t handle, const char* arg, Buffer** out);
-xhal_status_t get_plan(xhal_index_plan_t handle, const char* arg, Plan** out);
-xhal_status_t get_matrix(xhal_csr_t handle, const char* arg, Matrix** out);
+// get_device, get_buffer, get_plan, get_matrix (handles.h) resolve a public
+// handle to the core's object, or fail with XHAL_INVALID_ARGUMENT naming the
+// argument: NULL, released (or released twice), a handle of another kind,
+// or a value xhal never gave out.
 // A device handle retired by its last release keeps its label ("cpu:0") for
 // messages until the runtime shuts down (forget_released_devices).
 void remember_released_device(uint64_t handle, const std::string& label);
@@ -94,7 +88,7 @@ struct Device {
   uint64_t handle = 0;
   // Serialises the calls of one device: the in-order queue of docs/abi.md
   // ("Threading"), and the core's per-object metadata.
-  std::mutex queue;
+  QueueMutex queue;
 };
 
 struct Buffer {

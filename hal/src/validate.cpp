@@ -71,11 +71,14 @@ xhal_status_t explicit_strides(const char* name, const xhal_tensor_t& t,
       return fail(XHAL_INVALID_ARGUMENT, "argument '%s': strides[%u] = %" PRId64 " is negative",
                   name, k, t.strides[k]);
   if (all_zero_strides(t)) {
-    bool empty = false;
-    for (uint32_t k = 0; k < t.rank; ++k) empty = empty || t.shape[k] == 0;
-    if (!row_major_strides(t.rank, t.shape, out) && !empty)
-      return fail(XHAL_OUT_OF_RANGE, "argument '%s': shape %s has too many elements", name,
-                  shape_string(t.rank, t.shape).c_str());
+    if (!row_major_strides(t.rank, t.shape, out)) [[unlikely]] {
+      // Fine for an empty tensor: its strides are never used.
+      bool empty = false;
+      for (uint32_t k = 0; k < t.rank; ++k) empty = empty || t.shape[k] == 0;
+      if (!empty)
+        return fail(XHAL_OUT_OF_RANGE, "argument '%s': shape %s has too many elements", name,
+                    shape_string(t.rank, t.shape).c_str());
+    }
   } else {
     for (uint32_t k = 0; k < t.rank; ++k) out[k] = t.strides[k];
   }
@@ -95,7 +98,7 @@ xhal_status_t check_tensor(Device* device, const char* name, const xhal_tensor_t
   const uint32_t raw_dtype = raw_enum(t->dtype);
   if (!is_dtype(raw_dtype))
     return fail(XHAL_INVALID_ARGUMENT, "argument '%s': dtype %u is not a dtype", name, raw_dtype);
-  const uint32_t esize = xhal_dtype_size(t->dtype);
+  const uint32_t esize = dtype_size(raw_dtype);
   if (!(allowed_dtypes & dtype_bit(t->dtype)))
     return fail(XHAL_INVALID_ARGUMENT, "argument '%s': dtype %s not allowed, op %s takes %s", name,
                 xhal_dtype_name(t->dtype), op, dtype_list(allowed_dtypes).c_str());

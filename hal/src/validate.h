@@ -41,6 +41,11 @@ inline uint32_t raw_enum(const E& field) {
 }
 // A dtype value that names a real dtype (xhal_dtype_size > 0).
 inline bool is_dtype(uint32_t raw) { return raw > XHAL_DTYPE_INVALID && raw < XHAL_DTYPE_COUNT_; }
+// xhal_dtype_size of a raw dtype value, without a call out of the library.
+inline uint32_t dtype_size(uint32_t raw) {
+  constexpr uint32_t kSizes[XHAL_DTYPE_COUNT_] = {0, 4, 2, 2, 4, 8, 1, 8};
+  return raw < XHAL_DTYPE_COUNT_ ? kSizes[raw] : 0;
+}
 
 // Layouts a tensor argument may have.
 enum class Layout {
@@ -114,7 +119,8 @@ bool row_major_strides(uint32_t rank, const int64_t* shape, int64_t out[XHAL_MAX
 // Reshapes a validated contiguous plugin tensor (same bytes, new shape).
 // Inline over the fixed XHAL_MAX_RANK slots so the per-call copy folds into
 // a few stores (it ran on every row-op call).
-inline xhal_plugin_tensor_t reshape(const Checked& c, std::initializer_list<int64_t> shape) {
+[[gnu::always_inline]] inline xhal_plugin_tensor_t reshape(const Checked& c,
+                                                             std::initializer_list<int64_t> shape) {
   xhal_plugin_tensor_t p;
   p.buffer = c.plugin.buffer;
   p.offset = c.plugin.offset;
