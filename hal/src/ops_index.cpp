@@ -4,6 +4,7 @@
 #include <new>
 #include <vector>
 
+#include "handles.h"
 #include "index_selection.h"
 #include "internal.h"
 #include "validate.h"
@@ -28,8 +29,9 @@ xhal_status_t widen_indices(const I* in, uint64_t count, uint64_t num_rows,
   return XHAL_OK;
 }
 
-xhal_status_t check_plan(xhal_device* device, xhal_index_plan_t plan) {
-  XHAL_TRY(check_handle("plan", plan));
+xhal_status_t check_plan(Device* device, xhal_index_plan_t handle, Plan** out) {
+  XHAL_TRY(get_plan(handle, "plan", out));
+  const Plan* plan = *out;
   if (plan->device != device)
     return fail(XHAL_WRONG_DEVICE,
                 "argument 'plan': created on device %s:%u, not on the op's device %s:%u",
@@ -38,19 +40,18 @@ xhal_status_t check_plan(xhal_device* device, xhal_index_plan_t plan) {
   return XHAL_OK;
 }
 
-}  // namespace
-
-extern "C" {
-
-xhal_status_t xhal_index_plan_create(xhal_device_t device, const void* indices,
-                                     xhal_dtype_t index_dtype, uint64_t count, uint64_t num_rows,
-                                     xhal_index_plan_t* out_plan) {
-  clear_error();
-  XHAL_TRY(check_device(device));
+xhal_status_t plan_create(xhal_device_t dev_handle, const void* indices,
+                                 xhal_dtype_t index_dtype_arg, uint64_t count, uint64_t num_rows,
+                                 xhal_index_plan_t* out_plan) {
+  Device* device;
+  XHAL_TRY(get_device(dev_handle, "device", &device));
   if (!out_plan) return fail(XHAL_INVALID_ARGUMENT, "argument 'out_plan': NULL");
-  if (index_dtype != XHAL_DTYPE_I32 && index_dtype != XHAL_DTYPE_I64)
+  const uint32_t raw_dtype = raw_enum(index_dtype_arg);
+  if (raw_dtype != XHAL_DTYPE_I32 && raw_dtype != XHAL_DTYPE_I64)
     return fail(XHAL_INVALID_ARGUMENT, "argument 'index_dtype': %s, expected i32 or i64",
-                xhal_dtype_name(index_dtype));
+                is_dtype(raw_dtype) ? xhal_dtype_name(static_cast<xhal_dtype_t>(raw_dtype))
+                                    : std::to_string(raw_dtype).c_str());
+  const xhal_dtype_t index_dtype = static_cast<xhal_dtype_t>(raw_dtype);
   if (count > 0 && !indices) return fail(XHAL_INVALID_ARGUMENT, "argument 'indices': NULL");
   if (num_rows > uint64_t(INT64_MAX) - 1 || count > uint64_t(INT64_MAX))
     return fail(XHAL_OUT_OF_RANGE, "argument '%s': %" PRIu64 " is too large",
@@ -85,70 +86,96 @@ xhal_status_t xhal_index_plan_create(xhal_device_t device, const void* indices,
   desc.touched_count = sel.rows.size();
   desc.touched_rows = sel.rows.data();
   desc.touched_ptr = sel.ptr.data();
-  void* plugin_plan = nullptr;
-  s = XHAL_PLUGIN_CALL(device, index_plan_create, &desc, &plugin_plan);
-  if (s != XHAL_OK) return s;
-
-  auto* plan = new xhal_index_plan;
+  auto plan = std::make_unique<Plan>();
   plan->device = device;
-  plan->plugin_plan = plugin_plan;
   plan->count = count;
   plan->num_rows = num_rows;
+  std::lock_guard queue(device->queue);
+  XHAL_TRY(XHAL_PLUGIN_CALL(device, index_plan_create, &desc, &plan->plugin_plan));
+  plan->handle = handles().add(HandleKind::kPlan, plan.get());
+  if (plan->handle == 0) {
+    call_void_slot(
+        [&] { device->api->index_plan_destroy(device->plugin_device, plan->plugin_plan); });
+    return fail(XHAL_OUT_OF_MEMORY, "xhal_index_plan_create: too many live handles");
+  }
   device->live_objects.fetch_add(1);
-  *out_plan = plan;
+  *out_plan = to_handle<xhal_index_plan_t>(plan.release()->handle);
   return XHAL_OK;
 }
 
+}  // namespace
+
+extern "C" {
+
+xhal_status_t xhal_index_plan_create(xhal_device_t device, const void* indices,
+                                     xhal_dtype_t index_dtype, uint64_t count, uint64_t num_rows,
+                                     xhal_index_plan_t* out_plan) {
+  return entry("xhal_index_plan_create", [&] {
+    return plan_create(device, indices, index_dtype, count, num_rows, out_plan);
+  });
+}
+
 xhal_status_t xhal_index_plan_release(xhal_index_plan_t plan) {
-  clear_error();
-  XHAL_TRY(check_handle("plan", plan));
-  xhal_device* device = plan->device;
-  if (device->api->index_plan_destroy)
-    device->api->index_plan_destroy(device->plugin_device, plan->plugin_plan);
-  device->live_objects.fetch_sub(1);
-  delete plan;
-  return XHAL_OK;
+  return entry("xhal_index_plan_release", [&] {
+    auto* p = static_cast<Plan*>(handles().remove(HandleKind::kPlan, handle_bits(plan)));
+    if (!p) return get_plan(plan, "plan", &p);
+    Device* device = p->device;
+    std::lock_guard queue(device->queue);
+    call_void_slot(
+        [&] { device->api->index_plan_destroy(device->plugin_device, p->plugin_plan); });
+    device->live_objects.fetch_sub(1);
+    delete p;
+    return XHAL_OK;
+  });
 }
 
 xhal_status_t xhal_index_select(xhal_device_t device, xhal_index_plan_t plan,
                                 const xhal_tensor_t* src, const xhal_tensor_t* out) {
-  clear_error();
-  constexpr const char* op = "index_select";
-  XHAL_TRY(check_device(device));
-  XHAL_TRY(check_plan(device, plan));
-  Checked cs, co;
-  XHAL_TRY(check_tensor(device, "src", src, op, kAnyDtype, Layout::kContiguous, &cs));
-  XHAL_TRY(check_tensor(device, "out", out, op, kAnyDtype, Layout::kContiguous, &co));
-  XHAL_TRY(check_rank(cs, 2));
-  const int64_t w = cs.shape()[1];
-  XHAL_TRY(check_shape(cs, {static_cast<int64_t>(plan->num_rows), w}));
-  XHAL_TRY(check_shape(co, {static_cast<int64_t>(plan->count), w}));
-  XHAL_TRY(check_same_dtype(co, cs));
-  XHAL_TRY(check_no_alias(co, cs));
-  XHAL_TRY(check_supported(device, XHAL_OP_INDEX_SELECT, device->api->index_select != nullptr,
-                           cs.dtype(), "src"));
-  if (co.elements == 0) return XHAL_OK;  // nothing to write
-  return XHAL_PLUGIN_CALL(device, index_select, plan->plugin_plan, &cs.plugin, &co.plugin);
+  return entry("xhal_index_select", [&] {
+    constexpr const char* op = "index_select";
+    Device* d;
+    XHAL_TRY(get_device(device, "device", &d));
+    std::lock_guard queue(d->queue);
+    Plan* p;
+    XHAL_TRY(check_plan(d, plan, &p));
+    Checked cs, co;
+    XHAL_TRY(check_tensor(d, "src", src, op, kAnyDtype, Layout::kContiguous, &cs));
+    XHAL_TRY(check_tensor(d, "out", out, op, kAnyDtype, Layout::kContiguous, &co));
+    XHAL_TRY(check_rank(cs, 2));
+    const int64_t w = cs.shape()[1];
+    XHAL_TRY(check_shape(cs, {static_cast<int64_t>(p->num_rows), w}));
+    XHAL_TRY(check_shape(co, {static_cast<int64_t>(p->count), w}));
+    XHAL_TRY(check_same_dtype(co, cs));
+    XHAL_TRY(check_no_alias(co, cs));
+    XHAL_TRY(check_supported(d, XHAL_OP_INDEX_SELECT, d->api->index_select != nullptr,
+                             cs.dtype(), "src"));
+    if (co.elements == 0) return XHAL_OK;  // nothing to write
+    return XHAL_PLUGIN_CALL(d, index_select, p->plugin_plan, &cs.plugin, &co.plugin);
+  });
 }
 
 xhal_status_t xhal_index_add(xhal_device_t device, xhal_index_plan_t plan, float alpha,
                              const xhal_tensor_t* src, const xhal_tensor_t* dst) {
-  clear_error();
-  constexpr const char* op = "index_add";
-  XHAL_TRY(check_device(device));
-  XHAL_TRY(check_plan(device, plan));
-  Checked cs, cd;
-  XHAL_TRY(check_tensor(device, "src", src, op, kF32Only, Layout::kContiguous, &cs));
-  XHAL_TRY(check_tensor(device, "dst", dst, op, kF32Only, Layout::kContiguous, &cd));
-  XHAL_TRY(check_rank(cs, 2));
-  const int64_t w = cs.shape()[1];
-  XHAL_TRY(check_shape(cs, {static_cast<int64_t>(plan->count), w}));
-  XHAL_TRY(check_shape(cd, {static_cast<int64_t>(plan->num_rows), w}));
-  XHAL_TRY(check_no_alias(cd, cs));
-  XHAL_TRY(check_supported(device, XHAL_OP_INDEX_ADD, device->api->index_add != nullptr, cs.dtype(),
-                           "src"));
-  if (cs.elements == 0) return XHAL_OK;  // no source: dst is untouched
-  return XHAL_PLUGIN_CALL(device, index_add, plan->plugin_plan, alpha, &cs.plugin, &cd.plugin);
+  return entry("xhal_index_add", [&] {
+    constexpr const char* op = "index_add";
+    Device* d;
+    XHAL_TRY(get_device(device, "device", &d));
+    std::lock_guard queue(d->queue);
+    Plan* p;
+    XHAL_TRY(check_plan(d, plan, &p));
+    Checked cs, cd;
+    XHAL_TRY(check_tensor(d, "src", src, op, kF32Only, Layout::kContiguous, &cs));
+    XHAL_TRY(check_tensor(d, "dst", dst, op, kF32Only, Layout::kContiguous, &cd));
+    XHAL_TRY(check_rank(cs, 2));
+    const int64_t w = cs.shape()[1];
+    XHAL_TRY(check_shape(cs, {static_cast<int64_t>(p->count), w}));
+    XHAL_TRY(check_shape(cd, {static_cast<int64_t>(p->num_rows), w}));
+    XHAL_TRY(check_no_alias(cd, cs));
+    XHAL_TRY(check_supported(d, XHAL_OP_INDEX_ADD, d->api->index_add != nullptr, cs.dtype(),
+                             "src"));
+    if (cs.elements == 0) return XHAL_OK;  // no source: dst is untouched
+    return XHAL_PLUGIN_CALL(d, index_add, p->plugin_plan, alpha, &cs.plugin, &cd.plugin);
+  });
 }
 
 }  // extern "C"
