@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstring>
 
+#include "entry.h"
 #include "resident_libraries.h"
 
 namespace xhal {
@@ -36,6 +37,10 @@ constexpr SlotName kPairedSlots[][2] = {
 // The header every table starts with, whatever its version.
 constexpr size_t kHeaderSize = offsetof(xhal_plugin_api_t, init);
 constexpr size_t kNoteCapacity = 512;
+// More devices than any machine has: a larger count is a plugin bug (an
+// uninitialised or negative number), and sizing tables by it would exhaust
+// memory (docs/abi.md, "Loading and rejection reasons").
+constexpr uint32_t kMaxDevicesPerPlugin = 4096;
 
 bool slot_present(const xhal_plugin_api_t& api, size_t offset) {
   void* slot = nullptr;
@@ -78,41 +83,127 @@ std::string check_table(const xhal_plugin_api_t& api, size_t struct_size,
   return "";
 }
 
-// Runs init and counts devices; returns why it failed, or "".
-std::string start_plugin(LoadedPlugin& plugin, PluginRecord& record) {
+// A slot's status as a plain number: a plugin may return any bits, and
+// reading an out-of-range value through the enum type is undefined.
+int32_t raw_status(const xhal_status_t& status) {
+  int32_t raw = 0;
+  std::memcpy(&raw, &status, sizeof(raw));
+  return raw;
+}
+
+// "XHAL_PLUGIN_ERROR", or "unknown status 1234" for a value outside the enum.
+std::string status_text(int32_t raw) {
+  if (raw < XHAL_OK || raw > XHAL_INTERNAL) return "unknown status " + std::to_string(raw);
+  return xhal_status_name(static_cast<xhal_status_t>(raw));
+}
+
+// Runs one call into plugin code (the entry function or a slot). The depth
+// count makes a call back into the app API from inside it XHAL_BUSY (entry())
+// instead of a deadlock on the runtime mutex this thread holds; what the
+// plugin throws becomes `*why` ("init threw a C++ exception: ...") and false.
+struct DepthCount {
+  int& depth = plugin_depth();
+  DepthCount() { ++depth; }
+  ~DepthCount() { --depth; }
+};
+
+template <typename Call>
+bool guarded(const char* what, std::string* why, Call&& call) {
+  try {
+    DepthCount inside;
+    call();
+    return true;
+  } catch (const std::exception& e) {
+    // Copied now: the exception object's code lives in the plugin.
+    *why = std::string(what) + " threw a C++ exception: " + e.what();
+  } catch (...) {
+    *why = std::string(what) + " threw an exception of unknown type";
+  }
+  return false;
+}
+
+// Calls the plugin's shutdown; what it throws is dropped (nothing to undo).
+void shut_down(LoadedPlugin& plugin) {
+  call_void_slot([&] { plugin.api.shutdown(plugin.context); });
+}
+
+// Why a device description is unusable, or "". Strings were cut to their
+// arrays already; memory_bytes may be anything; op_dtypes are masked later.
+std::string check_device_info(uint32_t index, const xhal_plugin_device_info_t& info) {
+  int32_t kind = 0;
+  std::memcpy(&kind, &info.kind, sizeof(kind));  // raw: may be outside the enum
+  if (kind != XHAL_DEVICE_KIND_CPU && kind != XHAL_DEVICE_KIND_GPU &&
+      kind != XHAL_DEVICE_KIND_OTHER) {
+    return "device_get_info(" + std::to_string(index) + ") gave kind " +
+           std::to_string(kind) + ", not an xhal_device_kind_t (0 cpu, 1 gpu, 2 other)";
+  }
+  return "";
+}
+
+// Runs init and counts devices; returns why it failed, or "". `initialised`
+// is true while init has succeeded and shutdown is still owed: a failure
+// after init shuts the plugin down again here.
+std::string start_plugin(LoadedPlugin& plugin, PluginRecord& record, bool& initialised) {
   char note[kNoteCapacity] = {};
   take_plugin_message();
-  const xhal_status_t status =
-      plugin.api.init(plugin_host(), &plugin.context, note, sizeof(note));
+  std::string why;
+  xhal_status_t status = XHAL_OK;
+  if (!guarded("init", &why, [&] {
+        status = plugin.api.init(plugin_host(), &plugin.context, note, sizeof(note));
+      })) {
+    take_plugin_message();
+    return why;
+  }
   std::string message = take_plugin_message();
-  if (status != XHAL_OK) {
-    return "init failed (" + std::string(xhal_status_name(status)) + ")" +
+  if (raw_status(status) != XHAL_OK) {
+    return "init failed (" + status_text(raw_status(status)) + ")" +
            (message.empty() ? "" : ": " + message);
   }
+  initialised = true;
   note[sizeof(note) - 1] = '\0';
+  // From here on a failure must undo init.
+  auto failed = [&](std::string reason) {
+    take_plugin_message();
+    initialised = false;
+    shut_down(plugin);
+    record.devices.clear();
+    return reason;
+  };
   uint32_t count = 0;
-  const xhal_status_t count_status = plugin.api.device_count(plugin.context, &count);
+  xhal_status_t count_status = XHAL_OK;
+  if (!guarded("device_count", &why,
+               [&] { count_status = plugin.api.device_count(plugin.context, &count); })) {
+    return failed(why);
+  }
   message = take_plugin_message();
-  if (count_status != XHAL_OK) {
-    plugin.api.shutdown(plugin.context);
-    return "device_count failed (" + std::string(xhal_status_name(count_status)) + ")" +
-           (message.empty() ? "" : ": " + message);
+  if (raw_status(count_status) != XHAL_OK) {
+    return failed("device_count failed (" + status_text(raw_status(count_status)) + ")" +
+                  (message.empty() ? "" : ": " + message));
+  }
+  if (count > kMaxDevicesPerPlugin) {
+    return failed("device_count gave " + std::to_string(count) + " devices; at most " +
+                  std::to_string(kMaxDevicesPerPlugin) + " per plugin are accepted");
   }
   record.devices.resize(count);
   for (uint32_t i = 0; i < count; ++i) {
     xhal_plugin_device_info_t& info = record.devices[i];
     info = {};
     info.struct_size = sizeof(info);
-    const xhal_status_t info_status = plugin.api.device_get_info(plugin.context, i, &info);
+    xhal_status_t info_status = XHAL_OK;
+    const std::string slot = "device_get_info(" + std::to_string(i) + ")";
+    if (!guarded(slot.c_str(), &why, [&] {
+          info_status = plugin.api.device_get_info(plugin.context, i, &info);
+        })) {
+      return failed(why);
+    }
     message = take_plugin_message();
-    if (info_status != XHAL_OK) {
-      plugin.api.shutdown(plugin.context);
-      record.devices.clear();
-      return "device_get_info(" + std::to_string(i) + ") failed (" +
-             xhal_status_name(info_status) + ")" + (message.empty() ? "" : ": " + message);
+    if (raw_status(info_status) != XHAL_OK) {
+      return failed(slot + " failed (" + status_text(raw_status(info_status)) + ")" +
+                    (message.empty() ? "" : ": " + message));
     }
     info.name[sizeof(info.name) - 1] = '\0';
     info.stable_id[sizeof(info.stable_id) - 1] = '\0';
+    if (std::string bad = check_device_info(i, info); !bad.empty()) return failed(bad);
   }
   record.device_count = count;
   // A plugin without devices says why (e.g. "no CUDA device found").
@@ -159,13 +250,20 @@ PluginRecord open_and_start(const PluginCandidate& candidate,
   plugin->backend = candidate.backend;
   boost::dll::fs::error_code ec;
   dlerror();
-  // rtld_now: unresolved symbols surface here with dlerror's text, not later.
-  plugin->library.load(candidate.path, ec,
-                       boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
+  {
+    // The library's static constructors run inside dlopen: counted as plugin
+    // code, so a call back into the app API is XHAL_BUSY. An exception must
+    // not be caught here: unwound through dlopen it would leave the dynamic
+    // loader's lock held, and every later dlopen would hang.
+    DepthCount inside;
+    // rtld_now: unresolved symbols surface here with dlerror's text, not later.
+    plugin->library.load(candidate.path, ec,
+                         boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
+  }
   if (ec || !plugin->library.is_loaded()) {
-    const char* why = dlerror();
+    const char* dl_why = dlerror();
     return rejected(std::move(record),
-                    std::string("dlopen failed: ") + (why ? why : ec.message()));
+                    std::string("dlopen failed: ") + (dl_why ? dl_why : ec.message()));
   }
   if (!plugin->library.has(XHAL_PLUGIN_ENTRY_SYMBOL)) {
     return rejected(std::move(record),
@@ -173,7 +271,12 @@ PluginRecord open_and_start(const PluginCandidate& candidate,
   }
   const auto entry =
       plugin->library.get<const xhal_plugin_api_t*()>(XHAL_PLUGIN_ENTRY_SYMBOL);
-  const xhal_plugin_api_t* table = entry();
+  const xhal_plugin_api_t* table = nullptr;
+  std::string why;
+  if (!guarded("entry symbol '" XHAL_PLUGIN_ENTRY_SYMBOL "'", &why,
+               [&] { table = entry(); })) {
+    return rejected(std::move(record), why);
+  }
   if (table == nullptr) {
     return rejected(std::move(record), "entry symbol '" XHAL_PLUGIN_ENTRY_SYMBOL
                                        "' returned NULL");
@@ -197,13 +300,23 @@ PluginRecord open_and_start(const PluginCandidate& candidate,
   std::memcpy(&plugin->api, table, std::min(table->struct_size, sizeof(xhal_plugin_api_t)));
   plugin->api.struct_size = table->struct_size;
   if (plugin->api.plugin_version) record.plugin_version = plugin->api.plugin_version;
-  if (std::string why = check_table(plugin->api, table->struct_size, candidate.backend);
-      !why.empty()) {
-    return rejected(std::move(record), why);
+  if (std::string bad = check_table(plugin->api, table->struct_size, candidate.backend);
+      !bad.empty()) {
+    return rejected(std::move(record), bad);
   }
-  if (std::string why = start_plugin(*plugin, record); !why.empty()) {
-    return rejected(std::move(record), why);
+  // A core failure (out of memory) while starting must not leave the plugin
+  // initialised when its library is unloaded on the way out.
+  struct ShutDownIfOwed {
+    LoadedPlugin& plugin;
+    bool initialised = false;
+    ~ShutDownIfOwed() {
+      if (initialised) shut_down(plugin);
+    }
+  } owed{*plugin};
+  if (std::string bad = start_plugin(*plugin, record, owed.initialised); !bad.empty()) {
+    return rejected(std::move(record), bad);
   }
+  owed.initialised = false;  // the record owns the running plugin now
   record.state = XHAL_PLUGIN_LOADED;
   record.plugin = std::move(plugin);
   return record;
@@ -213,7 +326,7 @@ PluginRecord open_and_start(const PluginCandidate& candidate,
 
 void unload_plugin(PluginRecord& record, bool unload) {
   if (!record.plugin) return;
-  record.plugin->api.shutdown(record.plugin->context);
+  shut_down(*record.plugin);
   if (!unload) {
     // Marks the loaded object RTLD_NODELETE, so the dlclose below keeps it.
     dlopen(record.path.c_str(), RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);

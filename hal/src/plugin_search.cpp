@@ -1,6 +1,11 @@
 #include "plugin_search.h"
 
+#include <dirent.h>
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <system_error>
 
@@ -13,18 +18,29 @@ namespace {
 constexpr std::string_view kPrefix = "libxhal-";
 constexpr std::string_view kSuffix = ".so";
 
-// Plugin files of one folder, sorted by name so the order is reproducible.
-std::vector<fs::path> plugin_files_in(const fs::path& folder) {
-  std::vector<fs::path> files;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(folder, ec)) {
-    if (backend_from_file_name(entry.path().filename().string()).empty()) continue;
-    std::error_code type_ec;
-    if (entry.is_directory(type_ec)) continue;
-    files.push_back(entry.path());
+const char* file_type_name(mode_t mode) {
+  if (S_ISDIR(mode)) return "directory";
+  if (S_ISFIFO(mode)) return "fifo";
+  if (S_ISSOCK(mode)) return "socket";
+  if (S_ISCHR(mode)) return "character device";
+  if (S_ISBLK(mode)) return "block device";
+  return "unknown file type";
+}
+
+// What stat(2) (which follows symlinks) says about `path`: "" for a regular
+// file, else why it cannot be a plugin. Nothing is opened: dlopen of a FIFO
+// would block for ever (with the runtime lock held), and a device file may
+// do anything when opened.
+std::string not_a_regular_file(const fs::path& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    const int error = errno;
+    if (error == ELOOP) return std::string("symlink loop (") + std::strerror(error) + ")";
+    if (error == ENOENT) return "dangling symlink (its target does not exist)";
+    return std::string("cannot stat the file: ") + std::strerror(error);
   }
-  std::sort(files.begin(), files.end());
-  return files;
+  if (S_ISREG(st.st_mode)) return "";
+  return std::string("not a regular file (") + file_type_name(st.st_mode) + ")";
 }
 
 fs::path libxhal_folder() {
@@ -54,8 +70,43 @@ class CandidateList {
     }
     list_.push_back(std::move(c));
   }
-  void add_folder(const fs::path& folder) {
-    for (const fs::path& file : plugin_files_in(folder)) add(file);
+  // Every libxhal-*.so of `folder`, by name. A folder that does not exist
+  // is fine when `may_be_absent` (the default folders); one that cannot be
+  // read becomes a candidate of its own, rejected with the error, so that
+  // xhal-info shows why its plugins are missing.
+  void add_folder(const fs::path& folder, bool may_be_absent) {
+    std::vector<std::string> names;
+    // opendir rather than std::filesystem: its error_code overloads are
+    // noexcept yet allocate, so running out of memory there terminates.
+    DIR* dir = ::opendir(folder.c_str());
+    if (dir == nullptr) {
+      const int error = errno;
+      if (may_be_absent && error == ENOENT) return;
+      add(folder, std::string("plugin folder cannot be read: ") + std::strerror(error));
+      return;
+    }
+    struct Closer {
+      DIR* dir;
+      ~Closer() { ::closedir(dir); }
+    } closer{dir};
+    for (;;) {
+      errno = 0;
+      const dirent* entry = ::readdir(dir);
+      if (entry == nullptr) {
+        // Whatever was listed before a failed step is still worth loading.
+        if (errno != 0) {
+          add(folder, std::string("plugin folder cannot be read: ") + std::strerror(errno));
+        }
+        break;
+      }
+      if (backend_from_file_name(entry->d_name).empty()) continue;
+      names.emplace_back(entry->d_name);
+    }
+    std::sort(names.begin(), names.end());
+    for (const std::string& name : names) {
+      const fs::path file = folder / name;
+      add(file, not_a_regular_file(file));
+    }
   }
   std::vector<PluginCandidate> take() { return std::move(list_); }
 
@@ -89,21 +140,29 @@ std::vector<PluginCandidate> find_plugin_candidates(const std::string& path_list
     const std::string entry = path_list.substr(start, end - start);
     start = end + 1;
     if (entry.empty()) continue;
-    std::error_code ec;
-    const fs::file_status status = fs::status(entry, ec);
-    if (fs::is_directory(status)) {
-      list.add_folder(entry);
-    } else if (fs::exists(status)) {
-      list.add(entry);  // a file named explicitly is a candidate whatever its name
+    struct stat st {};
+    if (::stat(entry.c_str(), &st) != 0) {
+      const int error = errno;
+      if (error == ENOENT) {
+        list.add(entry, "plugin path entry does not exist");
+      } else if (error == ELOOP) {
+        list.add(entry, std::string("symlink loop (") + std::strerror(error) + ")");
+      } else {
+        list.add(entry, std::string("plugin path entry cannot be read: ") + std::strerror(error));
+      }
+    } else if (S_ISDIR(st.st_mode)) {
+      list.add_folder(entry, /*may_be_absent=*/false);
     } else {
-      list.add(entry, "plugin path entry does not exist");
+      // A file named explicitly is a candidate whatever its name, but only
+      // a regular file is ever opened.
+      list.add(entry, not_a_regular_file(entry));
     }
   }
   if (!path_list_only) {
     const fs::path here = libxhal_folder();
     if (!here.empty()) {
-      list.add_folder(here / "xhal" / "plugins");
-      list.add_folder(here);
+      list.add_folder(here / "xhal" / "plugins", /*may_be_absent=*/true);
+      list.add_folder(here, /*may_be_absent=*/true);
     }
   }
   return list.take();

@@ -14,12 +14,29 @@
 //   FAKE_STABLE_PREFIX  stable id of device i is prefix + i
 //   FAKE_USES_DEPENDENCY  init calls into libxhal-fake-dependency.so
 //   FAKE_MARKER         on load, creates $XHAL_FAKE_MARKER_DIR/<backend>.loaded
+// Faulty plugins (the corpus of tests/loader/faulty_plugin_test.cpp):
+//   FAKE_THROW_IN=<where>  throws std::runtime_error("fake <where> exploded") from
+//                       FAKE_AT_ENTRY, FAKE_AT_INIT, FAKE_AT_DEVICE_COUNT,
+//                       FAKE_AT_DEVICE_GET_INFO (device 1 only), FAKE_AT_DEVICE_OPEN,
+//                       FAKE_AT_BUFFER_ALLOCATE or FAKE_AT_PERMUTE (an op slot)
+//   FAKE_THROW_INT      init throws an int (not a std::exception)
+//   FAKE_INIT_STATUS    init returns this status (e.g. 1234, outside the enum)
+//   FAKE_REENTER        init calls xhal_plugin_count and xhal_device_count (the
+//                       app API) and fails with what they returned
+//   FAKE_SEGV_AT=<where>  a real segmentation fault at FAKE_AT_INIT or
+//                       FAKE_AT_BUFFER_FILL
+//   FAKE_HANG_IN_INIT   init never returns
+//   (absurd counts and garbage kinds: FAKE_DEVICES=0xFFFFFFFFu, FAKE_KIND=57)
 // Buffers live in host memory; counters count writes, reads and "kernels".
+#include <dlfcn.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -44,7 +61,52 @@
 #define FAKE_STABLE_PREFIX "fake-" FAKE_BACKEND "-"
 #endif
 
+// Places a fault can be planted (FAKE_THROW_IN, FAKE_SEGV_AT).
+#define FAKE_AT_ENTRY 1
+#define FAKE_AT_INIT 2
+#define FAKE_AT_DEVICE_COUNT 3
+#define FAKE_AT_DEVICE_GET_INFO 4
+#define FAKE_AT_DEVICE_OPEN 5
+#define FAKE_AT_BUFFER_ALLOCATE 6
+#define FAKE_AT_PERMUTE 7
+#define FAKE_AT_BUFFER_FILL 8
+#ifndef FAKE_THROW_IN
+#define FAKE_THROW_IN 0
+#endif
+#ifndef FAKE_SEGV_AT
+#define FAKE_SEGV_AT 0
+#endif
+
 namespace {
+
+// Throws when the fault is planted at `where`.
+void maybe_throw(int where, const char* name) {
+  if (FAKE_THROW_IN == where) throw std::runtime_error(std::string("fake ") + name + " exploded");
+}
+
+// A genuine invalid access (not raise()): what a buggy plugin does.
+void maybe_segfault(int where) {
+  if (FAKE_SEGV_AT != where) return;
+  int* volatile nowhere = nullptr;
+  *nowhere = 1;
+}
+
+#ifdef FAKE_REENTER
+// Calls an app API function of the libxhal that loaded this plugin, found
+// at run time so that the fake does not link libxhal.
+std::string call_back(const char* function) {
+  using Count = xhal_status_t (*)(uint32_t*);
+  using Name = const char* (*)(xhal_status_t);
+  using Last = const char* (*)();
+  auto count = reinterpret_cast<Count>(dlsym(RTLD_DEFAULT, function));
+  auto name = reinterpret_cast<Name>(dlsym(RTLD_DEFAULT, "xhal_status_name"));
+  auto last = reinterpret_cast<Last>(dlsym(RTLD_DEFAULT, "xhal_last_error"));
+  if (!count || !name || !last) return std::string(function) + " not found";
+  uint32_t n = 12345;
+  const xhal_status_t s = count(&n);
+  return std::string(function) + " gave " + name(s) + " (" + last() + ")";
+}
+#endif
 
 const xhal_plugin_host_t* g_host = nullptr;
 
@@ -74,6 +136,23 @@ extern "C" int xhal_fake_dependency_value();
 xhal_status_t fake_init(const xhal_plugin_host_t* host, void** out_context, char* out_note,
                         size_t note_capacity) {
   g_host = host;
+  maybe_throw(FAKE_AT_INIT, "init");
+  maybe_segfault(FAKE_AT_INIT);
+#ifdef FAKE_THROW_INT
+  throw 42;
+#endif
+#ifdef FAKE_HANG_IN_INIT
+  for (;;) pause();
+#endif
+#ifdef FAKE_INIT_STATUS
+  return static_cast<xhal_status_t>(FAKE_INIT_STATUS);
+#endif
+#ifdef FAKE_REENTER
+  const std::string seen =
+      call_back("xhal_plugin_count") + "; " + call_back("xhal_device_count");
+  host->set_error(seen.c_str());
+  return XHAL_PLUGIN_ERROR;
+#endif
 #ifdef FAKE_USES_DEPENDENCY
   if (xhal_fake_dependency_value() != 42) return XHAL_INTERNAL;
 #endif
@@ -93,14 +172,16 @@ xhal_status_t fake_init(const xhal_plugin_host_t* host, void** out_context, char
 void fake_shutdown(void*) { g_host = nullptr; }
 
 xhal_status_t fake_device_count(void*, uint32_t* out_count) {
+  maybe_throw(FAKE_AT_DEVICE_COUNT, "device_count");
   *out_count = FAKE_DEVICES;
   return XHAL_OK;
 }
 
 xhal_status_t fake_device_get_info(void*, uint32_t index, xhal_plugin_device_info_t* out) {
+  if (index == 1) maybe_throw(FAKE_AT_DEVICE_GET_INFO, "device_get_info");
   std::snprintf(out->name, sizeof(out->name), "%s fake device %u", FAKE_BACKEND, index);
   std::snprintf(out->stable_id, sizeof(out->stable_id), "%s%u", FAKE_STABLE_PREFIX, index);
-  out->kind = FAKE_KIND;
+  out->kind = static_cast<xhal_device_kind_t>(FAKE_KIND);
   out->memory_bytes = (uint64_t{1} << 30) + index;
   const uint32_t f32 = 1u << XHAL_DTYPE_F32;
   // Claims more than its slots cover: the core must report only permute.
@@ -111,6 +192,7 @@ xhal_status_t fake_device_get_info(void*, uint32_t index, xhal_plugin_device_inf
 }
 
 xhal_status_t fake_device_open(void*, uint32_t index, void** out_device) {
+  maybe_throw(FAKE_AT_DEVICE_OPEN, "device_open");
   auto* d = new (std::nothrow) FakeDevice;
   if (!d) return XHAL_OUT_OF_MEMORY;
   d->index = index;
@@ -133,6 +215,7 @@ xhal_status_t fake_device_get_counters(void* device, xhal_counters_t* out) {
 }
 
 xhal_status_t fake_buffer_allocate(void*, uint64_t size, void** out_buffer) {
+  maybe_throw(FAKE_AT_BUFFER_ALLOCATE, "buffer_allocate");
   if (size > (uint64_t{1} << 32)) {
     g_host->set_error("fake backend allocates at most 4 GiB");
     return XHAL_OUT_OF_MEMORY;
@@ -175,6 +258,7 @@ xhal_status_t fake_buffer_copy(void* device, void* src, uint64_t src_offset, voi
 
 xhal_status_t fake_buffer_fill(void* device, void* dst, uint64_t offset, uint64_t size,
                                const void* pattern, uint32_t pattern_size) {
+  maybe_segfault(FAKE_AT_BUFFER_FILL);
   for (uint64_t i = 0; i < size; i += pattern_size) {
     std::memcpy(bytes(dst) + offset + i, pattern, pattern_size);
   }
@@ -185,6 +269,7 @@ xhal_status_t fake_buffer_fill(void* device, void* dst, uint64_t offset, uint64_
 // 4-byte elements only: enough to be a real slot behind the permute claim.
 xhal_status_t fake_permute(void* device, const xhal_plugin_tensor_t* src,
                            const xhal_plugin_tensor_t* dst) {
+  maybe_throw(FAKE_AT_PERMUTE, "permute");
   uint64_t total = 1;
   for (uint32_t k = 0; k < dst->rank; ++k) total *= static_cast<uint64_t>(dst->shape[k]);
   int64_t index[XHAL_MAX_RANK] = {};
@@ -266,6 +351,7 @@ const LongTable g_table = make_table();
 
 #ifndef FAKE_NO_ENTRY
 extern "C" XHAL_PLUGIN_EXPORT const xhal_plugin_api_t* xhal_plugin_get_api(void) {
+  maybe_throw(FAKE_AT_ENTRY, "entry");
 #ifdef FAKE_NULL_ENTRY
   return nullptr;
 #else

@@ -22,7 +22,7 @@ TEST_F(LoaderTest, GoodPluginLoadsWithItsDevices) {
   EXPECT_EQ(p.backend, "good");
   EXPECT_EQ(p.reason, "");
   EXPECT_EQ(p.abi_major, 1u);
-  EXPECT_EQ(p.abi_minor, 0u);
+  EXPECT_EQ(p.abi_minor, uint32_t{XHAL_PLUGIN_ABI_MINOR});
   EXPECT_EQ(p.version, "0.0.1-fake");
   EXPECT_EQ(p.device_count, 2u);
   EXPECT_TRUE(library_mapped(p.path));
