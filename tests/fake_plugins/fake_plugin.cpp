@@ -84,10 +84,11 @@ void maybe_throw(int where, const char* name) {
   if (FAKE_THROW_IN == where) throw std::runtime_error(std::string("fake ") + name + " exploded");
 }
 
-// A genuine invalid access (not raise()): what a buggy plugin does.
+// A genuine invalid access (not raise()): what a buggy plugin does. Not
+// NULL itself, which UBSan would report (and exit) before the access.
 void maybe_segfault(int where) {
   if (FAKE_SEGV_AT != where) return;
-  int* volatile nowhere = nullptr;
+  int* volatile nowhere = reinterpret_cast<int*>(uintptr_t{8});
   *nowhere = 1;
 }
 

@@ -2,6 +2,7 @@
 // skipped), and which devices exist, with their ops and dtypes.
 // Exit status: 0 devices listed; 1 no device (selector matched nothing, or no
 // plugin gave one); 2 bad arguments or a malformed selector.
+// --probe loads each plugin in a child process instead (probe.h).
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -14,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "probe.h"
 #include "xhal/xhal.h"
 #include "xhal/xhal_plugin.h"
 
@@ -217,7 +219,27 @@ int main(int argc, char** argv) {
                  "colon-separated plugin folders or files (default: $XHAL_PLUGIN_PATH)");
   app.add_flag("--plugin-path-only", plugin_path_only,
                "search only --plugin-path, not the installed plugin folder nor beside libxhal");
+  bool probe = false;
+  double probe_timeout = 10;
+  std::optional<std::string> probe_one;
+  app.add_flag("--probe", probe,
+               "load each plugin candidate alone in a child process and report ok (N devices), "
+               "rejected, crashed (the signal) or hung; exit 1 unless all are ok");
+  app.add_option("--probe-timeout", probe_timeout, "seconds a --probe child may take (default 10)")
+      ->check(CLI::PositiveNumber);
+  // The child's side of --probe (not for people).
+  app.add_option("--probe-one", probe_one)->group("");
   CLI11_PARSE(app, argc, argv);
+
+  if (probe_one) return xhal_info::probe_one(*probe_one);
+  if (probe) {
+    xhal_info::ProbeOptions o;
+    o.plugin_path = plugin_path.value_or("");
+    o.plugin_path_only = plugin_path_only;
+    o.timeout_s = probe_timeout;
+    o.json = json;
+    return xhal_info::probe_all(o);
+  }
 
   xhal_runtime_options_t options{};
   options.struct_size = sizeof(options);
