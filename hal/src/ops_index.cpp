@@ -1,12 +1,14 @@
 // Index plans and the ops that use them: index_select (gather) and
 // index_add (deterministic scatter-add over the transposed selection).
 #include <cinttypes>
+#include <array>
 #include <new>
 #include <vector>
 
 #include "handles.h"
 #include "index_selection.h"
 #include "internal.h"
+#include "op_validate.h"
 #include "validate.h"
 
 using namespace xhal;
@@ -132,49 +134,35 @@ xhal_status_t xhal_index_plan_release(xhal_index_plan_t plan) {
 xhal_status_t xhal_index_select(xhal_device_t device, xhal_index_plan_t plan,
                                 const xhal_tensor_t* src, const xhal_tensor_t* out) {
   return entry("xhal_index_select", [&] {
-    constexpr const char* op = "index_select";
     Device* d;
     XHAL_TRY(get_device(device, "device", &d));
     std::lock_guard queue(d->queue);
     Plan* p;
     XHAL_TRY(check_plan(d, plan, &p));
-    Checked cs, co;
-    XHAL_TRY(check_tensor(d, "src", src, op, kAnyDtype, Layout::kContiguous, &cs));
-    XHAL_TRY(check_tensor(d, "out", out, op, kAnyDtype, Layout::kContiguous, &co));
-    XHAL_TRY(check_rank(cs, 2));
-    const int64_t w = cs.shape()[1];
-    XHAL_TRY(check_shape(cs, {static_cast<int64_t>(p->num_rows), w}));
-    XHAL_TRY(check_shape(co, {static_cast<int64_t>(p->count), w}));
-    XHAL_TRY(check_same_dtype(co, cs));
-    XHAL_TRY(check_no_alias(co, cs));
-    XHAL_TRY(check_supported(d, XHAL_OP_INDEX_SELECT, d->api->index_select != nullptr,
-                             cs.dtype(), "src"));
-    if (co.elements == 0) return XHAL_OK;  // nothing to write
-    return XHAL_PLUGIN_CALL(d, index_select, p->plugin_plan, &cs.plugin, &co.plugin);
+    OpContext ctx;
+    ctx.plan = p;
+    OpArgs a;
+    XHAL_TRY(validate_op<XHAL_OP_INDEX_SELECT>(d, std::array{src, out}.data(), ctx, &a));
+    if (a.arg[1].elements == 0) return XHAL_OK;  // nothing to write
+    return XHAL_PLUGIN_CALL(d, index_select, p->plugin_plan, &a.arg[0].plugin, &a.arg[1].plugin);
   });
 }
 
 xhal_status_t xhal_index_add(xhal_device_t device, xhal_index_plan_t plan, float alpha,
                              const xhal_tensor_t* src, const xhal_tensor_t* dst) {
   return entry("xhal_index_add", [&] {
-    constexpr const char* op = "index_add";
     Device* d;
     XHAL_TRY(get_device(device, "device", &d));
     std::lock_guard queue(d->queue);
     Plan* p;
     XHAL_TRY(check_plan(d, plan, &p));
-    Checked cs, cd;
-    XHAL_TRY(check_tensor(d, "src", src, op, kF32Only, Layout::kContiguous, &cs));
-    XHAL_TRY(check_tensor(d, "dst", dst, op, kF32Only, Layout::kContiguous, &cd));
-    XHAL_TRY(check_rank(cs, 2));
-    const int64_t w = cs.shape()[1];
-    XHAL_TRY(check_shape(cs, {static_cast<int64_t>(p->count), w}));
-    XHAL_TRY(check_shape(cd, {static_cast<int64_t>(p->num_rows), w}));
-    XHAL_TRY(check_no_alias(cd, cs));
-    XHAL_TRY(check_supported(d, XHAL_OP_INDEX_ADD, d->api->index_add != nullptr, cs.dtype(),
-                             "src"));
-    if (cs.elements == 0) return XHAL_OK;  // no source: dst is untouched
-    return XHAL_PLUGIN_CALL(d, index_add, p->plugin_plan, alpha, &cs.plugin, &cd.plugin);
+    OpContext ctx;
+    ctx.plan = p;
+    OpArgs a;
+    XHAL_TRY(validate_op<XHAL_OP_INDEX_ADD>(d, std::array{src, dst}.data(), ctx, &a));
+    if (a.arg[0].elements == 0) return XHAL_OK;  // no source: dst is untouched
+    return XHAL_PLUGIN_CALL(d, index_add, p->plugin_plan, alpha, &a.arg[0].plugin,
+                            &a.arg[1].plugin);
   });
 }
 

@@ -4,6 +4,9 @@
 // plain copy (no kernel); otherwise the plugin gathers with the reduced
 // strides, decoding each output index over the OUTPUT shape.
 #include "internal.h"
+#include <array>
+
+#include "op_validate.h"
 #include "validate.h"
 
 namespace xhal {
@@ -41,21 +44,14 @@ using namespace xhal;
 
 static xhal_status_t permute(xhal_device_t device_handle, const xhal_tensor_t* src,
                              const uint32_t* perm, const xhal_tensor_t* dst) {
-  constexpr const char* op = "permute";
   Device* device;
   XHAL_TRY(get_device(device_handle, "device", &device));
   std::lock_guard queue(device->queue);
-  Checked cs, cd;
-  XHAL_TRY(check_tensor(device, "src", src, op, kAnyDtype, Layout::kStrided, &cs));
-  XHAL_TRY(check_perm("perm", perm, cs.rank()));
-  XHAL_TRY(check_tensor(device, "dst", dst, op, kAnyDtype, Layout::kContiguous, &cd));
-  int64_t expected[XHAL_MAX_RANK] = {};
-  for (uint32_t i = 0; i < cs.rank(); ++i) expected[i] = cs.shape()[perm[i]];
-  XHAL_TRY(check_shape(cd, std::span<const int64_t>(expected, cs.rank())));
-  XHAL_TRY(check_same_dtype(cd, cs));
-  XHAL_TRY(check_no_alias(cd, cs));
-  XHAL_TRY(
-      check_supported(device, XHAL_OP_PERMUTE, device->api->permute != nullptr, cs.dtype(), "src"));
+  OpContext ctx;
+  ctx.perm = perm;
+  OpArgs a;
+  XHAL_TRY(validate_op<XHAL_OP_PERMUTE>(device, std::array{src, dst}.data(), ctx, &a));
+  const Checked &cs = a.arg[0], &cd = a.arg[1];
   if (cd.elements == 0) return XHAL_OK;
 
   const PermutePlan p = plan_permute(cs.rank(), cd.shape(), cs.plugin.strides, perm);

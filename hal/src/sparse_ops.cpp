@@ -3,7 +3,9 @@
 // these checks cost O(1) per call except the ones that name a row.
 #include <cinttypes>
 
-#include "validate.h"
+#include <mutex>
+
+#include "op_validate.h"
 #include "validate_sparse.h"
 
 using namespace xhal;
@@ -18,33 +20,6 @@ xhal_status_t check_trans(const xhal_transpose_t& t) {
     return fail(XHAL_INVALID_ARGUMENT, "argument 'trans': %d is not an xhal_transpose_t",
                 static_cast<int>(raw));
   return XHAL_OK;
-}
-
-struct OpShape {
-  int64_t rows, cols;  // of op(A)
-};
-OpShape op_shape(const Matrix& a, xhal_transpose_t t) {
-  return t == XHAL_TRANSPOSE ? OpShape{a.cols, a.rows} : OpShape{a.rows, a.cols};
-}
-
-xhal_status_t get(Device* device, const char* op, const char* name, const xhal_tensor_t* t,
-                  Checked* out) {
-  return check_tensor(device, name, t, op, kF32Only, Layout::kContiguous, out);
-}
-
-// [n] or [n, k]; k is 1 for a vector.
-xhal_status_t check_rhs(const Checked& c, int64_t n, int64_t* k) {
-  if (c.rank() == 1) {
-    *k = 1;
-    return check_shape(c, {n});
-  }
-  if (c.rank() == 2) {
-    *k = c.shape()[1];
-    return check_shape(c, {n, *k});
-  }
-  return fail(XHAL_SHAPE_MISMATCH,
-              "argument '%s': shape %s but expected [%" PRId64 "] or [%" PRId64 ", k]", c.name,
-              shape_string(c.rank(), c.shape()).c_str(), n, n);
 }
 
 // A's stored pattern lies in `triangle`; with a stored diagonal every
@@ -96,127 +71,93 @@ xhal_plugin_tensor_t as_columns(const Checked& c, int64_t n, int64_t k) {
   return reshape(c, {n, k});
 }
 
+// Resolves the device (taking its queue lock for the rest of the call) and
+// the matrix, checks trans and validates the op's tensors.
+struct SparseCall {
+  Device* device = nullptr;
+  Matrix* a = nullptr;
+  OpArgs args;
+};
+template <xhal_op_t Id, size_t N>
+xhal_status_t begin(xhal_device_t device_handle, xhal_csr_t a_handle,
+                    const xhal_transpose_t& trans, const xhal_tensor_t* const (&tensors)[N],
+                    std::unique_lock<QueueMutex>* lock, SparseCall* call,
+                    const xhal_triangle_t* triangle = nullptr,
+                    const xhal_diagonal_t* diagonal = nullptr) {
+  XHAL_TRY(get_device(device_handle, "device", &call->device));
+  *lock = std::unique_lock(call->device->queue);
+  XHAL_TRY(check_matrix(call->device, "a", a_handle, &call->a));
+  XHAL_TRY(check_trans(trans));
+  if (triangle) XHAL_TRY(check_triangular(*call->a, *triangle, *diagonal));
+  OpContext ctx;
+  ctx.matrix = call->a;
+  ctx.transpose = raw_enum(trans) == XHAL_TRANSPOSE;
+  return validate_op<Id>(call->device, tensors, ctx, &call->args);
+}
+
+template <xhal_op_t Id>
+xhal_status_t sp_mul(xhal_device_t device, xhal_csr_t a, xhal_transpose_t trans,
+                     float alpha, const xhal_tensor_t* x, float beta, const xhal_tensor_t* y) {
+  std::unique_lock<QueueMutex> lock;
+  SparseCall c;
+  XHAL_TRY(begin<Id>(device, a, trans, {x, y}, &lock, &c));
+  const Checked &cx = c.args.arg[0], &cy = c.args.arg[1];
+  if (cy.elements == 0) return XHAL_OK;
+  if constexpr (Id == XHAL_OP_SPMM)
+    return XHAL_PLUGIN_CALL(c.device, spmm, c.a->plugin_matrix, trans, alpha, &cx.plugin, beta,
+                            &cy.plugin);
+  return XHAL_PLUGIN_CALL(c.device, spmv, c.a->plugin_matrix, trans, alpha, &cx.plugin, beta,
+                          &cy.plugin);
+}
+
 }  // namespace
 
 extern "C" {
 
-static xhal_status_t sp_mul(xhal_device_t device_handle, xhal_csr_t a_handle, xhal_transpose_t trans, float alpha,
-                            const xhal_tensor_t* x, float beta, const xhal_tensor_t* y,
-                            bool matrix) {
-  return entry((matrix ? "xhal_spmm" : "xhal_spmv"), [&]() -> xhal_status_t {
-    const char* op = matrix ? "spmm" : "spmv";
-    Device* device;
-    XHAL_TRY(get_device(device_handle, "device", &device));
-    std::lock_guard queue(device->queue);
-    Matrix* a;
-    XHAL_TRY(check_matrix(device, "a", a_handle, &a));
-    XHAL_TRY(check_trans(trans));
-    Checked cx, cy;
-    XHAL_TRY(get(device, op, "x", x, &cx));
-    XHAL_TRY(get(device, op, "y", y, &cy));
-    const OpShape s = op_shape(*a, trans);
-    if (matrix) {
-      XHAL_TRY(check_rank(cx, 2));
-      const int64_t k = cx.shape()[1];
-      XHAL_TRY(check_shape(cx, {s.cols, k}));
-      XHAL_TRY(check_shape(cy, {s.rows, k}));
-    } else {
-      XHAL_TRY(check_shape(cx, {s.cols}));
-      XHAL_TRY(check_shape(cy, {s.rows}));
-    }
-    XHAL_TRY(check_no_alias(cy, cx));
-    if (matrix) {
-      XHAL_TRY(
-          check_supported(device, XHAL_OP_SPMM, device->api->spmm != nullptr, XHAL_DTYPE_F32, "x"));
-    } else {
-      XHAL_TRY(
-          check_supported(device, XHAL_OP_SPMV, device->api->spmv != nullptr, XHAL_DTYPE_F32, "x"));
-    }
-    if (cy.elements == 0) return XHAL_OK;
-    if (matrix)
-      return XHAL_PLUGIN_CALL(device, spmm, a->plugin_matrix, trans, alpha, &cx.plugin, beta,
-                              &cy.plugin);
-    return XHAL_PLUGIN_CALL(device, spmv, a->plugin_matrix, trans, alpha, &cx.plugin, beta,
-                            &cy.plugin);
-  });
-}
-
 xhal_status_t xhal_spmv(xhal_device_t device, xhal_csr_t a, xhal_transpose_t trans, float alpha,
                         const xhal_tensor_t* x, float beta, const xhal_tensor_t* y) {
-  return sp_mul(device, a, trans, alpha, x, beta, y, false);
+  return entry("xhal_spmv",
+               [&] { return sp_mul<XHAL_OP_SPMV>(device, a, trans, alpha, x, beta, y); });
 }
 
 xhal_status_t xhal_spmm(xhal_device_t device, xhal_csr_t a, xhal_transpose_t trans, float alpha,
                         const xhal_tensor_t* x, float beta, const xhal_tensor_t* y) {
-  return sp_mul(device, a, trans, alpha, x, beta, y, true);
+  return entry("xhal_spmm",
+               [&] { return sp_mul<XHAL_OP_SPMM>(device, a, trans, alpha, x, beta, y); });
 }
 
-xhal_status_t xhal_csr_solve(xhal_device_t device_handle, xhal_csr_t a_handle, xhal_transpose_t trans,
+xhal_status_t xhal_csr_solve(xhal_device_t device, xhal_csr_t a, xhal_transpose_t trans,
                              xhal_triangle_t triangle, xhal_diagonal_t diagonal,
                              const xhal_tensor_t* b, const xhal_tensor_t* x) {
   return entry("xhal_csr_solve", [&]() -> xhal_status_t {
-    constexpr const char* op = "csr_solve";
-    Device* device;
-    XHAL_TRY(get_device(device_handle, "device", &device));
-    std::lock_guard queue(device->queue);
-    Matrix* a;
-    XHAL_TRY(check_matrix(device, "a", a_handle, &a));
-    XHAL_TRY(check_trans(trans));
-    XHAL_TRY(check_triangular(*a, triangle, diagonal));
-    Checked cb, cx;
-    XHAL_TRY(get(device, op, "b", b, &cb));
-    XHAL_TRY(get(device, op, "x", x, &cx));
-    int64_t k = 1;
-    XHAL_TRY(check_rhs(cb, a->rows, &k));
-    XHAL_TRY(check_shape(cx, std::span<const int64_t>(cb.shape(), cb.rank())));
-    XHAL_TRY(check_in_place_or_disjoint(cx, cb));
-    XHAL_TRY(check_supported(device, XHAL_OP_CSR_SOLVE, device->api->csr_solve != nullptr,
-                             XHAL_DTYPE_F32, "b"));
-    if (cx.elements == 0) return XHAL_OK;
-    const auto pb = as_columns(cb, a->rows, k), px = as_columns(cx, a->rows, k);
-    return XHAL_PLUGIN_CALL(device, csr_solve, a->plugin_matrix, trans, triangle, diagonal, &pb, &px);
+    std::unique_lock<QueueMutex> lock;
+    SparseCall c;
+    XHAL_TRY(begin<XHAL_OP_CSR_SOLVE>(device, a, trans, {b, x}, &lock, &c, &triangle, &diagonal));
+    const int64_t n = c.a->rows, k = c.args.k;
+    if (c.args.arg[1].elements == 0) return XHAL_OK;
+    const auto pb = as_columns(c.args.arg[0], n, k), px = as_columns(c.args.arg[1], n, k);
+    return XHAL_PLUGIN_CALL(c.device, csr_solve, c.a->plugin_matrix, trans, triangle, diagonal,
+                            &pb, &px);
   });
 }
 
-xhal_status_t xhal_csr_solve_backward(xhal_device_t device_handle, xhal_csr_t a_handle, xhal_transpose_t trans,
+xhal_status_t xhal_csr_solve_backward(xhal_device_t device, xhal_csr_t a, xhal_transpose_t trans,
                                       xhal_triangle_t triangle, xhal_diagonal_t diagonal,
                                       const xhal_tensor_t* x, const xhal_tensor_t* dx,
                                       const xhal_tensor_t* gb, const xhal_tensor_t* ga) {
   return entry("xhal_csr_solve_backward", [&]() -> xhal_status_t {
-    constexpr const char* op = "csr_solve_backward";
-    Device* device;
-    XHAL_TRY(get_device(device_handle, "device", &device));
-    std::lock_guard queue(device->queue);
-    Matrix* a;
-    XHAL_TRY(check_matrix(device, "a", a_handle, &a));
-    XHAL_TRY(check_trans(trans));
-    XHAL_TRY(check_triangular(*a, triangle, diagonal));
-    Checked cx, cdx, cgb, cga;
-    XHAL_TRY(get(device, op, "x", x, &cx));
-    XHAL_TRY(get(device, op, "dx", dx, &cdx));
-    XHAL_TRY(get(device, op, "gb", gb, &cgb));
-    if (ga) XHAL_TRY(get(device, op, "ga", ga, &cga));
-    int64_t k = 1;
-    XHAL_TRY(check_rhs(cx, a->rows, &k));
-    const std::span<const int64_t> xs(cx.shape(), cx.rank());
-    XHAL_TRY(check_shape(cdx, xs));
-    XHAL_TRY(check_shape(cgb, xs));
-    if (ga) XHAL_TRY(check_shape(cga, {a->nnz}));
-    XHAL_TRY(check_no_alias(cgb, cx));
-    XHAL_TRY(check_no_alias(cgb, cdx));
-    if (ga) {
-      XHAL_TRY(check_no_alias(cga, cx));
-      XHAL_TRY(check_no_alias(cga, cdx));
-      XHAL_TRY(check_no_alias(cga, cgb));
-    }
-    XHAL_TRY(check_supported(device, XHAL_OP_CSR_SOLVE_BACKWARD,
-                             device->api->csr_solve_backward != nullptr, XHAL_DTYPE_F32, "x"));
-    if (cgb.elements == 0 && (!ga || cga.elements == 0)) return XHAL_OK;
-    const auto px = as_columns(cx, a->rows, k), pdx = as_columns(cdx, a->rows, k),
-               pgb = as_columns(cgb, a->rows, k);
-    const xhal_plugin_tensor_t pga = ga ? reshape(cga, {a->nnz}) : xhal_plugin_tensor_t{};
-    return XHAL_PLUGIN_CALL(device, csr_solve_backward, a->plugin_matrix, trans, triangle, diagonal,
-                            &px, &pdx, &pgb, ga ? &pga : nullptr);
+    std::unique_lock<QueueMutex> lock;
+    SparseCall c;
+    XHAL_TRY(begin<XHAL_OP_CSR_SOLVE_BACKWARD>(device, a, trans, {x, dx, gb, ga}, &lock, &c,
+                   &triangle, &diagonal));
+    const OpArgs& g = c.args;
+    const int64_t n = c.a->rows, k = g.k;
+    if (g.arg[2].elements == 0 && (!ga || g.arg[3].elements == 0)) return XHAL_OK;
+    const auto px = as_columns(g.arg[0], n, k), pdx = as_columns(g.arg[1], n, k),
+               pgb = as_columns(g.arg[2], n, k);
+    const xhal_plugin_tensor_t pga = ga ? reshape(g.arg[3], {c.a->nnz}) : xhal_plugin_tensor_t{};
+    return XHAL_PLUGIN_CALL(c.device, csr_solve_backward, c.a->plugin_matrix, trans, triangle,
+                            diagonal, &px, &pdx, &pgb, ga ? &pga : nullptr);
   });
 }
 

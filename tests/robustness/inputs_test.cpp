@@ -185,14 +185,16 @@ TEST_F(CpuTest, PermuteViewOfTooManyElementsIsOutOfRange) {
 // ---- norms over rows of length 0 ---------------------------------------
 
 TEST_F(CpuTest, NormRowsOfLengthZeroAreAShapeError) {
-  xhal_buffer_t x = buffer(16), g = buffer(16), y = buffer(16), st = filled({3, 3, 3});
+  xhal_buffer_t x = buffer(16), g = buffer(16), y = buffer(16), st = filled({3, 3, 3}),
+                st2 = filled({4, 4, 4});
   const xhal_tensor_t tx = tensor(x, {3, 0}), tg = tensor(g, {0}), ty = tensor(y, {3, 0}),
-                      ts = tensor(st, {3});
+                      ts = tensor(st, {3}), ts2 = tensor(st2, {3});
   EXPECT_EQ(xhal_rms_norm_forward(dev, &tx, &tg, 1e-5f, &ty, &ts), XHAL_SHAPE_MISMATCH);
   EXPECT_THAT(xhal_last_error(), HasSubstr("rows of length 0"));
-  EXPECT_EQ(xhal_layer_norm_forward(dev, &tx, &tg, &tg, 1e-5f, &ty, &ts, &ts),
+  EXPECT_EQ(xhal_layer_norm_forward(dev, &tx, &tg, &tg, 1e-5f, &ty, &ts, &ts2),
             XHAL_SHAPE_MISMATCH);
   EXPECT_EQ(read(st, 3), (std::vector<float>{3, 3, 3}));
+  EXPECT_EQ(read(st2, 3), (std::vector<float>{4, 4, 4}));
   // No rows at all: nothing to do.
   const xhal_tensor_t tx0 = tensor(x, {0, 0}), ty0 = tensor(y, {0, 0}), ts0 = tensor(st, {0});
   EXPECT_EQ(xhal_rms_norm_forward(dev, &tx0, &tg, 1e-5f, &ty0, &ts0), XHAL_OK)

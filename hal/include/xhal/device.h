@@ -35,6 +35,11 @@ typedef struct xhal_device_info {
   uint32_t op_dtypes[XHAL_OP_COUNT_];
 } xhal_device_info_t;
 
+/* Stable lower-case name of an op ("index_select", "csr_solve_backward"), as
+ * docs/semantics.md, xhal-info and conformance reports spell it; "unknown"
+ * for a value outside xhal_op_t. Never NULL. */
+XHAL_API const char* xhal_op_name(xhal_op_t op);
+
 /* The devices of the loaded plugins, ordered by the selector (XHAL_DEVICE or
  * xhal_runtime_options.device_selector); without one, best first, CPU last. */
 XHAL_API xhal_status_t xhal_device_count(uint32_t* out_count);
