@@ -2,6 +2,7 @@
 // writes the JSON report. Options and exit codes: docs/conformance.md.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -11,6 +12,7 @@
 #include "check.h"
 #include "expected_failures.h"
 #include "harness.h"
+#include "isolation.h"
 #include "report.h"
 #include "runner.h"
 
@@ -27,11 +29,15 @@ struct Options {
   std::string xfail_path;
   bool help = false;
   bool require_bit_exact = false;
+  bool isolate = true;
+  double test_timeout_s = 600;
+  int isolated_child_fd = -1;  // set in the test process of an isolated run
+  std::string isolated_skip;
 };
 
 const char* kUsage =
     "usage: xhal-conformance [--device SELECTOR] [--plugin PATH] [--report FILE]\n"
-    "                        [--require-bit-exact]\n"
+    "                        [--require-bit-exact] [--no-isolate] [--test-timeout S]\n"
     "                        [--expected-failures FILE] [--gtest_* ...]\n"
     "  --device SELECTOR         test only the devices matching SELECTOR (grammar of\n"
     "                            XHAL_DEVICE, docs/device-selection.md); default:\n"
@@ -42,6 +48,11 @@ const char* kUsage =
     "  --require-bit-exact       fail op tests that reach only the accurate level\n"
     "  --expected-failures FILE  lines `<test-glob> [device-glob]`; a listed failing\n"
     "                            test does not fail the run, a listed passing one does\n"
+    "  --no-isolate              run the tests in this process (default: in a child\n"
+    "                            process; a test that crashes it fails, and the rest\n"
+    "                            run in a new one)\n"
+    "  --test-timeout S          with isolation, a test silent for S seconds fails and\n"
+    "                            its process is killed (default 600; 0: no limit)\n"
     "Exit: 0 all passed (or no device), 1 a test failed or an expected failure\n"
     "passed, 2 bad usage or setup (plugin rejected, runtime error, ...).\n";
 
@@ -81,6 +92,22 @@ bool parse_options(int* argc, char** argv, Options* o) {
       o->xfail_path = v;
     } else if (a == "--require-bit-exact") {
       o->require_bit_exact = true;
+    } else if (a == "--no-isolate") {
+      o->isolate = false;
+    } else if ((r = value("--test-timeout", &v)) != 0) {
+      if (r < 0) return false;
+      char* end = nullptr;
+      o->test_timeout_s = std::strtod(v, &end);
+      if (end == v || *end != '\0' || !(o->test_timeout_s >= 0)) {
+        std::fprintf(stderr, "xhal-conformance: --test-timeout '%s' is not a number of seconds\n", v);
+        return false;
+      }
+    } else if ((r = value("--isolated-child", &v)) != 0) {
+      if (r < 0) return false;
+      o->isolated_child_fd = std::atoi(v);
+    } else if ((r = value("--isolated-skip", &v)) != 0) {
+      if (r < 0) return false;
+      o->isolated_skip = v;
     } else if (a == "--help" || a == "-h") {
       o->help = true;
       argv[kept++] = argv[i];  // gtest prints its flags too
@@ -103,7 +130,7 @@ struct PluginSummary {
   std::string plugin_rejection;  // reason the --plugin file was rejected
 };
 
-PluginSummary list_plugins(const Options& o) {
+PluginSummary list_plugins(const Options& o, bool print) {
   PluginSummary s;
   uint32_t n = 0;
   if (xhal_plugin_count(&n) != XHAL_OK) return s;
@@ -112,8 +139,9 @@ PluginSummary list_plugins(const Options& o) {
     p.struct_size = sizeof p;
     if (xhal_plugin_get_info(i, &p) != XHAL_OK) continue;
     const char* state = p.state == XHAL_PLUGIN_LOADED ? "loaded" : p.state == XHAL_PLUGIN_REJECTED ? "rejected" : "skipped";
-    std::printf("plugin %-8s %-8s %s%s%s\n", p.backend ? p.backend : "?", state, p.path ? p.path : "?",
-                p.reason && *p.reason ? ": " : "", p.reason ? p.reason : "");
+    if (print)
+      std::printf("plugin %-8s %-8s %s%s%s\n", p.backend ? p.backend : "?", state, p.path ? p.path : "?",
+                  p.reason && *p.reason ? ": " : "", p.reason ? p.reason : "");
     if (p.state == XHAL_PLUGIN_LOADED) {
       ++s.loaded;
       s.loaded_devices += p.device_count;
@@ -149,8 +177,12 @@ void plugin_of(const std::string& backend, xhal::conf::DeviceRecord* d) {
 
 int main(int argc, char** argv) {
   using namespace xhal::conf;
+  const std::vector<std::string> original_args(argv, argv + argc);
   Options o;
   if (!parse_options(&argc, argv, &o)) return kExitSetup;
+  // The test process of an isolated run: the supervisor prints the setup,
+  // the summary and writes the report; this one runs tests and reports back.
+  const bool test_process = o.isolated_child_fd >= 0;
   if (o.help) {
     std::printf("%s\nGoogleTest flags are passed through:\n", kUsage);
     ::testing::InitGoogleTest(&argc, argv);
@@ -175,7 +207,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "xhal-conformance: runtime init failed (%s): %s\n", xhal_status_name(st), xhal_last_error());
     return kExitSetup;
   }
-  PluginSummary plugins = list_plugins(o);
+  PluginSummary plugins = list_plugins(o, !test_process);
 
   uint32_t count = 0;
   xhal_status_t st = xhal_device_count(&count);
@@ -199,7 +231,8 @@ int main(int argc, char** argv) {
     d.device_name = info.name ? info.name : "";
     d.stable_id = info.stable_id ? info.stable_id : "";
     plugin_of(d.backend, &d);
-    std::printf("device %s: %s (%s)\n", d.name.c_str(), d.device_name.c_str(), d.stable_id.c_str());
+    if (!test_process)
+      std::printf("device %s: %s (%s)\n", d.name.c_str(), d.device_name.c_str(), d.stable_id.c_str());
     devices.push_back(DeviceParam{i, d.name});
     report().add_device(std::move(d));
   }
@@ -233,16 +266,47 @@ int main(int argc, char** argv) {
   }
   set_selected_devices(std::move(devices));
   set_require_bit_exact(o.require_bit_exact);
-  std::printf("data seed base: %llu (XHAL_CONF_SEED=%llu reproduces this run's data)\n",
-              static_cast<unsigned long long>(seed_base()), static_cast<unsigned long long>(seed_base()));
+  if (!test_process)
+    std::printf("data seed base: %llu (XHAL_CONF_SEED=%llu reproduces this run's data)\n",
+                static_cast<unsigned long long>(seed_base()), static_cast<unsigned long long>(seed_base()));
 
   ::testing::InitGoogleTest(&argc, argv);
-  ::testing::UnitTest::GetInstance()->listeners().Append(new ReportListener(&xfail));
-  int gtest_rc = RUN_ALL_TESTS();
+  if (test_process) {
+    skip_tests_listed_in(o.isolated_skip);
+    report().set_journal(o.isolated_child_fd);
+    ::testing::UnitTest::GetInstance()->listeners().Append(new ReportListener(&xfail));
+    (void)RUN_ALL_TESTS();
+    report().journal_finished(::testing::UnitTest::GetInstance()->ad_hoc_test_result().Failed());
+    xhal_runtime_shutdown();
+    return kExitOk;
+  }
+  // Listing tests or repeating them is left to gtest in this process.
+  const bool isolate = o.isolate && !GTEST_FLAG_GET(list_tests) && GTEST_FLAG_GET(repeat) == 1;
+  int gtest_rc = 0;
+  bool ad_hoc_failed = false;
+  if (isolate) {
+    // The devices are opened by the test processes; this one holds none.
+    xhal_runtime_shutdown();
+    setenv("XHAL_CONF_SEED", std::to_string(seed_base()).c_str(), 1);
+    std::string error;
+    if (!run_isolated({original_args, o.test_timeout_s}, xfail, &ad_hoc_failed, &error)) {
+      std::fprintf(stderr, "xhal-conformance: %s\n", error.c_str());
+      report().print_summary();
+      if (!o.report_path.empty()) report().write_json(o.report_path);
+      return kExitSetup;
+    }
+  } else {
+    ::testing::UnitTest::GetInstance()->listeners().Append(new ReportListener(&xfail));
+    gtest_rc = RUN_ALL_TESTS();
+    ad_hoc_failed = ::testing::UnitTest::GetInstance()->ad_hoc_test_result().Failed();
+  }
 
-  bool failed = report().failed() || ::testing::UnitTest::GetInstance()->ad_hoc_test_result().Failed();
+  bool failed = report().failed() || ad_hoc_failed;
   report().print_summary();
-  if (gtest_rc != 0 && !failed)
+  const bool any_expected_failure =
+      std::any_of(report().records().begin(), report().records().end(),
+                  [](const TestRecord& r) { return r.status == "expected-failure"; });
+  if ((gtest_rc != 0 || any_expected_failure) && !failed)
     std::printf("(gtest's FAILED lines above are expected failures listed in %s)\n", xfail.source.c_str());
   int code = failed ? kExitFailed : kExitOk;
   if (!o.report_path.empty() && !report().write_json(o.report_path)) code = kExitSetup;

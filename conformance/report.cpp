@@ -7,6 +7,8 @@
 #include <fstream>
 #include <map>
 
+#include <unistd.h>
+
 #include <nlohmann/json.hpp>
 
 namespace xhal::conf {
@@ -65,6 +67,77 @@ void Report::begin(const ::testing::TestInfo& info) {
   pending_.test = plain_test_name(info);
   pending_.device = "host";  // DeviceTest::SetUp names the device
   current_ = &pending_;
+  if (journal_fd_ >= 0) {
+    // The device as the parameter prints it (PrintTo): known before SetUp,
+    // so a crash in SetUp is still charged to the right device.
+    const char* param = info.value_param();
+    journal(nlohmann::json{{"event", "start"},
+                           {"name", std::string(info.test_suite_name()) + "." + info.name()},
+                           {"test", pending_.test},
+                           {"device", param ? param : "host"}}
+                .dump());
+  }
+}
+
+void Report::note_op(xhal_op_t op) {
+  if (journal_fd_ >= 0) journal(nlohmann::json{{"event", "op"}, {"op", static_cast<int>(op)}}.dump());
+}
+
+void Report::journal_finished(bool ad_hoc_failed) {
+  if (journal_fd_ >= 0)
+    journal(nlohmann::json{{"event", "finished"}, {"ad_hoc_failed", ad_hoc_failed}}.dump());
+}
+
+void Report::journal(const std::string& line) const {
+  std::string text = line + "\n";
+  const char* p = text.data();
+  size_t left = text.size();
+  while (left > 0) {
+    const ssize_t n = ::write(journal_fd_, p, left);
+    if (n <= 0) return;  // the supervisor is gone; nothing to tell
+    p += n;
+    left -= static_cast<size_t>(n);
+  }
+}
+
+void Report::add_died(const std::string& test, const std::string& device,
+                      std::optional<xhal_op_t> op, const std::string& message,
+                      const ExpectedFailures& xfail) {
+  TestRecord r;
+  r.test = test;
+  r.device = device;
+  r.op = op;
+  r.message = message;
+  if (const ExpectedFailures::Entry* expected = xfail.match(r.test, r.device)) {
+    r.status = "expected-failure";
+    r.message = "expected failure (" + xfail.source + ":" + std::to_string(expected->line) + "): " + r.message;
+  } else {
+    r.status = "fail";
+  }
+  if (r.op) r.level = Level::kNone;
+  records_.push_back(std::move(r));
+}
+
+std::string record_to_json(const TestRecord& r) {
+  nlohmann::json j = {{"test", r.test},       {"device", r.device},   {"unsupported", r.unsupported},
+                      {"status", r.status},   {"message", r.message}, {"seed_count", r.seed_count}};
+  if (r.op) j["op"] = static_cast<int>(*r.op);
+  if (r.level) j["level"] = static_cast<int>(*r.level);
+  return j.dump();
+}
+
+TestRecord record_from_json(const std::string& text) {
+  const nlohmann::json j = nlohmann::json::parse(text);
+  TestRecord r;
+  r.test = j.at("test").get<std::string>();
+  r.device = j.at("device").get<std::string>();
+  r.unsupported = j.at("unsupported").get<bool>();
+  r.status = j.at("status").get<std::string>();
+  r.message = j.at("message").get<std::string>();
+  r.seed_count = j.at("seed_count").get<uint64_t>();
+  if (j.contains("op")) r.op = static_cast<xhal_op_t>(j["op"].get<int>());
+  if (j.contains("level")) r.level = static_cast<Level>(j["level"].get<int>());
+  return r;
 }
 
 void Report::add_failure_text(const std::string& text) {
@@ -95,6 +168,11 @@ void Report::end(const ::testing::TestInfo& info, const ExpectedFailures& xfail)
   }
   // A failed test demonstrated no level for its op.
   if (r.status != "pass" && r.status != "unexpected-pass" && r.op) r.level = Level::kNone;
+  if (journal_fd_ >= 0) {
+    journal("{\"event\":\"end\",\"name\":" +
+            nlohmann::json(std::string(info.test_suite_name()) + "." + info.name()).dump() +
+            ",\"record\":" + record_to_json(r) + "}");
+  }
   records_.push_back(std::move(r));
 }
 

@@ -48,6 +48,17 @@ class Report {
   void add_device(DeviceRecord d) { devices_.push_back(std::move(d)); }
   const std::vector<TestRecord>& records() const { return records_; }
 
+  // Crash isolation (isolation.h). In the test process: every test start,
+  // op and result is also sent as one JSON line to `fd`. In the supervising
+  // process: records read back from it, and the record of a test whose
+  // process died, with `message` saying how.
+  void set_journal(int fd) { journal_fd_ = fd; }
+  void note_op(xhal_op_t op);
+  void journal_finished(bool ad_hoc_failed);
+  void add_record(TestRecord r) { records_.push_back(std::move(r)); }
+  void add_died(const std::string& test, const std::string& device, std::optional<xhal_op_t> op,
+                const std::string& message, const ExpectedFailures& xfail);
+
   // Exit status: non-zero iff a test failed or an expected failure passed.
   bool failed() const;
   // Writes the JSON report; returns false (with a message on stderr) if the
@@ -61,7 +72,13 @@ class Report {
   TestRecord* current_ = nullptr;
   TestRecord pending_;
   bool in_test_ = false;
+  int journal_fd_ = -1;
+  void journal(const std::string& line) const;
 };
+
+// A record as one JSON object and back (the journal's format).
+std::string record_to_json(const TestRecord& r);
+TestRecord record_from_json(const std::string& json);
 
 Report& report();
 

@@ -1,0 +1,57 @@
+# Runs xhal-conformance and checks its exit status, its output and, in the
+# JSON report, the status and message of chosen tests (crash isolation).
+#   cmake -DCOMMAND="a;b" [-DENVIRONMENT="K=V;..."] -DEXPECT_EXIT=N
+#         [-DEXPECT_OUTPUT="regex;..."] [-DREPORT=file -DREPORT_CHECK=checker]
+#         [-DEXPECT_RESULTS="Suite.Name|status|message-regex;..."] -P check_run.cmake
+file(REMOVE "${REPORT}")
+execute_process(
+  COMMAND ${CMAKE_COMMAND} -E env ${ENVIRONMENT} ${COMMAND}
+  RESULT_VARIABLE exit_code
+  OUTPUT_VARIABLE out
+  ERROR_VARIABLE out)
+message("${out}")
+if(NOT exit_code STREQUAL "${EXPECT_EXIT}")
+  message(FATAL_ERROR "exit status ${exit_code}, expected ${EXPECT_EXIT}")
+endif()
+foreach(pattern IN LISTS EXPECT_OUTPUT)
+  if(NOT out MATCHES "${pattern}")
+    message(FATAL_ERROR "output lacks /${pattern}/")
+  endif()
+endforeach()
+if(NOT REPORT)
+  return()
+endif()
+if(NOT EXISTS "${REPORT}")
+  message(FATAL_ERROR "no report written to ${REPORT}")
+endif()
+if(REPORT_CHECK)
+  execute_process(COMMAND ${REPORT_CHECK} ${REPORT} RESULT_VARIABLE check_code)
+  if(NOT check_code EQUAL 0)
+    message(FATAL_ERROR "the report does not pass ${REPORT_CHECK}")
+  endif()
+endif()
+file(READ "${REPORT}" json)
+string(JSON count LENGTH "${json}" results)
+foreach(expected IN LISTS EXPECT_RESULTS)
+  string(REPLACE "|" ";" parts "${expected}")
+  list(GET parts 0 want_test)
+  list(GET parts 1 want_status)
+  list(GET parts 2 want_message)
+  set(found FALSE)
+  math(EXPR last "${count} - 1")
+  foreach(i RANGE 0 ${last})
+    if(i GREATER last)
+      break()
+    endif()
+    string(JSON test GET "${json}" results ${i} test)
+    string(JSON status GET "${json}" results ${i} status)
+    string(JSON text GET "${json}" results ${i} message)
+    if(test STREQUAL want_test AND status STREQUAL want_status AND text MATCHES "${want_message}")
+      set(found TRUE)
+    endif()
+  endforeach()
+  if(NOT found)
+    message(FATAL_ERROR "the report has no result ${want_test} with status ${want_status} "
+                        "and a message matching /${want_message}/")
+  endif()
+endforeach()
