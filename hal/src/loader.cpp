@@ -97,16 +97,18 @@ std::string status_text(int32_t raw) {
   return xhal_status_name(static_cast<xhal_status_t>(raw));
 }
 
-// Runs one call into plugin code (the entry function or a slot). The depth
-// count makes a call back into the app API from inside it XHAL_BUSY (entry())
-// instead of a deadlock on the runtime mutex this thread holds; what the
-// plugin throws becomes `*why` ("init threw a C++ exception: ...") and false.
+// Marks this thread as running plugin code: a call back into the app API
+// from there is XHAL_BUSY (entry()) instead of a deadlock on the runtime
+// mutex this thread holds.
 struct DepthCount {
   int& depth = plugin_depth();
   DepthCount() { ++depth; }
   ~DepthCount() { --depth; }
 };
 
+// Runs one call into plugin code (the entry function or a slot) as plugin
+// code; what the plugin throws becomes `*why` ("init threw a C++ exception:
+// ...") and false.
 template <typename Call>
 bool guarded(const char* what, std::string* why, Call&& call) {
   try {

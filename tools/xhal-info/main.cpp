@@ -254,11 +254,12 @@ int main(int argc, char** argv) {
   const char* env_selector = std::getenv("XHAL_DEVICE");
   const std::string selector = device ? *device : (env_selector ? env_selector : "");
 
-  if (xhal_runtime_init(&options) != XHAL_OK) {
+  if (const xhal_status_t init_status = xhal_runtime_init(&options); init_status != XHAL_OK) {
     const std::string message = xhal_last_error();
     if (json) {
       std::cout << ordered_json{{"xhal_version", version}, {"selector", selector},
-                                {"error", {{"status", "XHAL_INVALID_ARGUMENT"}, {"message", message}}}}
+                                {"error", {{"status", xhal_status_name(init_status)},
+                                           {"message", message}}}}
                        .dump(2)
                 << "\n";
     }
