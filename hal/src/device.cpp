@@ -1,6 +1,8 @@
 // Device enumeration, opening by selector or index, release, queries.
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "entry.h"
 #include "handles.h"
@@ -40,13 +42,56 @@ void copy_info(const xhal_device_info_t& from, xhal_device_info_t* to) {
 
 // Opens list entry `d` (caller holds the runtime mutex): the first handle
 // opens the plugin device, later ones share it.
+// The items of XHAL_DEVICE_OPTIONS meant for `backend`, prefix removed,
+// joined with commas. Items are "[backend:]name=value".
+xhal_status_t options_for(const std::string& backend, std::string* out) {
+  out->clear();
+  const char* env = std::getenv("XHAL_DEVICE_OPTIONS");
+  if (!env) return XHAL_OK;
+  const std::string all = env;
+  size_t begin = 0;
+  while (begin <= all.size()) {
+    size_t end = all.find(',', begin);
+    if (end == std::string::npos) end = all.size();
+    std::string item = all.substr(begin, end - begin);
+    begin = end + 1;
+    if (item.empty()) continue;
+    const size_t eq = item.find('='), colon = item.find(':');
+    if (eq == std::string::npos || eq == 0 || (colon != std::string::npos && colon < eq && colon == 0))
+      return fail(XHAL_INVALID_ARGUMENT,
+                  "XHAL_DEVICE_OPTIONS='%s': item '%s' is not [backend:]name=value", env,
+                  item.c_str());
+    if (colon != std::string::npos && colon < eq) {
+      if (item.compare(0, colon, backend) != 0) continue;  // for another backend
+      item = item.substr(colon + 1);
+    }
+    if (!out->empty()) *out += ',';
+    *out += item;
+  }
+  return XHAL_OK;
+}
+
 xhal_status_t open_entry_locked(DeviceEntry& d, xhal_device_t* out_device) {
   Device* device = d.handle.get();
   if (device->open_handles.load() == 0) {
     void* plugin_device = nullptr;
-    XHAL_TRY(call_slot(d.backend.c_str(), "device_open", [&] {
-      return d.plugin->api.device_open(d.plugin->context, d.info.backend_index, &plugin_device);
-    }));
+    std::string options;
+    XHAL_TRY(options_for(d.backend, &options));
+    const xhal_plugin_api_t& api = d.plugin->api;
+    if (api.device_open_with_options) {
+      XHAL_TRY(call_slot(d.backend.c_str(), "device_open_with_options", [&] {
+        return api.device_open_with_options(d.plugin->context, d.info.backend_index,
+                                            options.c_str(), &plugin_device);
+      }));
+    } else if (!options.empty()) {
+      return fail(XHAL_INVALID_ARGUMENT,
+                  "XHAL_DEVICE_OPTIONS: backend '%s' takes no device options (got '%s')",
+                  d.backend.c_str(), options.c_str());
+    } else {
+      XHAL_TRY(call_slot(d.backend.c_str(), "device_open", [&] {
+        return api.device_open(d.plugin->context, d.info.backend_index, &plugin_device);
+      }));
+    }
     if (!plugin_device) {
       return fail(XHAL_PLUGIN_ERROR, "%s plugin: device_open returned a NULL device",
                   d.backend.c_str());
@@ -188,6 +233,31 @@ xhal_status_t xhal_device_synchronize(xhal_device_t device) {
     XHAL_TRY(get_device(device, "device", &d));
     std::lock_guard queue(d->queue);
     return XHAL_PLUGIN_CALL(d, device_synchronize);
+  });
+}
+
+xhal_status_t xhal_device_get_options(xhal_device_t device, char* out, size_t capacity,
+                                      size_t* out_length) {
+  return entry("xhal_device_get_options", [&] {
+    Device* d;
+    XHAL_TRY(get_device(device, "device", &d));
+    if (!out && capacity > 0) return fail(XHAL_INVALID_ARGUMENT, "argument 'out' is NULL");
+    std::string text;
+    if (d->api->device_get_options) {
+      std::lock_guard queue(d->queue);
+      // Options lists are short; 4 KiB is far more than any plugin writes.
+      char buffer[4096] = {};
+      XHAL_TRY(XHAL_PLUGIN_CALL(d, device_get_options, buffer, sizeof buffer));
+      buffer[sizeof buffer - 1] = '\0';
+      text = buffer;
+    }
+    if (capacity > 0) {
+      const size_t n = std::min(capacity - 1, text.size());
+      std::memcpy(out, text.data(), n);
+      out[n] = '\0';
+    }
+    if (out_length) *out_length = text.size();
+    return XHAL_OK;
   });
 }
 

@@ -235,3 +235,51 @@ TEST_F(CpuTest, MatrixIndexDtypeIsReported) {
 
 }  // namespace
 }  // namespace xhal::robustness_test
+
+namespace xhal::robustness_test {
+namespace {
+
+// ---- device options ----------------------------------------------------
+
+class DeviceOptionsTest : public CpuTest {
+ protected:
+  // Closes the fixture's device, opens it again under `options`.
+  xhal_status_t reopen_with(const char* options) {
+    EXPECT_EQ(xhal_device_release(dev), XHAL_OK);
+    dev = nullptr;
+    setenv("XHAL_DEVICE_OPTIONS", options, 1);
+    xhal_device_t d = nullptr;
+    const xhal_status_t s = xhal_device_open("cpu", &d);
+    const std::string message = xhal_last_error();
+    unsetenv("XHAL_DEVICE_OPTIONS");
+    if (s == XHAL_OK) dev = d;
+    else EXPECT_EQ(xhal_device_open("cpu", &dev), XHAL_OK);  // for TearDown
+    last_message = message;
+    return s;
+  }
+  std::string last_message;
+};
+
+TEST_F(DeviceOptionsTest, OptionsForABackendWithoutOptionsFailTheOpen) {
+  EXPECT_EQ(reopen_with("cpu:threads=2"), XHAL_INVALID_ARGUMENT);
+  EXPECT_THAT(last_message, HasSubstr("backend 'cpu' takes no device options (got 'threads=2')"));
+  EXPECT_EQ(reopen_with("threads=2"), XHAL_INVALID_ARGUMENT);  // unprefixed: every backend
+}
+
+TEST_F(DeviceOptionsTest, OptionsOfAnotherBackendAreIgnored) {
+  EXPECT_EQ(reopen_with("cuda:solve.poll=16,vulkan:x=1"), XHAL_OK) << last_message;
+  char text[16] = "junk";
+  size_t length = 99;
+  ASSERT_EQ(xhal_device_get_options(dev, text, sizeof text, &length), XHAL_OK);
+  EXPECT_STREQ(text, "");
+  EXPECT_EQ(length, 0u);
+}
+
+TEST_F(DeviceOptionsTest, MalformedItemsAreNamed) {
+  EXPECT_EQ(reopen_with("cuda:solve.poll=16,oops"), XHAL_INVALID_ARGUMENT);
+  EXPECT_THAT(last_message, HasSubstr("item 'oops' is not [backend:]name=value"));
+  EXPECT_EQ(reopen_with("=3"), XHAL_INVALID_ARGUMENT);
+}
+
+}  // namespace
+}  // namespace xhal::robustness_test

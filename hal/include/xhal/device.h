@@ -51,7 +51,11 @@ XHAL_API xhal_status_t xhal_device_get_info(uint32_t index,
  * 0 of the list). Malformed: XHAL_INVALID_ARGUMENT quoting it; no match:
  * XHAL_NOT_FOUND listing the devices. Opening one device twice returns the
  * same handle with an open count of two: every open is matched by one
- * xhal_device_release, and the last one closes the device. */
+ * xhal_device_release, and the last one closes the device.
+ * The first open of a device applies XHAL_DEVICE_OPTIONS
+ * ("[backend:]name=value,..."; an item with a backend prefix applies to
+ * that backend's devices only; docs/device-options.md): an unknown name or a
+ * malformed value fails the open with XHAL_INVALID_ARGUMENT naming it. */
 XHAL_API xhal_status_t xhal_device_open(const char* selector,
                                         xhal_device_t* out_device);
 XHAL_API xhal_status_t xhal_device_open_index(uint32_t index,
@@ -69,6 +73,16 @@ XHAL_API xhal_status_t xhal_device_synchronize(xhal_device_t device);
 /* Snapshot of the device's counters (monotonic since it was opened). */
 XHAL_API xhal_status_t xhal_device_get_counters(xhal_device_t device,
                                                 xhal_counters_t* out_counters);
+
+/* Tuning and diagnostic options in force on an open device, as
+ * "name=value,name=value" ("" when its backend has none): the ones the
+ * XHAL_DEVICE_OPTIONS environment variable set when the device was opened,
+ * and the defaults of the rest (docs/device-options.md lists them). `out`
+ * receives at most `capacity` bytes, always NUL-terminated when capacity >
+ * 0; *out_length (may be NULL) receives the full length without the NUL. */
+XHAL_API xhal_status_t xhal_device_get_options(xhal_device_t device, char* out,
+                                               size_t capacity,
+                                               size_t* out_length);
 
 #ifdef __cplusplus
 }

@@ -23,7 +23,7 @@ extern "C" {
 #endif
 
 #define XHAL_PLUGIN_ABI_MAJOR 1
-#define XHAL_PLUGIN_ABI_MINOR 1
+#define XHAL_PLUGIN_ABI_MINOR 2
 #define XHAL_PLUGIN_ENTRY_SYMBOL "xhal_plugin_get_api"
 
 #if defined(_WIN32)
@@ -219,6 +219,23 @@ typedef struct xhal_plugin_api {
   /* Values of C = A B on C's pattern (computed by the core, C created
    * through csr_create); the plan maps each C entry's terms. */
   xhal_status_t (*spgemm_numeric)(void* device, void* a, void* b, void* c);
+
+  /* ---- device options (optional, since 1.2) ---- */
+  /* Opens device `index` with its tuning and diagnostic options: a
+   * NUL-terminated list "name=value,name=value" ("" for none; never NULL),
+   * already narrowed by the core to the options meant for this backend.
+   * The plugin parses it once, here: an unknown name or a malformed value is
+   * XHAL_INVALID_ARGUMENT with a message (host->set_error) naming it and
+   * listing the names it knows. Absent: the core opens with device_open and
+   * refuses any non-empty options for this backend. */
+  xhal_status_t (*device_open_with_options)(void* context, uint32_t index,
+                                            const char* options,
+                                            void** out_device);
+  /* Writes the options in force on an open device, every one the plugin
+   * knows with its value, as "name=value,name=value" (NUL-terminated,
+   * truncated to `capacity`). Optional; absent means "no options". */
+  xhal_status_t (*device_get_options)(void* device, char* out,
+                                      size_t capacity);
 } xhal_plugin_api_t;
 
 /* The one symbol a plugin exports. */
