@@ -120,13 +120,12 @@ bool run_child(const IsolationOptions& o, const std::string& skip_path,
     *error = std::string("fork: ") + std::strerror(errno);
     return false;
   }
+  // The child stays in this process group, so that Ctrl-C stops it too.
   if (child == 0) {
-    setpgid(0, 0);  // a hung child is killed together with what it started
     fcntl(journal[1], F_SETFD, 0);  // the write end survives exec
     execv("/proc/self/exe", argv.data());
     _exit(127);
   }
-  setpgid(child, child);
   close(journal[1]);
 
   std::string pending;
@@ -156,7 +155,6 @@ bool run_child(const IsolationOptions& o, const std::string& skip_path,
       exited = true;
     } else if (o.test_timeout_s > 0 &&
                Clock::now() - last_event > std::chrono::duration<double>(o.test_timeout_s)) {
-      kill(-child, SIGKILL);
       kill(child, SIGKILL);
       waitpid(child, &run->status, 0);
       exited = run->timed_out = true;

@@ -110,8 +110,8 @@ Verdict probe_in_child(const std::string& path, double timeout_s) {
     close(out[1]);
     return {"crashed", std::string("not probed: fork: ") + std::strerror(errno)};
   }
+  // The child stays in this process group, so that Ctrl-C stops it too.
   if (child == 0) {
-    setpgid(0, 0);  // one group: a hung child is killed with what it started
     dup2(out[1], STDOUT_FILENO);
     close(out[0]);
     close(out[1]);
@@ -119,7 +119,6 @@ Verdict probe_in_child(const std::string& path, double timeout_s) {
     execv("/proc/self/exe", const_cast<char* const*>(argv));
     _exit(127);
   }
-  setpgid(child, child);
   close(out[1]);
 
   using clock = std::chrono::steady_clock;
@@ -146,7 +145,6 @@ Verdict probe_in_child(const std::string& path, double timeout_s) {
     if (waitpid(child, &status, WNOHANG) == child) {
       exited = true;
     } else if (clock::now() > deadline) {
-      kill(-child, SIGKILL);
       kill(child, SIGKILL);
       waitpid(child, &status, 0);
       exited = timed_out = true;
