@@ -1,7 +1,6 @@
-// The host helpers every op file uses (declared in gpu_plugin.h), apart from
-// fail(), which reports through the plugin's host table: a prototype that
-// compiles the op files in (bench/gpu/proto_dense.cu) takes this file and
-// brings its own fail().
+// The host helpers every op file uses (declared in gpu_plugin.h); fail(),
+// which reports through the host table the core passed to init, lives in
+// plugin.cpp.
 #include "gpu_plugin.h"
 
 namespace xhal::gpu {

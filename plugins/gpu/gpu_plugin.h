@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "device_options.h"
 #include "gpu_port.h"
 #include "xhal/xhal_plugin.h"
 
@@ -17,6 +18,7 @@ namespace xhal::gpu {
 
 struct Device {
   int ordinal = 0;
+  DeviceOptions options;  // parsed at open, read-only afterwards
   gpuStream_t stream = nullptr;
   std::mutex mutex;
   std::atomic<uint64_t> h2d_transfers{0}, h2d_bytes{0}, d2h_transfers{0}, d2h_bytes{0},
@@ -74,13 +76,37 @@ inline unsigned grid_for(int64_t items, int block) {
   return static_cast<unsigned>(g);
 }
 
-// ---- slots (defined in ops_*.cpp) ----
+// The backend this file is compiled for (device_options.h).
+#if defined(XHAL_GPU_HIP)
+constexpr GpuBackend kBackend = GpuBackend::kRocm;
+#else
+constexpr GpuBackend kBackend = GpuBackend::kCuda;
+#endif
+
+// Makes the device current on the calling thread and returns it; every
+// slot that queues work starts with it.
+inline Device* enter(void* device) {
+  auto* d = static_cast<Device*>(device);
+  use_device(d->ordinal);
+  return d;
+}
+
+// ---- slots (one file per op family, as in plugins/cpu) ----
+// buffers.cpp
+xhal_status_t buffer_allocate(void*, uint64_t, void**);
+void buffer_free(void*, void*);
+xhal_status_t buffer_write(void*, void*, uint64_t, const void*, uint64_t);
+xhal_status_t buffer_read(void*, void*, uint64_t, void*, uint64_t);
+xhal_status_t buffer_copy(void*, void*, uint64_t, void*, uint64_t, uint64_t);
+xhal_status_t buffer_fill(void*, void*, uint64_t, uint64_t, const void*, uint32_t);
+// index_plan.cpp, index_select.cpp, index_add.cpp, permute.cpp
 xhal_status_t index_plan_create(void*, const xhal_plugin_index_plan_desc_t*, void**);
 void index_plan_destroy(void*, void*);
 xhal_status_t index_select(void*, void*, const xhal_plugin_tensor_t*, const xhal_plugin_tensor_t*);
 xhal_status_t index_add(void*, void*, float, const xhal_plugin_tensor_t*,
                         const xhal_plugin_tensor_t*);
 xhal_status_t permute(void*, const xhal_plugin_tensor_t*, const xhal_plugin_tensor_t*);
+// softmax.cpp, rms_norm.cpp, layer_norm.cpp
 xhal_status_t softmax_forward(void*, const xhal_plugin_tensor_t*, const xhal_plugin_tensor_t*);
 xhal_status_t softmax_backward(void*, const xhal_plugin_tensor_t*, const xhal_plugin_tensor_t*,
                                const xhal_plugin_tensor_t*);
@@ -96,6 +122,8 @@ xhal_status_t layer_norm_backward(void*, const xhal_plugin_tensor_t*, const xhal
                                   const xhal_plugin_tensor_t*, const xhal_plugin_tensor_t*,
                                   const xhal_plugin_tensor_t*, const xhal_plugin_tensor_t*,
                                   const xhal_plugin_tensor_t*, const xhal_plugin_tensor_t*);
+// sparse_matrix.cpp, sparse_spmv.cpp, sparse_solve.cpp,
+// sparse_solve_backward.cpp, sparse_spgemm.cpp
 xhal_status_t csr_create(void*, const xhal_plugin_csr_desc_t*, void**);
 void csr_destroy(void*, void*);
 xhal_status_t spmv(void*, void*, xhal_transpose_t, float, const xhal_plugin_tensor_t*, float,

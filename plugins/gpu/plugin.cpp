@@ -1,10 +1,10 @@
-// The plugin table, lifecycle, devices and buffers of the GPU plugin.
-// Built by nvcc (libxhal-cuda.so) or hipcc (libxhal-rocm.so); the backend
-// name comes from gpu_port.h.
+// The plugin table, lifecycle and devices of the GPU plugin (buffers:
+// buffers.cpp; ops: one file per op family). Built by nvcc (libxhal-cuda.so)
+// or hipcc (libxhal-rocm.so); the backend name comes from gpu_port.h.
 #include <cstdarg>
 #include <cstdio>
-#include <cstring>
 #include <memory>
+#include <string>
 
 #include <dlfcn.h>
 
@@ -96,16 +96,34 @@ xhal_status_t device_get_info(void* context, uint32_t index, xhal_plugin_device_
   return XHAL_OK;
 }
 
-xhal_status_t device_open(void* context, uint32_t index, void** out) {
+// The options are parsed here, once (docs/device-options.md): the ops read
+// d->options, never the environment.
+xhal_status_t device_open_with_options(void* context, uint32_t index, const char* options,
+                                       void** out) {
   auto* ctx = static_cast<Context*>(context);
   if (index >= static_cast<uint32_t>(ctx->device_count))
     return fail(XHAL_NOT_FOUND, "%s plugin: no device %u", XHAL_GPU_BACKEND_NAME, index);
+  DeviceOptions parsed;
+  std::string error;
+  if (!parse_device_options(options, kBackend, &parsed, &error))
+    return fail(XHAL_INVALID_ARGUMENT, "%s plugin: %s", XHAL_GPU_BACKEND_NAME, error.c_str());
   auto d = std::make_unique<Device>();
   d->ordinal = static_cast<int>(index);
+  d->options = parsed;
   use_device(d->ordinal);
   gpuError_t e = gpuStreamCreateWithFlags(&d->stream, gpuStreamNonBlocking);
   if (e != gpuSuccess) return runtime_error(e, "opening the device");
   *out = d.release();
+  return XHAL_OK;
+}
+
+xhal_status_t device_open(void* context, uint32_t index, void** out) {
+  return device_open_with_options(context, index, "", out);
+}
+
+xhal_status_t device_get_options(void* device, char* out, size_t capacity) {
+  copy_option_text(format_device_options(static_cast<Device*>(device)->options, kBackend), out,
+                   capacity);
   return XHAL_OK;
 }
 
@@ -138,114 +156,10 @@ xhal_status_t device_get_counters(void* device, xhal_counters_t* out) {
   return XHAL_OK;
 }
 
-xhal_status_t buffer_allocate(void* device, uint64_t size, void** out) {
-  auto* d = static_cast<Device*>(device);
-  use_device(d->ordinal);
-  auto b = std::make_unique<Buffer>();
-  b->size = size;
-  if (size) {
-    gpuError_t e = gpuMalloc(&b->ptr, size);
-    if (e != gpuSuccess) {
-      gpuGetLastError();
-      if (e == gpuErrorMemoryAllocation)
-        return fail(XHAL_OUT_OF_MEMORY, "%s plugin: out of device memory allocating %llu bytes",
-                    XHAL_GPU_BACKEND_NAME, static_cast<unsigned long long>(size));
-      return runtime_error(e, "allocating a buffer");
-    }
-  }
-  *out = b.release();
-  return XHAL_OK;
-}
-
-void buffer_free(void* device, void* buffer) {
-  auto* d = static_cast<Device*>(device);
-  auto* b = static_cast<Buffer*>(buffer);
-  use_device(d->ordinal);
-  if (b->ptr) {
-    gpuStreamSynchronize(d->stream);  // queued work may still use it
-    gpuFree(b->ptr);
-  }
-  delete b;
-}
-
-xhal_status_t buffer_write(void* device, void* dst, uint64_t offset, const void* src,
-                           uint64_t size) {
-  auto* d = static_cast<Device*>(device);
-  if (!size) return XHAL_OK;
-  use_device(d->ordinal);
-  gpuError_t e = gpuMemcpyAsync(static_cast<char*>(static_cast<Buffer*>(dst)->ptr) + offset, src,
-                                size, gpuMemcpyHostToDevice, d->stream);
-  if (e == gpuSuccess) e = gpuStreamSynchronize(d->stream);
-  d->h2d_transfers++;
-  d->h2d_bytes += size;
-  return e == gpuSuccess ? XHAL_OK : runtime_error(e, "buffer_write");
-}
-
-xhal_status_t buffer_read(void* device, void* src, uint64_t offset, void* dst, uint64_t size) {
-  auto* d = static_cast<Device*>(device);
-  if (!size) return XHAL_OK;
-  use_device(d->ordinal);
-  gpuError_t e =
-      gpuMemcpyAsync(dst, static_cast<const char*>(static_cast<Buffer*>(src)->ptr) + offset, size,
-                     gpuMemcpyDeviceToHost, d->stream);
-  if (e == gpuSuccess) e = gpuStreamSynchronize(d->stream);
-  d->d2h_transfers++;
-  d->d2h_bytes += size;
-  return e == gpuSuccess ? XHAL_OK : runtime_error(e, "buffer_read");
-}
-
-xhal_status_t buffer_copy(void* device, void* src, uint64_t src_offset, void* dst,
-                          uint64_t dst_offset, uint64_t size) {
-  auto* d = static_cast<Device*>(device);
-  if (!size) return XHAL_OK;
-  use_device(d->ordinal);
-  gpuError_t e = gpuMemcpyAsync(static_cast<char*>(static_cast<Buffer*>(dst)->ptr) + dst_offset,
-                                static_cast<const char*>(static_cast<Buffer*>(src)->ptr) + src_offset,
-                                size, gpuMemcpyDeviceToDevice, d->stream);
-  return e == gpuSuccess ? XHAL_OK : runtime_error(e, "buffer_copy");
-}
-
-__global__ void fill_kernel(unsigned char* dst, uint64_t size, uint64_t pattern,
-                            uint32_t pattern_size) {
-  for (uint64_t i = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x; i < size;
-       i += uint64_t{gridDim.x} * blockDim.x)
-    dst[i] = static_cast<unsigned char>(pattern >> (8 * (i % pattern_size)));
-}
-
-__global__ void fill4_kernel(uint32_t* dst, uint64_t words, uint32_t pattern) {
-  for (uint64_t i = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x; i < words;
-       i += uint64_t{gridDim.x} * blockDim.x)
-    dst[i] = pattern;
-}
-
-xhal_status_t buffer_fill(void* device, void* dst, uint64_t offset, uint64_t size,
-                          const void* pattern, uint32_t pattern_size) {
-  auto* d = static_cast<Device*>(device);
-  if (!size) return XHAL_OK;
-  use_device(d->ordinal);
-  uint64_t p = 0;
-  std::memcpy(&p, pattern, pattern_size);  // little endian: byte i of the pattern
-  unsigned char* base = static_cast<unsigned char*>(static_cast<Buffer*>(dst)->ptr) + offset;
-  if (pattern_size == 1) {
-    gpuError_t e = gpuMemsetAsync(base, static_cast<int>(p & 0xff), size, d->stream);
-    return e == gpuSuccess ? XHAL_OK : runtime_error(e, "buffer_fill");
-  }
-  if (pattern_size <= 4 && 4 % pattern_size == 0 && offset % 4 == 0 && size % 4 == 0 &&
-      reinterpret_cast<uintptr_t>(base) % 4 == 0) {
-    uint32_t w = 0;
-    for (int i = 0; i < 4; ++i) w |= static_cast<uint32_t>((p >> (8 * (i % pattern_size))) & 0xff) << (8 * i);
-    fill4_kernel<<<grid_for(size / 4, 256), 256, 0, d->stream>>>(reinterpret_cast<uint32_t*>(base),
-                                                                  size / 4, w);
-  } else {
-    fill_kernel<<<grid_for(size, 256), 256, 0, d->stream>>>(base, size, p, pattern_size);
-  }
-  return check_launch(d, "buffer_fill");
-}
-
 }  // namespace
 
 xhal_status_t fail(xhal_status_t st, const char* fmt, ...) {
-  char msg[512];
+  char msg[1024];  // an options error lists every known option
   va_list ap;
   va_start(ap, fmt);
   std::vsnprintf(msg, sizeof msg, fmt, ap);
@@ -271,6 +185,8 @@ const xhal_plugin_api_t kApi = [] {
   a.device_count = device_count;
   a.device_get_info = device_get_info;
   a.device_open = device_open;
+  a.device_open_with_options = device_open_with_options;
+  a.device_get_options = device_get_options;
   a.device_close = device_close;
   a.device_synchronize = device_synchronize;
   a.device_get_counters = device_get_counters;

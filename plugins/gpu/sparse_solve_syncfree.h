@@ -1,5 +1,6 @@
 // Sync-free triangular solve (CUDA): the schedule is built on the device at
-// csr_create, one launch per right-hand side. docs/gpu.md describes it.
+// csr_create (sparse_solve_syncfree_schedule.cpp), one launch per
+// right-hand side (sparse_solve_syncfree.cpp). docs/gpu.md describes it.
 #pragma once
 
 #include <vector>
@@ -36,13 +37,15 @@ xhal_status_t syncfree_init(Device* d, int64_t n, SyncFreeState* st, std::vector
 // The schedule of a pattern (device copies of row_ptr and col) that lies in
 // the lower (ascending) or upper (descending) triangle, as the caller has
 // checked; `long_rows` counts its rows of more than 32 off-diagonal
-// entries, `max_terms` is the most off-diagonal entries of a row. No transfer to the host; synchronises the stream.
+// entries, `max_terms` is the most off-diagonal entries of a row. No
+// transfer to the host; synchronises the stream.
 xhal_status_t syncfree_analyse(Device* d, SyncFreeState* st, const I* row_ptr, const I* col,
                                int64_t rows, bool ascending, int64_t long_rows,
                                int64_t max_terms, SyncFreeSchedule* out,
                                std::vector<void*>* allocations);
 
-// Solves every column of x (k launches); b may be x.
+// Solves every column of x (k launches); b may be x. The launch shape and
+// polling form follow d->options (solve.*).
 xhal_status_t syncfree_solve(Device* d, SyncFreeState* st, const SyncFreeSchedule& sc,
                              const PatternView& a, Cols b, Cols x, bool unit, int* launches);
 #endif

@@ -1,0 +1,79 @@
+// dgamma / dbeta in two stages after the row kernel (colsum.h). The
+// norm backwards take this path for fewer rows than
+// norm_backward.fused_from_rows, or rows longer than one block.
+#include "colsum.h"
+
+#include "tree_device.h"
+
+namespace xhal::gpu {
+namespace {
+
+// Stage 1: p[b][j] over rows 32b..32b+31 in order; stage 2: tree over b.
+template <bool kLayerNorm>
+__global__ void colsum_stage1(const float* x, const float* dy, const float* mean,
+                              const float* rstd, int64_t rows, int64_t n, int64_t nb, float* pg,
+                              float* pb) {
+  for (int64_t it = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; it < nb * n;
+       it += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t b = it / n, j = it % n;
+    float sg = 0.0f, sb = 0.0f;
+    const int64_t end = (b + 1) * 32 < rows ? (b + 1) * 32 : rows;
+#pragma unroll 8
+    for (int64_t r = b * 32; r < end; ++r) {
+      const float xv = x[r * n + j], g = dy[r * n + j];
+      const float xh = kLayerNorm ? xmul(xsub(xv, mean[r]), rstd[r]) : xmul(xv, rstd[r]);
+      sg = xadd(sg, xmul(g, xh));
+      if (kLayerNorm) sb = xadd(sb, g);
+    }
+    pg[it] = sg;
+    if (kLayerNorm) pb[it] = sb;
+  }
+}
+
+// One warp per column: lanes tree aligned runs of block partials, then the
+// warp tree (3.1); 32 times the parallelism of a thread per column.
+__global__ void colsum_stage2(const float* p, int64_t nb, int64_t n, float* out) {
+  const int64_t warps = int64_t{gridDim.x} * (blockDim.x / 32);
+  for (int64_t j = (blockIdx.x * int64_t{blockDim.x} + threadIdx.x) / 32; j < n; j += warps) {
+    const float v = warp_tree_of<SumOp>([&](int64_t b) { return p[b * n + j]; }, nb);
+    if ((threadIdx.x & 31) == 0) out[j] = v;
+  }
+}
+
+}  // namespace
+
+void colsum_tree(Device* d, const float* p, int64_t nb, int64_t n, float* out) {
+  colsum_stage2<<<grid_for(n * 32, 256), 256, 0, d->stream>>>(p, nb, n, out);
+}
+
+xhal_status_t colsums(Device* d, bool layer_norm, const float* x, const float* dy,
+                      const float* mean, const float* rstd, int64_t rows, int64_t n, float* dgamma,
+                      float* dbeta) {
+  if (n == 0) return XHAL_OK;
+  if (rows == 0) {  // empty sums are +0
+    gpuMemsetAsync(dgamma, 0, n * 4, d->stream);
+    if (dbeta) gpuMemsetAsync(dbeta, 0, n * 4, d->stream);
+    return check_launch(d, "colsum", 0);
+  }
+  const int64_t nb = (rows + 31) / 32;
+  void* ws = nullptr;
+  xhal_status_t st = scratch(d, sizeof(float) * nb * n * (layer_norm ? 2 : 1), &ws);
+  if (st != XHAL_OK) return st;
+  float* pg = static_cast<float*>(ws);
+  float* pb = pg + nb * n;
+  if (layer_norm)
+    colsum_stage1<true><<<grid_for(nb * n, 256), 256, 0, d->stream>>>(x, dy, mean, rstd, rows, n,
+                                                                     nb, pg, pb);
+  else
+    colsum_stage1<false><<<grid_for(nb * n, 256), 256, 0, d->stream>>>(x, dy, mean, rstd, rows, n,
+                                                                      nb, pg, pb);
+  colsum_stage2<<<grid_for(n * 32, 256), 256, 0, d->stream>>>(pg, nb, n, dgamma);
+  int launches = 2;
+  if (layer_norm && dbeta) {
+    colsum_stage2<<<grid_for(n * 32, 256), 256, 0, d->stream>>>(pb, nb, n, dbeta);
+    ++launches;
+  }
+  return check_launch(d, "colsum", launches);
+}
+
+}  // namespace xhal::gpu

@@ -1,0 +1,24 @@
+// dgamma / dbeta of the norm backwards (docs/semantics.md 3.5): stage 1 sums
+// each column over blocks of 32 rows in order, stage 2 trees the block
+// partials per column. The fused path (norm_backward.h) does stage 1 inside
+// the row kernel and calls colsum_tree for stage 2.
+#pragma once
+
+#include <cstdint>
+
+#include "gpu_plugin.h"
+
+namespace xhal::gpu {
+
+// Both stages after the row kernel (x and dy read again): dgamma from
+// dy * xh, and with layer_norm dbeta from dy. dgamma may equal dbeta (only
+// dbeta wanted: the dbeta tree runs last).
+xhal_status_t colsums(Device* d, bool layer_norm, const float* x, const float* dy,
+                      const float* mean, const float* rstd, int64_t rows, int64_t n, float* dgamma,
+                      float* dbeta);
+
+// Stage 2 alone: out[j] = tree over b of p[b * n + j], b < nb (one launch,
+// not counted here).
+void colsum_tree(Device* d, const float* p, int64_t nb, int64_t n, float* out);
+
+}  // namespace xhal::gpu

@@ -1,0 +1,196 @@
+// index_add (docs/semantics.md "index_add", 3.7) through the plan's
+// schedule (index_schedule.h): rows with at most 32 sources are summed by
+// one thread per (row, column group); longer rows are cut into chunks of 32
+// sources summed in parallel, then combined five levels of the pairwise
+// tree per launch, and a last launch adds alpha * total into dst. No
+// atomics: every sum is in the canonical order.
+#include "index_plan.h"
+
+namespace xhal::gpu {
+namespace {
+
+// Kernels work on units of V = float4 (4 columns per thread, when the row
+// width and the pointers allow) or float; w counts units. Each component is
+// its own canonical sum.
+__device__ __forceinline__ float vadd(float a, float b) { return xadd(a, b); }
+__device__ __forceinline__ float4 vadd(float4 a, float4 b) {
+  return make_float4(xadd(a.x, b.x), xadd(a.y, b.y), xadd(a.z, b.z), xadd(a.w, b.w));
+}
+__device__ __forceinline__ float vaxpy(float d, float alpha, float s) {
+  return xadd(d, xmul(alpha, s));
+}
+__device__ __forceinline__ float4 vaxpy(float4 d, float alpha, float4 s) {
+  return make_float4(vaxpy(d.x, alpha, s.x), vaxpy(d.y, alpha, s.y), vaxpy(d.z, alpha, s.z),
+                     vaxpy(d.w, alpha, s.w));
+}
+template <class V>
+__device__ __forceinline__ V vzero() {
+  if constexpr (sizeof(V) == 16) return make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  else return 0.0f;
+}
+
+template <class V>
+__global__ void add_long_apply_kernel(const V* __restrict__ total_buf, V* __restrict__ dst,
+                                      const int64_t* __restrict__ rows,
+                                      const int64_t* __restrict__ base, int64_t num, int64_t w,
+                                      float alpha) {
+  const int64_t total = num * w;
+  for (int64_t it = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; it < total;
+       it += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t k = it / w, j = it - k * w;
+    const int64_t r = rows[k];
+    dst[r * w + j] = vaxpy(dst[r * w + j], alpha, total_buf[base[k] * w + j]);
+  }
+}
+
+// ---- index_add schedule ----
+// A thread issues a batch of source loads (and its dst load) before it adds
+// them in order, so one row costs a few memory latencies instead of one per
+// source, and the chunk tree runs five levels per launch.
+
+// it -> (it / w, it % w) in 32 bits when both fit (a 64-bit divide is a
+// long sequence on the GPU, paid once per 16 bytes moved).
+__device__ __forceinline__ void split_item(int64_t it, int64_t w, int64_t& k, int64_t& j) {
+  if ((static_cast<uint64_t>(it) >> 32) == 0 && (static_cast<uint64_t>(w) >> 32) == 0) {
+    const uint32_t k32 = static_cast<uint32_t>(it) / static_cast<uint32_t>(w);
+    k = k32;
+    j = static_cast<uint32_t>(it) - k32 * static_cast<uint32_t>(w);
+  } else {
+    k = it / w;
+    j = it - k * w;
+  }
+}
+
+// Adds sources [e, end) into s in order, kB loads in flight at a time.
+template <int kB, class V>
+__device__ __forceinline__ V add_sources(V s, const V* __restrict__ src,
+                                         const int64_t* __restrict__ sources, int64_t e,
+                                         int64_t end, int64_t w, int64_t j) {
+  for (; e < end; e += kB) {
+    V t[kB];
+#pragma unroll
+    for (int q = 0; q < kB; ++q)
+      if (e + q < end) t[q] = src[sources[e + q] * w + j];
+#pragma unroll
+    for (int q = 0; q < kB; ++q)
+      if (e + q < end) s = vadd(s, t[q]);
+  }
+  return s;
+}
+
+template <class V>
+__global__ void add_direct_rec_kernel(const V* __restrict__ src, V* __restrict__ dst,
+                                      const DirectRow* __restrict__ rows,
+                                      const int64_t* __restrict__ sources, int64_t num_rows,
+                                      int64_t w, float alpha) {
+  const int64_t total = num_rows * w;
+  for (int64_t it = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; it < total;
+       it += int64_t{gridDim.x} * blockDim.x) {
+    int64_t k, j;
+    split_item(it, w, k, j);
+    const DirectRow d = rows[k];
+    const V old = dst[d.r * w + j];
+    V s = vadd(vzero<V>(), src[d.first * w + j]);
+    s = add_sources<4>(s, src, sources, d.e0 + 1, d.e0 + d.m, w, j);
+    dst[d.r * w + j] = vaxpy(old, alpha, s);
+  }
+}
+
+template <class V>
+__global__ void add_chunks_batched_kernel(const V* __restrict__ src, V* __restrict__ partial,
+                                          const int64_t* __restrict__ chunk_begin,
+                                          const int32_t* __restrict__ chunk_len,
+                                          const int64_t* __restrict__ sources,
+                                          int64_t num_chunks, int64_t w) {
+  const int64_t total = num_chunks * w;
+  for (int64_t it = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; it < total;
+       it += int64_t{gridDim.x} * blockDim.x) {
+    int64_t c, j;
+    split_item(it, w, c, j);
+    const int64_t b = chunk_begin[c];
+    partial[it] = add_sources<16>(vzero<V>(), src, sources, b, b + chunk_len[c], w, j);
+  }
+}
+
+// Five levels of the pairwise tree at once: a group of up to 32 consecutive
+// partials is one aligned subtree; a missing partner leaves the value as is
+// (adding the +0 padding of 3.1 would not change it: a chunk sum started
+// from +0 is never -0).
+template <class V>
+__global__ void add_groups_kernel(const V* __restrict__ in, V* __restrict__ out,
+                                  const int64_t* __restrict__ triples, int64_t num, int64_t w) {
+  const int64_t total = num * w;
+  for (int64_t it = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; it < total;
+       it += int64_t{gridDim.x} * blockDim.x) {
+    int64_t g, j;
+    split_item(it, w, g, j);
+    const int64_t first = triples[3 * g], cnt = triples[3 * g + 1], o = triples[3 * g + 2];
+    V v[32];
+#pragma unroll
+    for (int i = 0; i < 32; ++i)
+      if (i < cnt) v[i] = in[(first + i) * w + j];
+#pragma unroll
+    for (int d = 1; d < 32; d *= 2)
+#pragma unroll
+      for (int i = 0; i + d < 32; i += 2 * d)
+        if (i + d < cnt) v[i] = vadd(v[i], v[i + d]);
+    out[o * w + j] = v[0];
+  }
+}
+
+template <class V>
+xhal_status_t run_index_add(Device* d, const Plan* p, float alpha, const V* s, V* o, int64_t w,
+                            int* launches) {
+  if (p->num_direct) {
+    add_direct_rec_kernel<V><<<grid_for(p->num_direct * w, 256), 256, 0, d->stream>>>(
+        s, o, p->direct, p->row_sources, p->num_direct, w, alpha);
+    ++*launches;
+  }
+  if (p->num_long) {
+    void* ws = nullptr;
+    xhal_status_t st = scratch(d, sizeof(V) * 2 * p->num_chunks * w, &ws);
+    if (st != XHAL_OK) return st;
+    V* buf[2] = {static_cast<V*>(ws), static_cast<V*>(ws) + p->num_chunks * w};
+    add_chunks_batched_kernel<V><<<grid_for(p->num_chunks * w, 256), 256, 0, d->stream>>>(
+        s, buf[0], p->chunk_begin, p->chunk_len, p->row_sources, p->num_chunks, w);
+    ++*launches;
+    int cur = 0;
+    for (size_t g = 0; g + 1 < p->group_offsets.size(); ++g) {
+      const int64_t b = p->group_offsets[g], num = p->group_offsets[g + 1] - b;
+      add_groups_kernel<V><<<grid_for(num * w, 256), 256, 0, d->stream>>>(
+          buf[cur], buf[1 - cur], p->group_triples + 3 * b, num, w);
+      cur = 1 - cur;
+      ++*launches;
+    }
+    add_long_apply_kernel<V><<<grid_for(p->num_long * w, 256), 256, 0, d->stream>>>(
+        buf[cur], o, p->long_rows, p->long_base, p->num_long, w, alpha);
+    ++*launches;
+  }
+  return XHAL_OK;
+}
+
+}  // namespace
+
+xhal_status_t index_add(void* device, void* plan, float alpha, const xhal_plugin_tensor_t* src,
+                        const xhal_plugin_tensor_t* dst) {
+  Device* d = enter(device);
+  std::lock_guard lock(d->mutex);
+  const Plan* p = static_cast<const Plan*>(plan);
+  int64_t w = 1;
+  for (uint32_t i = 1; i < dst->rank; ++i) w *= dst->shape[i];
+  if (p->count == 0 || w == 0) return XHAL_OK;
+  const float* s = tensor_f32(src);
+  float* o = tensor_f32(dst);
+  int launches = 0;
+  xhal_status_t st;
+  if (w % 4 == 0 && reinterpret_cast<uintptr_t>(s) % 16 == 0 &&
+      reinterpret_cast<uintptr_t>(o) % 16 == 0)
+    st = run_index_add<float4>(d, p, alpha, reinterpret_cast<const float4*>(s),
+                               reinterpret_cast<float4*>(o), w / 4, &launches);
+  else
+    st = run_index_add<float>(d, p, alpha, s, o, w, &launches);
+  if (st != XHAL_OK) return st;
+  return check_launch(d, "index_add", launches);
+}
+
+}  // namespace xhal::gpu

@@ -1,0 +1,124 @@
+// The norm backwards with colsum stage 1 fused into the row walk
+// (docs/semantics.md 3.5; docs/gpu.md, "dgamma/dbeta"), shared by
+// rms_norm.cpp and layer_norm.cpp. A group of W warps walks the 32
+// consecutive rows of one colsum block in ascending order: per row it
+// computes dx exactly as row_kernel does (same chunk statistics, same block
+// tree, same apply), and each thread adds its own columns' terms into
+// partials held in registers (the same thread owns the same columns on every
+// row), so x and dy are read once. With PF the next row's loads are issued
+// before the current row is reduced. W == 1 blocks hold RB independent warps
+// (RB colsum blocks); W > 1 needs RB == 1.
+#pragma once
+
+#include "colsum.h"
+#include "row_kernel.h"
+
+namespace xhal::gpu {
+namespace {
+
+template <class B, int W, int RB, bool VEC, bool PF>
+__global__ void __launch_bounds__(W * RB * 32)
+norm_bwd_fused_kernel(B body, int64_t rows, int64_t n, float* pg, float* pb) {
+  static_assert(W == 1 || RB == 1, "one block tree per block");
+  using Op = typename B::Op;
+  using T = typename Op::T;
+  __shared__ T sh[W + 2];
+  const int lane = threadIdx.x & 31, warp = (threadIdx.x >> 5) % W, grp = (threadIdx.x >> 5) / W;
+  const int64_t i0 = int64_t{warp} * kChunk;
+  const int64_t nb = (rows + 31) / 32;
+  // With RB > 1 (W == 1) the warps never synchronise, so each runs its own
+  // loop; with W > 1 every warp of the block has the same blk.
+  for (int64_t blk = int64_t{blockIdx.x} * RB + grp; blk < nb; blk += int64_t{gridDim.x} * RB) {
+    const int64_t r0 = blk * 32, r1 = r0 + 32 < rows ? r0 + 32 : rows;
+    float4 ag[8], ab[8];
+    const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll
+    for (int t = 0; t < 8; ++t) ag[t] = ab[t] = zero;
+    auto load = [&](ChunkRegs& r, int64_t row) {
+#pragma unroll
+      for (int k = 0; k < B::kInputs; ++k) {
+        const float* base = body.input(k) + row * n;
+#pragma unroll
+        for (int t = 0; t < 8; ++t)
+          r.in[k][t] = load4<VEC>(base, i0 + t * 128 + 4 * lane, n, B::pad(k));
+      }
+    };
+    ChunkRegs cur, nxt;
+    load(cur, r0);
+    for (int64_t row = r0; row < r1; ++row) {
+      if (PF && row + 1 < r1) load(nxt, row + 1);
+      const T tot = block_tree<Op, W>(body.chunk_stat(0, cur, nullptr, row, n, i0), sh);
+      float4 out[8];
+      body.apply(cur, &tot, row, n, i0, out);
+#pragma unroll
+      for (int t = 0; t < 8; ++t) body.col_terms(cur, row, t, ag[t], ab[t]);
+      store_chunk<VEC>(body.output() + row * n, i0, lane, n, out);
+      if (row + 1 < r1) {
+        if (PF) cur = nxt;
+        else load(cur, row + 1);
+      }
+    }
+#pragma unroll
+    for (int t = 0; t < 8; ++t) {
+      const int64_t i = i0 + t * 128 + 4 * lane;
+      float4 g = ag[t], b = ab[t];
+#pragma unroll
+      for (int q = 0; q < 4; ++q)
+        if (i + q < n) {
+          if (pg) pg[blk * n + i + q] = comp(g, q);
+          if (pb) pb[blk * n + i + q] = comp(b, q);
+        }
+    }
+  }
+}
+
+template <class B, int W, int RB, bool VEC, bool PF>
+void launch_fused(Device* d, const B& body, int64_t rows, int64_t n, float* pg, float* pb) {
+  const int64_t nb = (rows + 31) / 32, groups = (nb + RB - 1) / RB;
+  const unsigned grid = static_cast<unsigned>(groups < (int64_t{1} << 20) ? groups : int64_t{1} << 20);
+  norm_bwd_fused_kernel<B, W, RB, VEC, PF><<<grid, W * RB * 32, 0, d->stream>>>(body, rows, n, pg, pb);
+}
+
+template <class B, bool VEC>
+void launch_fused_w(Device* d, const B& body, int64_t rows, int64_t n, float* pg, float* pb) {
+  // One warp per row already has four blocks' worth of warps in flight,
+  // and its prefetch form spills (ptxas), so it never prefetches.
+  if (n <= kChunk) launch_fused<B, 1, 4, VEC, false>(d, body, rows, n, pg, pb);
+  else if (n <= 4 * kChunk) launch_fused<B, 4, 1, VEC, true>(d, body, rows, n, pg, pb);
+  else launch_fused<B, kBigW<B>, 1, VEC, true>(d, body, rows, n, pg, pb);
+}
+
+// dx and the colsum partials in one pass, then stage 2 per output. Returns
+// false (nothing launched) where the separate colsum runs instead: fewer
+// rows than the device's norm_backward.fused_from_rows (in whole 32-row
+// blocks: the 32-row walks must still fill the GPU), or rows longer than one
+// block.
+template <class B>
+bool try_fused_norm_bwd(Device* d, const B& body, int64_t rows, int64_t n, bool vec,
+                        float* dgamma, float* dbeta, xhal_status_t* st) {
+  const int64_t nb = (rows + 31) / 32;
+  if (rows == 0 || n == 0 || n > int64_t{kBigW<B>} * kChunk) return false;
+  if (nb < (d->options.norm_backward_fused_from_rows + 31) / 32) return false;
+  vec = vec && n % 4 == 0;
+  void* ws = nullptr;
+  *st = scratch(d, sizeof(float) * nb * n * ((dgamma ? 1 : 0) + (dbeta ? 1 : 0)), &ws);
+  if (*st != XHAL_OK) return true;
+  float* pg = dgamma ? static_cast<float*>(ws) : nullptr;
+  float* pb = dbeta ? static_cast<float*>(ws) + (dgamma ? nb * n : 0) : nullptr;
+  if (vec) launch_fused_w<B, true>(d, body, rows, n, pg, pb);
+  else launch_fused_w<B, false>(d, body, rows, n, pg, pb);
+  int launches = 1;
+  if (pg) {
+    colsum_tree(d, pg, nb, n, dgamma);
+    ++launches;
+  }
+  if (pb) {
+    colsum_tree(d, pb, nb, n, dbeta);
+    ++launches;
+  }
+  *st = check_launch(d, "norm backward (fused colsum)", launches);
+  return true;
+}
+
+}  // namespace
+}  // namespace xhal::gpu

@@ -1,0 +1,199 @@
+// The generic row kernel of the dense row ops (docs/semantics.md 3.2-3.6;
+// docs/gpu.md, "Row ops"): softmax.cpp, rms_norm.cpp and layer_norm.cpp
+// each define bodies (the statistic, its chunk terms and the apply step)
+// and run them through run_rows. A row of up to 32 chunks (32768 elements)
+// is held in registers by one block of 1, 4 or W warps; longer rows are cut
+// into segments, one block each, whose partial statistics go through
+// scratch memory between launches (one launch per sequential reduction,
+// then one that applies).
+//
+// A body provides: Op (the statistic), kPhases (sequential reductions),
+// kInputs, input(k) (row-major [rows, n]), pad(k), chunk_stat(phase, ...),
+// apply(...), output() and row_out(...); the norm backwards also
+// col_terms(...) for the fused dgamma/dbeta (norm_backward.h).
+#pragma once
+
+#include <cstdint>
+#include <type_traits>
+
+#include "gpu_plugin.h"
+#include "tree_device.h"
+
+namespace xhal::gpu {
+namespace {
+
+constexpr int kMaxInputs = 2;
+
+// Registers of one warp's chunk: up to kMaxInputs inputs, 8 float4 each.
+struct ChunkRegs {
+  float4 in[kMaxInputs][8];
+  float chunk_max;  // softmax: m[c], with in[0] replaced by e[i]
+};
+
+// rowsum of one chunk from a term function term(t, component, element).
+template <class F>
+__device__ __forceinline__ float chunk_sum_of(F term) {
+  float a[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+  for (int t = 0; t < 8; ++t)
+#pragma unroll
+    for (int q = 0; q < 4; ++q) a[q] = xadd(a[q], term(t, q));
+  return warp_tree_sum(xadd(xadd(a[0], a[1]), xadd(a[2], a[3])));
+}
+
+__device__ __forceinline__ float comp(const float4& v, int q) {
+  return q == 0 ? v.x : q == 1 ? v.y : q == 2 ? v.z : v.w;
+}
+__device__ __forceinline__ float& comp(float4& v, int q) {
+  return q == 0 ? v.x : q == 1 ? v.y : q == 2 ? v.z : v.w;
+}
+
+// A lane's 8 float4 of a 1024-element chunk (the load4 layout) into a row
+// of n: vector stores when the row allows, else element by element.
+template <bool VEC>
+__device__ __forceinline__ void store_chunk(float* orow, int64_t i0, int lane, int64_t n,
+                                            const float4 (&out)[8]) {
+#pragma unroll
+  for (int t = 0; t < 8; ++t) {
+    const int64_t i = i0 + t * 128 + 4 * lane;
+    if (VEC) {
+      if (i < n) *reinterpret_cast<float4*>(orow + i) = out[t];
+    } else {
+#pragma unroll
+      for (int q = 0; q < 4; ++q)
+        if (i + q < n) orow[i + q] = comp(out[t], q);
+    }
+  }
+}
+
+// Four consecutive per-column values (gamma, beta) from p[i..i+4), 0 past n;
+// these stay in L1/L2, so they are re-read rather than held in registers.
+__device__ __forceinline__ float4 col4(const float* p, int64_t i, int64_t n) {
+  if (i + 3 < n && (reinterpret_cast<uintptr_t>(p + i) & 15) == 0)
+    return *reinterpret_cast<const float4*>(p + i);
+  return make_float4(i < n ? p[i] : 0.0f, i + 1 < n ? p[i + 1] : 0.0f, i + 2 < n ? p[i + 2] : 0.0f,
+                     i + 3 < n ? p[i + 3] : 0.0f);
+}
+__device__ __forceinline__ int64_t elem(int64_t i0, int t) {
+  return i0 + t * 128 + 4 * (threadIdx.x & 31);
+}
+
+template <class B, class = void>
+constexpr bool kStatInApply = false;
+template <class B>
+constexpr bool kStatInApply<B, std::void_t<decltype(B::kStatInApply)>> = B::kStatInApply;
+
+// The generic row kernel. split == 0: one block per row (W * 1024 >= n).
+// split > 0: `split` blocks per row; phase p < kPhases writes partials of
+// reduction p into ws[p], phase kPhases applies.
+template <class B, int W, bool VEC>
+__global__ void __launch_bounds__(W * 32)
+row_kernel(B body, int64_t rows, int64_t n, int split, int phase, typename B::Op::T* ws) {
+  using Op = typename B::Op;
+  using T = typename Op::T;
+  __shared__ T sh[W + 2];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int per_row = split ? split : 1;
+  const int seg = static_cast<int>(blockIdx.x % per_row);
+  const int64_t step = gridDim.x / per_row;
+  for (int64_t row = blockIdx.x / per_row; row < rows; row += step) {
+    const int64_t chunk = static_cast<int64_t>(seg) * W + warp;
+    const int64_t i0 = chunk * kChunk;
+    ChunkRegs r;
+#pragma unroll
+    for (int k = 0; k < B::kInputs; ++k) {
+      const float* base = body.input(k) + row * n;
+#pragma unroll
+      for (int t = 0; t < 8; ++t) r.in[k][t] = load4<VEC>(base, i0 + t * 128 + 4 * lane, n, B::pad(k));
+    }
+    T tot[B::kPhases];
+    if (!split) {
+#pragma unroll
+      for (int p = 0; p < B::kPhases; ++p)
+        tot[p] = block_tree<Op, W>(body.chunk_stat(p, r, tot, row, n, i0), sh);
+    } else {
+      for (int p = 0; p < phase && p < B::kPhases; ++p) {
+        const T* part = ws + (p * rows + row) * split;
+        tot[p] = warp_tree_of<Op>([&](int64_t i) { return part[i]; }, split);
+      }
+      if (phase < B::kPhases) {
+        const T c = block_tree<Op, W>(body.chunk_stat(phase, r, tot, row, n, i0), sh);
+        if (threadIdx.x == 0) ws[(phase * rows + row) * split + seg] = c;
+        continue;
+      }
+      if constexpr (kStatInApply<B>) body.chunk_stat(0, r, tot, row, n, i0);
+    }
+    float4 out[8];
+    body.apply(r, tot, row, n, i0, out);
+    store_chunk<VEC>(body.output() + row * n, i0, lane, n, out);
+    if (seg == 0 && threadIdx.x == 0) body.row_out(row, tot, n);
+  }
+}
+
+template <class B, int W, bool VEC>
+void launch_rows(Device* d, const B& body, int64_t rows, int64_t n, int split, int phase,
+                 typename B::Op::T* ws) {
+  const int64_t per_row = split ? split : 1;
+  int64_t grid_rows = rows < (int64_t{1} << 20) / per_row ? rows : (int64_t{1} << 20) / per_row;
+  if (grid_rows < 1) grid_rows = 1;
+  row_kernel<B, W, VEC><<<static_cast<unsigned>(grid_rows * per_row), W * 32, 0, d->stream>>>(
+      body, rows, n, split, phase, ws);
+}
+
+// Widest block: one input row in registers allows 1024 threads (32 floats
+// each); two inputs need 64 floats per thread, so blocks of 256.
+template <class B>
+constexpr int kBigW = B::kInputs >= 2 ? 8 : 32;
+
+template <class B, bool VEC>
+void launch_rows_w(Device* d, const B& body, int64_t rows, int64_t n, int split, int phase,
+                   typename B::Op::T* ws) {
+  if (split)
+    launch_rows<B, kBigW<B>, VEC>(d, body, rows, n, split, phase, ws);
+  else if (n <= kChunk)
+    launch_rows<B, 1, VEC>(d, body, rows, n, 0, 0, ws);
+  else if (n <= 4 * kChunk)
+    launch_rows<B, 4, VEC>(d, body, rows, n, 0, 0, ws);
+  else
+    launch_rows<B, kBigW<B>, VEC>(d, body, rows, n, 0, 0, ws);
+}
+
+inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+template <class B>
+xhal_status_t run_rows(Device* d, const B& body, int64_t rows, int64_t n, bool vec,
+                       const char* op) {
+  if (rows == 0 || n == 0) return XHAL_OK;
+  vec = vec && n % 4 == 0;
+  using T = typename B::Op::T;
+  const int64_t seg_elems = int64_t{kBigW<B>} * kChunk;
+  if (n <= seg_elems) {
+    if (vec) launch_rows_w<B, true>(d, body, rows, n, 0, 0, nullptr);
+    else launch_rows_w<B, false>(d, body, rows, n, 0, 0, nullptr);
+    return check_launch(d, op);
+  }
+  const int64_t split64 = (n + seg_elems - 1) / seg_elems;
+  if (split64 > (1 << 20)) return fail(XHAL_UNSUPPORTED, "%s plugin: %s: rows of %lld elements are too long", XHAL_GPU_BACKEND_NAME, op, static_cast<long long>(n));
+  const int split = static_cast<int>(split64);
+  void* ws = nullptr;
+  xhal_status_t st = scratch(d, sizeof(T) * B::kPhases * rows * split, &ws);
+  if (st != XHAL_OK) return st;
+  for (int p = 0; p <= B::kPhases; ++p) {
+    if (vec) launch_rows_w<B, true>(d, body, rows, n, split, p, static_cast<T*>(ws));
+    else launch_rows_w<B, false>(d, body, rows, n, split, p, static_cast<T*>(ws));
+  }
+  return check_launch(d, op, B::kPhases + 1);
+}
+
+struct RowShape {
+  int64_t rows, n;
+};
+inline RowShape shape_of(const xhal_plugin_tensor_t* x) {
+  if (x->rank == 0) return {1, 1};
+  int64_t n = x->shape[x->rank - 1], rows = 1;
+  for (uint32_t i = 0; i + 1 < x->rank; ++i) rows *= x->shape[i];
+  return {rows, n};
+}
+
+}  // namespace
+}  // namespace xhal::gpu

@@ -1,0 +1,146 @@
+// csr_create / csr_destroy (docs/semantics.md "Sparse (CSR)"): the pattern
+// and its transpose are narrowed to 32-bit indices, uploaded once, and given
+// their triangular-solve schedules: on CUDA the sync-free schedule built on
+// the device (sparse_solve_syncfree_schedule.cpp), on ROCm or with
+// solve.schedule=levels the level batches built on the host
+// (sparse_solve_levels.cpp). The device option `trace` prints where the
+// time goes.
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <cstdio>
+#include <thread>
+#include <vector>
+
+#include "sparse_matrix.h"
+
+namespace xhal::gpu {
+namespace {
+
+void destroy(Matrix* m) {
+  for (void* p : m->allocations) gpuFree(p);
+  delete m;
+}
+
+xhal_status_t build_pattern(Device* d, Matrix* m, const std::vector<I>& rp,
+                            const std::vector<I>& col, const std::vector<I>* perm, int64_t rows,
+                            bool host_levels, Pattern* p) {
+  p->rows = rows;
+  std::vector<I> long_rows;
+  for (int64_t r = 0; r < rows; ++r)
+    if (rp[r + 1] - rp[r] > 32) long_rows.push_back(static_cast<I>(r));
+  p->num_long = static_cast<int64_t>(long_rows.size());
+  xhal_status_t st = up(d, m, rp, &p->row_ptr);
+  if (st == XHAL_OK) st = up(d, m, col, &p->col);
+  if (st == XHAL_OK && perm) st = up(d, m, *perm, &p->perm);
+  if (st == XHAL_OK) st = up(d, m, long_rows, &p->long_rows);
+  if (st == XHAL_OK && host_levels) st = build_level_schedule(d, m, rp, col, rows, true, &p->asc);
+  if (st == XHAL_OK && host_levels) st = build_level_schedule(d, m, rp, col, rows, false, &p->desc);
+  return st;
+}
+
+#if !defined(XHAL_GPU_HIP)
+// Which triangles a square pattern lies in (columns sorted, so the ends of a
+// row decide), and its rows of more than 32 off-diagonal entries.
+struct Triangles {
+  bool lower = true, upper = true;
+  int64_t long_rows = 0, max_terms = 0;
+};
+Triangles triangles(const std::vector<I>& rp, const std::vector<I>& col) {
+  Triangles t;
+  const int64_t rows = static_cast<int64_t>(rp.size()) - 1;
+  for (int64_t k = 0; k < rows; ++k) {
+    const I rb = rp[k], re = rp[k + 1];
+    if (re == rb) continue;
+    t.lower = t.lower && col[re - 1] <= k;
+    t.upper = t.upper && col[rb] >= k;
+    const bool diag = col[re - 1] == k || col[rb] == k;
+    const int64_t terms = re - rb - (diag ? 1 : 0);
+    t.long_rows += terms > 32;
+    t.max_terms = std::max(t.max_terms, terms);
+  }
+  return t;
+}
+#endif
+
+}  // namespace
+
+xhal_status_t csr_create(void* device, const xhal_plugin_csr_desc_t* desc, void** out_matrix) {
+  Device* d = enter(device);
+  if (desc->nnz >= INT_MAX || desc->rows >= INT_MAX || desc->cols >= INT_MAX)
+    return fail(XHAL_UNSUPPORTED,
+                "%s plugin: csr_create: %lld x %lld with %lld entries exceeds 32-bit indices",
+                XHAL_GPU_BACKEND_NAME, static_cast<long long>(desc->rows),
+                static_cast<long long>(desc->cols), static_cast<long long>(desc->nnz));
+  auto* m = new Matrix;
+  m->rows = desc->rows;
+  m->cols = desc->cols;
+  m->nnz = desc->nnz;
+  m->values = static_cast<Buffer*>(desc->values_buffer);
+  const bool trace = d->options.trace;
+  auto t0 = std::chrono::steady_clock::now();
+  auto lap = [&](const char* what) {
+    if (!trace) return;
+    const auto t = std::chrono::steady_clock::now();
+    std::fprintf(stderr, "[xhal-%s] csr_create %s: %.2f ms\n", XHAL_GPU_BACKEND_NAME, what,
+                 std::chrono::duration<double, std::milli>(t - t0).count());
+    t0 = t;
+  };
+  // The six index arrays narrow independently: one thread each.
+  std::vector<I> rp, col, ri, trp, tcol, tperm;
+  {
+    auto narrow = [](const int64_t* p, int64_t n, std::vector<I>* out) { out->assign(p, p + n); };
+    std::thread t[] = {
+        std::thread(narrow, desc->row_ptr, desc->rows + 1, &rp),
+        std::thread(narrow, desc->col_idx, desc->nnz, &col),
+        std::thread(narrow, desc->row_idx, desc->nnz, &ri),
+        std::thread(narrow, desc->t_row_ptr, desc->cols + 1, &trp),
+        std::thread(narrow, desc->t_col_idx, desc->nnz, &tcol),
+        std::thread(narrow, desc->t_perm, desc->nnz, &tperm)};
+    for (auto& th : t) th.join();
+  }
+  const bool square = desc->rows == desc->cols;
+  // ROCm has only the level batches (the options parser refuses syncfree
+  // there); on CUDA the sync-free schedule is built on the device below.
+  const bool host_levels = square && d->options.solve_schedule == SolveSchedule::kLevels;
+  lap("narrowing to 32-bit");
+  xhal_status_t st = build_pattern(d, m, rp, col, nullptr, desc->rows, host_levels, &m->a);
+  lap("pattern of A (upload)");
+  if (st == XHAL_OK) st = build_pattern(d, m, trp, tcol, &tperm, desc->cols, host_levels, &m->at);
+  lap("pattern of A^T (upload)");
+  if (st == XHAL_OK) st = up(d, m, ri, &m->row_idx);
+  lap("row indices (upload)");
+#if !defined(XHAL_GPU_HIP)
+  if (st == XHAL_OK && square && !host_levels && desc->rows > 0) {
+    st = syncfree_init(d, desc->rows, &m->sf, &m->allocations);
+    // A lower pattern has an ascending schedule, its transpose a descending
+    // one (and the reverse for upper); a pattern with no off-diagonal entry
+    // is both, and one schedule serves both walks.
+    const Triangles ta = triangles(rp, col), tt = triangles(trp, tcol);
+    auto analyse = [&](Pattern& p, const Triangles& t, bool ascending) {
+      SyncFreeSchedule* out = ascending ? &p.sf_asc : &p.sf_desc;
+      xhal_status_t r = syncfree_analyse(d, &m->sf, p.row_ptr, p.col, p.rows, ascending,
+                                         t.long_rows, t.max_terms, out, &m->allocations);
+      if (r == XHAL_OK && t.lower && t.upper) (ascending ? p.sf_desc : p.sf_asc) = *out;
+      return r;
+    };
+    if (st == XHAL_OK && (ta.lower || ta.upper)) st = analyse(m->a, ta, ta.lower);
+    if (st == XHAL_OK && (tt.lower || tt.upper)) st = analyse(m->at, tt, tt.lower);
+    lap("sync-free schedules (device)");
+  }
+#endif
+  if (st != XHAL_OK) {
+    destroy(m);
+    return st;
+  }
+  *out_matrix = m;
+  return XHAL_OK;
+}
+
+void csr_destroy(void* device, void* matrix) {
+  Device* d = enter(device);
+  gpuStreamSynchronize(d->stream);
+  destroy(static_cast<Matrix*>(matrix));
+}
+
+}  // namespace xhal::gpu

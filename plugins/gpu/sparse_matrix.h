@@ -1,0 +1,83 @@
+// The device side of a CSR matrix (docs/semantics.md "Sparse (CSR)"): its
+// pattern and the transposed pattern, uploaded once in csr_create
+// (sparse_matrix.cpp) as 32-bit indices, with the triangular-solve
+// schedules; the values stay in the core's buffer. No op moves host memory.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "gpu_plugin.h"
+#include "sparse_solve_syncfree.h"
+#include "sparse_views.h"
+
+namespace xhal::gpu {
+
+// Level batches built on the host (sparse_solve_levels.cpp): the solve on
+// ROCm, and on CUDA with solve.schedule=levels.
+struct LevelSchedule {
+  bool built = false;
+  RowRec* recs = nullptr;  // [rows] in level order
+  I* order = nullptr;    // rows sorted by level
+  I* level_off = nullptr;  // [levels + 1] into order
+  struct Batch {
+    int begin, end;  // levels [begin, end)
+    bool one_block;
+    int64_t width;   // widest level of the batch
+  };
+  std::vector<Batch> batches;
+};
+
+struct Pattern {
+  I* row_ptr = nullptr;
+  I* col = nullptr;
+  I* perm = nullptr;  // transposed: index into A's values; null for A
+  I* long_rows = nullptr;
+  int64_t num_long = 0;
+  int64_t rows = 0;
+  LevelSchedule asc, desc;           // host-built level batches
+  SyncFreeSchedule sf_asc, sf_desc;  // device-built (CUDA)
+};
+
+struct Matrix {
+  int64_t rows = 0, cols = 0, nnz = 0;
+  Pattern a, at;
+  I* row_idx = nullptr;
+  SyncFreeState sf;
+  Buffer* values = nullptr;
+  std::vector<void*> allocations;
+};
+
+// Uploads v into a new device allocation that m owns.
+template <class T>
+xhal_status_t up(Device* d, Matrix* m, const std::vector<T>& v, T** out) {
+  void* p = nullptr;
+  xhal_status_t st = upload(d, v.data(), v.size() * sizeof(T), &p);
+  if (p) m->allocations.push_back(p);
+  *out = static_cast<T*>(p);
+  return st;
+}
+
+inline PatternView view(const Pattern& p, const Matrix* m) {
+  return {p.row_ptr, p.col, p.perm, static_cast<const float*>(m->values->ptr)};
+}
+
+// The level batches of rows [0, rows) of a pattern walked ascending or
+// descending, uploaded into m; leaves s->built false when an off-diagonal
+// entry lies on the wrong side.
+xhal_status_t build_level_schedule(Device* d, Matrix* m, const std::vector<I>& rp,
+                                   const std::vector<I>& col, int64_t rows, bool ascending,
+                                   LevelSchedule* s);
+
+// Solves op(A) x = b over level batches (the pattern p of op(A)).
+xhal_status_t level_solve(Device* d, const Matrix* m, const Pattern& p, const LevelSchedule& sc,
+                          Cols b, Cols x, bool ascending, bool unit, bool transposed,
+                          int* launches);
+
+// Solves op(A) x = b with the schedule the pattern has (sync-free or level
+// batches); XHAL_INVALID_STRUCTURE when the pattern is not in `triangle`.
+xhal_status_t run_solve(Device* d, const Matrix* m, xhal_transpose_t trans,
+                        xhal_triangle_t triangle, xhal_diagonal_t diagonal, Cols b, Cols x,
+                        const char* op, int* launches);
+
+}  // namespace xhal::gpu

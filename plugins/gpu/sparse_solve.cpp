@@ -1,0 +1,48 @@
+// csr_solve (docs/semantics.md "Sparse (CSR)"): the sync-free solve on CUDA
+// (sparse_solve_syncfree.cpp), the level batches on ROCm and with
+// solve.schedule=levels (sparse_solve_levels.cpp). Both give the same bits.
+#include "sparse_matrix.h"
+
+namespace xhal::gpu {
+
+xhal_status_t run_solve(Device* d, const Matrix* m, xhal_transpose_t trans,
+                        xhal_triangle_t triangle, xhal_diagonal_t diagonal, Cols b, Cols x,
+                        const char* op, int* launches) {
+  const bool transposed = trans == XHAL_TRANSPOSE;
+  const bool ascending = (triangle == XHAL_TRIANGLE_LOWER) != transposed;
+  const Pattern& p = transposed ? m->at : m->a;
+  const LevelSchedule& sc = ascending ? p.asc : p.desc;
+#if !defined(XHAL_GPU_HIP)
+  const SyncFreeSchedule& sf = ascending ? p.sf_asc : p.sf_desc;
+  const bool use_syncfree = sf.built && !sc.built;
+#else
+  const bool use_syncfree = false;
+#endif
+  if (!sc.built && !use_syncfree)
+    return fail(XHAL_INVALID_STRUCTURE,
+                "%s plugin: %s: argument 'triangle' is %s but the %lld x %lld pattern does not "
+                "lie in that triangle",
+                XHAL_GPU_BACKEND_NAME, op, triangle == XHAL_TRIANGLE_LOWER ? "lower" : "upper",
+                static_cast<long long>(m->rows), static_cast<long long>(m->cols));
+  if (x.n == 0 || x.k == 0) return XHAL_OK;
+  const bool unit = diagonal == XHAL_DIAGONAL_UNIT;
+#if !defined(XHAL_GPU_HIP)
+  if (use_syncfree)
+    return syncfree_solve(d, &const_cast<Matrix*>(m)->sf, sf, view(p, m), b, x, unit, launches);
+#endif
+  return level_solve(d, m, p, sc, b, x, ascending, unit, transposed, launches);
+}
+
+xhal_status_t csr_solve(void* device, void* a, xhal_transpose_t trans, xhal_triangle_t triangle,
+                        xhal_diagonal_t diagonal, const xhal_plugin_tensor_t* b,
+                        const xhal_plugin_tensor_t* x) {
+  Device* d = enter(device);
+  std::lock_guard lock(d->mutex);
+  int launches = 0;
+  xhal_status_t st = run_solve(d, static_cast<const Matrix*>(a), trans, triangle, diagonal,
+                               cols_of(b), cols_of(x), "csr_solve", &launches);
+  if (st != XHAL_OK) return st;
+  return check_launch(d, "csr_solve", launches);
+}
+
+}  // namespace xhal::gpu
