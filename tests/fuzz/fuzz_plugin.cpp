@@ -96,6 +96,7 @@ xhal_status_t device_synchronize(void*) {
 }
 xhal_status_t device_get_counters(void* device, xhal_counters_t* out) {
   if (odd(xhal_fuzz::kDeviceGetCounters)) return misbehave(xhal_fuzz::kDeviceGetCounters);
+  if (!device) return XHAL_PLUGIN_ERROR;  // after open_gives_null: stay alive
   *out = static_cast<Device*>(device)->counters;
   return XHAL_OK;
 }
@@ -115,6 +116,7 @@ xhal_status_t buffer_allocate(void*, uint64_t size, void** out_buffer) {
 void buffer_free(void*, void* buffer) { std::free(buffer); }
 xhal_status_t buffer_write(void* device, void* dst, uint64_t offset, const void* src, uint64_t size) {
   if (odd(xhal_fuzz::kBufferWrite)) return misbehave(xhal_fuzz::kBufferWrite);
+  if (!device || !dst) return XHAL_PLUGIN_ERROR;  // after open_gives_null
   std::memcpy(static_cast<char*>(dst) + offset, src, size);
   auto& c = static_cast<Device*>(device)->counters;
   ++c.host_to_device_transfers;
@@ -123,6 +125,7 @@ xhal_status_t buffer_write(void* device, void* dst, uint64_t offset, const void*
 }
 xhal_status_t buffer_read(void* device, void* src, uint64_t offset, void* dst, uint64_t size) {
   if (odd(xhal_fuzz::kBufferRead)) return misbehave(xhal_fuzz::kBufferRead);
+  if (!device || !src) return XHAL_PLUGIN_ERROR;
   std::memcpy(dst, static_cast<const char*>(src) + offset, size);
   auto& c = static_cast<Device*>(device)->counters;
   ++c.device_to_host_transfers;
@@ -132,12 +135,14 @@ xhal_status_t buffer_read(void* device, void* src, uint64_t offset, void* dst, u
 xhal_status_t buffer_copy(void*, void* src, uint64_t src_offset, void* dst, uint64_t dst_offset,
                           uint64_t size) {
   if (odd(xhal_fuzz::kBufferCopy)) return misbehave(xhal_fuzz::kBufferCopy);
+  if (!src || !dst) return XHAL_PLUGIN_ERROR;
   std::memmove(static_cast<char*>(dst) + dst_offset, static_cast<const char*>(src) + src_offset, size);
   return XHAL_OK;
 }
 xhal_status_t buffer_fill(void*, void* dst, uint64_t offset, uint64_t size, const void* pattern,
                           uint32_t pattern_size) {
   if (odd(xhal_fuzz::kBufferFill)) return misbehave(xhal_fuzz::kBufferFill);
+  if (!dst) return XHAL_PLUGIN_ERROR;
   char* p = static_cast<char*>(dst) + offset;
   for (uint64_t i = 0; i < size; i += pattern_size) std::memcpy(p + i, pattern, pattern_size);
   return XHAL_OK;

@@ -84,6 +84,14 @@ inline bool verbose() {
 }
 
 // ---- promises of the API, checked on every call --------------------------
+// XHAL_INTERNAL means a bug in the core, unless a plugin returned it (the
+// core passes a plugin's in-range status on): the plugin-table harness,
+// whose plugin returns any status, turns this off.
+inline bool& internal_is_a_core_bug() {
+  static bool yes = true;
+  return yes;
+}
+
 [[noreturn]] inline void broken(const char* what, const char* call, xhal_status_t s) {
   std::fprintf(stderr, "xhal fuzz: broken promise: %s\n  call: %s\n  status: %d (%s)\n  last error: %s\n",
                what, call, static_cast<int>(s), xhal_status_name(s), xhal_last_error());
@@ -100,7 +108,7 @@ inline xhal_status_t checked(xhal_status_t s, const char* call, bool quiet = fal
   if (!message) broken("xhal_last_error returned NULL", call, s);
   if (s == XHAL_OK && message[0] != '\0') broken("success with a message", call, s);
   if (s != XHAL_OK && message[0] == '\0') broken("failure without a message", call, s);
-  if (s == XHAL_INTERNAL) broken("XHAL_INTERNAL (a core bug by definition)", call, s);
+  if (s == XHAL_INTERNAL && internal_is_a_core_bug()) broken("XHAL_INTERNAL from the core", call, s);
   return s;
 }
 #define XF_CALL(call) ::xhal_fuzz::checked((call), #call)
