@@ -100,15 +100,23 @@ Verdict verdict_from_result(const std::string& line) {
   return v;
 }
 
+// The probe itself failed (counted as not ok).
+Verdict not_probed(const std::string& why) {
+  Verdict v;
+  v.kind = "crashed";
+  v.text = "not probed: " + why;
+  return v;
+}
+
 // Runs `self --probe-one path` with a deadline and reads its verdict.
 Verdict probe_in_child(const std::string& path, double timeout_s) {
   int out[2];
-  if (pipe(out) != 0) return {"crashed", std::string("not probed: pipe: ") + std::strerror(errno)};
+  if (pipe(out) != 0) return not_probed(std::string("pipe: ") + std::strerror(errno));
   const pid_t child = fork();
   if (child < 0) {
     close(out[0]);
     close(out[1]);
-    return {"crashed", std::string("not probed: fork: ") + std::strerror(errno)};
+    return not_probed(std::string("fork: ") + std::strerror(errno));
   }
   // The child stays in this process group, so that Ctrl-C stops it too.
   if (child == 0) {
