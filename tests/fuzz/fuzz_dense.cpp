@@ -21,13 +21,14 @@ using namespace xhal_fuzz;
 
 namespace {
 
-constexpr uint32_t kOps = 12;
+constexpr uint32_t kOps = 13;
 constexpr uint64_t kMaxPlanRows = 1 << 16;
 constexpr uint32_t kMaxPlanCount = 64;
 
 struct PlanRecord {
   xhal_index_plan_t plan;
   int64_t count, num_rows;
+  bool released = false;  // its handle is stale (and still in play)
 };
 
 // Row-wise ops view x as [rows, n]: small dims from the input.
@@ -165,13 +166,13 @@ void run_plan_create(Input& in, xhal_device_t dev, std::vector<PlanRecord>& plan
       broken("a failed plan_create wrote out_plan", "xhal_index_plan_create", s);
     return;
   }
-  plans.push_back({plan, count, static_cast<int64_t>(num_rows)});
+  plans.push_back({plan, count, static_cast<int64_t>(num_rows), false});
 }
 
 // A plan of the input's choosing, or NULL; a fresh valid one when none.
 PlanRecord pick_plan(Input& in, std::vector<PlanRecord>& plans) {
   const uint32_t choice = in.pick(static_cast<uint32_t>(plans.size()) + 1);
-  if (choice == plans.size()) return {nullptr, in.range(0, 8), in.range(0, 8)};
+  if (choice == plans.size()) return {nullptr, in.range(0, 8), in.range(0, 8), false};
   return plans[choice];
 }
 
@@ -258,6 +259,27 @@ void run_op(uint32_t op, Input& in, xhal_device_t dev, Pool& pool,
       XF_OP(pool, xhal_layer_norm_forward(d, &x, &gamma, &beta, eps, &y, &mean, &rstd));
       break;
     }
+    case 12: {
+      // Release a buffer or a plan early and keep its stale handle in play.
+      const bool plan = in.flag();
+      const uint32_t which = in.pick(64);
+      // TODO(issue 9): remove when released handles are recognised
+      // (defect 2): using or releasing one again is a use after free in
+      // the core today.
+      if (!explore_known_findings()) break;
+      if (!plan) {
+        if (pool.size()) pool.release_early(which % pool.size());
+      } else if (!plans.empty()) {
+        PlanRecord& p = plans[which % plans.size()];
+        if (!p.released) {
+          XF_MUST(xhal_index_plan_release(p.plan));
+          const xhal_status_t again = XF_CALL(xhal_index_plan_release(p.plan));
+          if (again != XHAL_INVALID_ARGUMENT) broken("releasing a plan twice", "xhal_index_plan_release", again);
+          p.released = true;
+        }
+      }
+      break;
+    }
     default: {
       const RowShape r = row_shape(in);
       const xhal_tensor_t x = tensor(in, pool, {r.rows, r.n});
@@ -296,7 +318,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (verbose()) std::fprintf(stderr, "call %u: op %u\n", c, op);
       run_op(op, in, dev, pool, plans);
     }
-    for (const PlanRecord& p : plans) XF_MUST(xhal_index_plan_release(p.plan));
+    for (const PlanRecord& p : plans)
+      if (!p.released) XF_MUST(xhal_index_plan_release(p.plan));
   }
   XF_MUST(xhal_device_release(dev));
   return 0;

@@ -22,7 +22,7 @@ using namespace xhal_fuzz;
 
 namespace {
 
-constexpr uint32_t kOps = 9;
+constexpr uint32_t kOps = 10;
 constexpr int64_t kMaxDim = 24;
 
 struct MatrixRecord {
@@ -30,6 +30,7 @@ struct MatrixRecord {
   int64_t rows, cols, nnz;
   uint32_t index_bytes;             // 4 or 8; 8 when unknown (spgemm results)
   std::vector<int64_t> row_ptr, col_idx;  // as created (empty when unknown)
+  bool released = false;            // its handle is stale (and still in play)
 };
 
 // The host (or device) arrays of one description, kept alive for the call.
@@ -247,8 +248,14 @@ void run_op(uint32_t op, Input& in, xhal_device_t dev, Pool& pool, std::vector<M
       std::vector<int64_t> rp(r->rows + 1, -7), ci(r->nnz, -7);
       std::vector<float> values(r->nnz);
       const uint32_t which = in.pick(8);
-      XF_MUST(xhal_csr_read(m, which & 1 ? rp.data() : nullptr, which & 2 ? ci.data() : nullptr,
-                            which & 4 ? values.data() : nullptr));
+      const xhal_status_t s = XF_CALL(xhal_csr_read(m, which & 1 ? rp.data() : nullptr,
+                                                    which & 2 ? ci.data() : nullptr,
+                                                    which & 4 ? values.data() : nullptr));
+      if (r->released) {
+        if (s != XHAL_INVALID_ARGUMENT) broken("csr_read of a released matrix", "xhal_csr_read", s);
+        break;
+      }
+      if (s != XHAL_OK) broken("csr_read of a live matrix failed", "xhal_csr_read", s);
       if (!r->row_ptr.empty() && r->index_bytes == 8 && (which & 3) == 3 &&
           (rp != r->row_ptr || ci != r->col_idx))
         broken("csr_read gave another pattern than the one created", "xhal_csr_read", XHAL_OK);
@@ -267,8 +274,23 @@ void run_op(uint32_t op, Input& in, xhal_device_t dev, Pool& pool, std::vector<M
       XF_OP(pool, xhal_csr_set_values_tensor(m, &v));
       break;
     }
-    default: {  // another matrix, mid-way
+    case 8: {  // another matrix, mid-way
       if (mats.size() < 6) create_matrix(in, dev, pool, mats, extra);
+      break;
+    }
+    default: {  // release the matrix early and keep its stale handle in play
+      // TODO(issue 9): remove when released handles are recognised
+      // (defect 2): using one (csr_get_shape included) is a use after free
+      // in the core today.
+      if (!r || r->released || !explore_known_findings()) break;
+      XF_MUST(xhal_csr_release(m));
+      const xhal_status_t again = XF_CALL(xhal_csr_release(m));
+      if (again != XHAL_INVALID_ARGUMENT) broken("releasing a matrix twice", "xhal_csr_release", again);
+      int64_t rows_out = -5, cols_out = -5, nnz_out = -5;
+      const xhal_status_t s = XF_CALL(xhal_csr_get_shape(m, &rows_out, &cols_out, &nnz_out));
+      if (s != XHAL_INVALID_ARGUMENT || rows_out != -5)
+        broken("csr_get_shape of a released matrix", "xhal_csr_get_shape", s);
+      const_cast<MatrixRecord*>(r)->released = true;
       break;
     }
   }
@@ -299,7 +321,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (verbose()) std::fprintf(stderr, "call %u: op %u\n", c, op);
       run_op(op, in, dev, pool, mats, extra);
     }
-    for (const MatrixRecord& r : mats) XF_MUST(xhal_csr_release(r.m));
+    for (const MatrixRecord& r : mats)
+      if (!r.released) XF_MUST(xhal_csr_release(r.m));
   }
   for (xhal_buffer_t b : extra) XF_MUST(xhal_buffer_release(b));
   XF_MUST(xhal_device_release(dev));

@@ -171,7 +171,8 @@ class Pool {
  public:
   explicit Pool(xhal_device_t device) : device_(device) {}
   ~Pool() {
-    for (xhal_buffer_t b : buffers_) XF_MUST(xhal_buffer_release(b));
+    for (size_t i = 0; i < buffers_.size(); ++i)
+      if (!released_[i]) XF_MUST(xhal_buffer_release(buffers_[i]));
   }
   Pool(const Pool&) = delete;
   Pool& operator=(const Pool&) = delete;
@@ -199,13 +200,30 @@ class Pool {
     if (bytes) XF_MUST(xhal_buffer_write(b, 0, fill.data(), bytes));
     buffers_.push_back(b);
     sizes_.push_back(bytes);
+    released_.push_back(false);
     return static_cast<int>(buffers_.size() - 1);
+  }
+
+  // Releases buffer i but keeps its (now stale) handle in the pool, so
+  // later tensors of the input may still name it: docs/abi.md promises
+  // XHAL_INVALID_ARGUMENT for a released handle. A second release must say
+  // the same.
+  void release_early(size_t i) {
+    if (i >= buffers_.size() || released_[i]) return;
+    XF_MUST(xhal_buffer_release(buffers_[i]));
+    released_[i] = true;
+    const xhal_status_t again = XF_CALL(xhal_buffer_release(buffers_[i]));
+    if (again != XHAL_INVALID_ARGUMENT) broken("releasing a buffer twice", "xhal_buffer_release", again);
+    uint64_t size = 0;
+    const xhal_status_t s = XF_CALL(xhal_buffer_size(buffers_[i], &size));
+    if (s != XHAL_INVALID_ARGUMENT) broken("the size of a released buffer", "xhal_buffer_size", s);
   }
 
   // Contents of every buffer, to prove a failed call wrote nothing.
   std::vector<std::vector<unsigned char>> snapshot() const {
     std::vector<std::vector<unsigned char>> out(buffers_.size());
     for (size_t i = 0; i < buffers_.size(); ++i) {
+      if (released_[i]) continue;
       out[i].resize(sizes_[i]);
       if (sizes_[i]) XF_MUST(xhal_buffer_read(buffers_[i], 0, out[i].data(), sizes_[i]));
     }
@@ -214,6 +232,7 @@ class Pool {
   void expect_unchanged(const std::vector<std::vector<unsigned char>>& before, const char* call,
                         xhal_status_t s) const {
     for (size_t i = 0; i < before.size(); ++i) {
+      if (released_[i]) continue;
       std::vector<unsigned char> now(sizes_[i]);
       if (sizes_[i]) XF_MUST(xhal_buffer_read(buffers_[i], 0, now.data(), sizes_[i]));
       if (now != before[i]) broken("a failed call wrote into a buffer", call, s);
@@ -224,6 +243,7 @@ class Pool {
   xhal_device_t device_;
   std::vector<xhal_buffer_t> buffers_;
   std::vector<uint64_t> sizes_;
+  std::vector<bool> released_;
 };
 
 // Runs an op call: on failure, every buffer of the pool must be unchanged.

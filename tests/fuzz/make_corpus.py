@@ -182,7 +182,7 @@ def dense_seeds():
         return s, PoolModel()
 
     def op(s, code, device_ok=True):
-        s.pick(code, 12)
+        s.pick(code, 13)
         if code > 2 or True:  # every op reads the device choice first
             s.pick(1 if device_ok else 0, 16)
 
@@ -456,7 +456,7 @@ def sparse_seeds():
     seeds = {}
 
     def op(s, code, matrix, nmats, trans=0, device_ok=True, rows_if_null=0):
-        s.pick(code, 9)
+        s.pick(code, 10)
         s.pick(matrix, nmats + 1)
         if matrix >= nmats:  # no matrix: the harness reads a row count
             s.range(rows_if_null, 0, 4)
@@ -592,7 +592,7 @@ def sparse_seeds():
     masks = pattern_bits(3, 3, lambda i, j: i == j)
     desc(s, 1, 3, 3, masks)
     s.pick(1, 10)
-    s.pick(2, 9)  # csr_solve
+    s.pick(2, 10)  # csr_solve
     s.pick(0, 2)
     s.pick(1, 16)
     s.pick(2, 3)
