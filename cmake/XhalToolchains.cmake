@@ -17,9 +17,18 @@ if(XHAL_HIPCC)
   set(XHAL_ROCM_FOUND ON)
 endif()
 
+# Vulkan: the plugin needs the Vulkan headers, volk (its source is compiled
+# into the plugin, which opens libvulkan.so.1 at run time, so nothing links
+# the loader), glslangValidator to compile the shaders and spirv-val /
+# spirv-dis to check them (cmake/XhalShaders.cmake).
 set(XHAL_VULKAN_FOUND OFF)
-find_package(Vulkan QUIET)
+find_path(XHAL_VULKAN_INCLUDE_DIR vulkan/vulkan.h)
+find_path(XHAL_VOLK_INCLUDE_DIR volk.h)
+find_file(XHAL_VOLK_SOURCE volk.c HINTS ${XHAL_VOLK_INCLUDE_DIR})
 find_program(XHAL_GLSLANG glslangValidator)
-if(Vulkan_FOUND AND XHAL_GLSLANG AND EXISTS ${CMAKE_SOURCE_DIR}/plugins/vulkan/CMakeLists.txt)
+find_program(XHAL_SPIRV_VAL spirv-val)
+find_program(XHAL_SPIRV_DIS spirv-dis)
+if(XHAL_VULKAN_INCLUDE_DIR AND XHAL_VOLK_SOURCE AND XHAL_GLSLANG AND XHAL_SPIRV_VAL
+   AND XHAL_SPIRV_DIS AND EXISTS ${CMAKE_SOURCE_DIR}/plugins/vulkan/CMakeLists.txt)
   set(XHAL_VULKAN_FOUND ON)
 endif()

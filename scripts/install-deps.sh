@@ -11,7 +11,9 @@ pkgs=(cmake ninja-build g++ pkg-config ccache
       libboost-dev libgtest-dev libgmock-dev libbenchmark-dev
       nlohmann-json3-dev libcli11-dev libeigen3-dev
       clang libclang-rt-14-dev libomp-14-dev llvm
-      hipcc libamdhip64-dev abigail-tools)
+      hipcc libamdhip64-dev abigail-tools
+      libvulkan-dev libvulkan-volk-dev glslang-tools spirv-tools
+      mesa-vulkan-drivers vulkan-validationlayers vulkan-tools)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,0 +1,447 @@
+// Devices and memory: pipelines (created on first use), allocations with
+// device addresses, the command-buffer ring and timeline semaphore of an
+// open device, staging transfers and device options.
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <new>
+#include <thread>
+
+#include "vk_plugin.h"
+
+namespace xhal::vk {
+
+// ---- errors --------------------------------------------------------------------
+namespace {
+const xhal_plugin_host_t* g_host = nullptr;
+}
+
+void set_host(const xhal_plugin_host_t* host) { g_host = host; }
+
+xhal_status_t fail(xhal_status_t status, const char* fmt, ...) {
+  char msg[512];
+  va_list args;
+  va_start(args, fmt);
+  std::vsnprintf(msg, sizeof msg, fmt, args);
+  va_end(args);
+  if (g_host && g_host->set_error) g_host->set_error(msg);
+  return status;
+}
+
+const char* vk_result_name(VkResult r) {
+  switch (r) {
+    case VK_SUCCESS: return "VK_SUCCESS";
+    case VK_NOT_READY: return "VK_NOT_READY";
+    case VK_TIMEOUT: return "VK_TIMEOUT";
+    case VK_INCOMPLETE: return "VK_INCOMPLETE";
+    case VK_ERROR_OUT_OF_HOST_MEMORY: return "VK_ERROR_OUT_OF_HOST_MEMORY";
+    case VK_ERROR_OUT_OF_DEVICE_MEMORY: return "VK_ERROR_OUT_OF_DEVICE_MEMORY";
+    case VK_ERROR_INITIALIZATION_FAILED: return "VK_ERROR_INITIALIZATION_FAILED";
+    case VK_ERROR_DEVICE_LOST: return "VK_ERROR_DEVICE_LOST";
+    case VK_ERROR_MEMORY_MAP_FAILED: return "VK_ERROR_MEMORY_MAP_FAILED";
+    case VK_ERROR_LAYER_NOT_PRESENT: return "VK_ERROR_LAYER_NOT_PRESENT";
+    case VK_ERROR_EXTENSION_NOT_PRESENT: return "VK_ERROR_EXTENSION_NOT_PRESENT";
+    case VK_ERROR_FEATURE_NOT_PRESENT: return "VK_ERROR_FEATURE_NOT_PRESENT";
+    case VK_ERROR_INCOMPATIBLE_DRIVER: return "VK_ERROR_INCOMPATIBLE_DRIVER";
+    case VK_ERROR_TOO_MANY_OBJECTS: return "VK_ERROR_TOO_MANY_OBJECTS";
+    case VK_ERROR_OUT_OF_POOL_MEMORY: return "VK_ERROR_OUT_OF_POOL_MEMORY";
+    case VK_ERROR_INVALID_SHADER_NV: return "VK_ERROR_INVALID_SHADER_NV";
+    default: return "VkResult (other)";
+  }
+}
+
+xhal_status_t vk_fail(VkResult r, const char* what) {
+  xhal_status_t s = XHAL_PLUGIN_ERROR;
+  if (r == VK_ERROR_DEVICE_LOST) s = XHAL_DEVICE_LOST;
+  if (r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY ||
+      r == VK_ERROR_TOO_MANY_OBJECTS)
+    s = XHAL_OUT_OF_MEMORY;
+  return fail(s, "%s failed: %s (%d)", what, vk_result_name(r), static_cast<int>(r));
+}
+
+uint32_t dtype_size(xhal_dtype_t d) {
+  switch (d) {
+    case XHAL_DTYPE_U8: return 1;
+    case XHAL_DTYPE_F16:
+    case XHAL_DTYPE_BF16: return 2;
+    case XHAL_DTYPE_F32:
+    case XHAL_DTYPE_I32: return 4;
+    case XHAL_DTYPE_I64:
+    case XHAL_DTYPE_F64: return 8;
+    default: return 0;
+  }
+}
+
+// ---- pipelines ---------------------------------------------------------------------
+xhal_status_t Gpu::pipeline(ShaderId id, VkPipeline* out) {
+  std::lock_guard lock(pipeline_mutex);
+  if (pipelines[id]) {
+    *out = pipelines[id];
+    return XHAL_OK;
+  }
+  const auto& m = xhal_spirv::kModules[id];
+  std::vector<uint32_t> patched;
+  const uint32_t* words = m.words;
+  size_t bytes = m.bytes;
+  if (denorm_preserve) {
+    if (!add_denorm_preserve(m.words, m.bytes / 4, &patched))
+      return fail(XHAL_INTERNAL, "shader %s has no RoundingModeRTE mode to extend", m.name);
+    words = patched.data();
+    bytes = patched.size() * 4;
+  }
+  VkShaderModuleCreateInfo smi{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+  smi.codeSize = bytes;
+  smi.pCode = words;
+  VkShaderModule module = VK_NULL_HANDLE;
+  VkResult r = vk.vkCreateShaderModule(device, &smi, nullptr, &module);
+  if (r != VK_SUCCESS) return vk_fail(r, "vkCreateShaderModule");
+  VkComputePipelineCreateInfo cpi{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+  cpi.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
+  cpi.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+  cpi.stage.module = module;
+  cpi.stage.pName = "main";
+  cpi.layout = layout;
+  VkPipeline p = VK_NULL_HANDLE;
+  r = vk.vkCreateComputePipelines(device, VK_NULL_HANDLE, 1, &cpi, nullptr, &p);
+  vk.vkDestroyShaderModule(device, module, nullptr);
+  if (r != VK_SUCCESS) return vk_fail(r, "vkCreateComputePipelines");
+  pipelines[id] = p;
+  *out = p;
+  return XHAL_OK;
+}
+
+void Gpu::destroy() {
+  if (!device) return;
+  vk.vkDeviceWaitIdle(device);
+  for (auto& p : pipelines)
+    if (p) {
+      vk.vkDestroyPipeline(device, p, nullptr);
+      p = VK_NULL_HANDLE;
+    }
+  if (layout) vk.vkDestroyPipelineLayout(device, layout, nullptr);
+  vk.vkDestroyDevice(device, nullptr);
+  device = VK_NULL_HANDLE;
+}
+
+// ---- memory -------------------------------------------------------------------------
+xhal_status_t mem_create(Gpu& g, uint64_t size, bool host_visible, Mem* out) {
+  Mem m;
+  const uint64_t rounded = size == 0 ? 64 : (size + 63) / 64 * 64;
+  if (rounded < size) return fail(XHAL_OUT_OF_MEMORY, "allocation of %" PRIu64 " bytes overflows", size);
+  VkBufferCreateInfo bci{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+  bci.size = rounded;
+  bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+              VK_BUFFER_USAGE_TRANSFER_DST_BIT | VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT;
+  bci.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+  VkResult r = g.vk.vkCreateBuffer(g.device, &bci, nullptr, &m.buffer);
+  if (r != VK_SUCCESS) {
+    const xhal_status_t s = vk_fail(r, "vkCreateBuffer");
+    return s == XHAL_PLUGIN_ERROR ? fail(XHAL_OUT_OF_MEMORY, "vkCreateBuffer of %" PRIu64
+                                         " bytes failed: %s", size, vk_result_name(r))
+                                  : s;
+  }
+  VkMemoryRequirements req;
+  g.vk.vkGetBufferMemoryRequirements(g.device, m.buffer, &req);
+  uint32_t type = host_visible ? g.staging_type : g.device_type;
+  if (!(req.memoryTypeBits & (1u << type))) {
+    // Fall back to any allowed type with the properties asked for.
+    const VkMemoryPropertyFlags want =
+        host_visible ? VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
+                     : 0;
+    type = UINT32_MAX;
+    for (uint32_t i = 0; i < g.memory.memoryTypeCount; ++i)
+      if ((req.memoryTypeBits & (1u << i)) &&
+          (g.memory.memoryTypes[i].propertyFlags & want) == want) {
+        type = i;
+        break;
+      }
+  }
+  if (type == UINT32_MAX) {
+    g.vk.vkDestroyBuffer(g.device, m.buffer, nullptr);
+    return fail(XHAL_PLUGIN_ERROR, "no memory type fits a buffer");
+  }
+  VkMemoryAllocateFlagsInfo flags{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_FLAGS_INFO};
+  flags.flags = VK_MEMORY_ALLOCATE_DEVICE_ADDRESS_BIT;
+  VkMemoryAllocateInfo mai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+  mai.pNext = &flags;
+  mai.allocationSize = req.size;
+  mai.memoryTypeIndex = type;
+  r = g.vk.vkAllocateMemory(g.device, &mai, nullptr, &m.memory);
+  if (r != VK_SUCCESS) {
+    g.vk.vkDestroyBuffer(g.device, m.buffer, nullptr);
+    if (r == VK_ERROR_DEVICE_LOST) return vk_fail(r, "vkAllocateMemory");
+    return fail(XHAL_OUT_OF_MEMORY, "vkAllocateMemory of %" PRIu64 " bytes failed: %s", size,
+                vk_result_name(r));
+  }
+  r = g.vk.vkBindBufferMemory(g.device, m.buffer, m.memory, 0);
+  if (r == VK_SUCCESS && host_visible)
+    r = g.vk.vkMapMemory(g.device, m.memory, 0, VK_WHOLE_SIZE, 0, &m.mapped);
+  if (r != VK_SUCCESS) {
+    g.vk.vkDestroyBuffer(g.device, m.buffer, nullptr);
+    g.vk.vkFreeMemory(g.device, m.memory, nullptr);
+    return vk_fail(r, host_visible ? "vkMapMemory" : "vkBindBufferMemory");
+  }
+  VkBufferDeviceAddressInfo bai{VK_STRUCTURE_TYPE_BUFFER_DEVICE_ADDRESS_INFO};
+  bai.buffer = m.buffer;
+  m.address = g.vk.vkGetBufferDeviceAddress(g.device, &bai);
+  m.size = size;
+  *out = m;
+  return XHAL_OK;
+}
+
+void mem_destroy(Gpu& g, Mem& m) {
+  if (m.buffer) g.vk.vkDestroyBuffer(g.device, m.buffer, nullptr);
+  if (m.memory) g.vk.vkFreeMemory(g.device, m.memory, nullptr);
+  m = Mem{};
+}
+
+// ---- recording ----------------------------------------------------------------------
+xhal_status_t Device::check_lost() const {
+  if (lost) return fail(XHAL_DEVICE_LOST, "the Vulkan device was lost earlier");
+  return XHAL_OK;
+}
+
+namespace {
+void full_barrier(const VolkDeviceTable& vk, VkCommandBuffer cb) {
+  VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+  mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
+                     VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+  const VkPipelineStageFlags stages =
+      VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+  vk.vkCmdPipelineBarrier(cb, stages, stages, 0, 1, &mb, 0, nullptr, 0, nullptr);
+}
+}  // namespace
+
+xhal_status_t Device::begin() {
+  XHAL_VK_TRY(check_lost());
+  if (recording) abandon();
+  Slot& s = ring[next_slot];
+  XHAL_VK_TRY(wait(s.value));
+  VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+  bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  const VkResult r = vk().vkBeginCommandBuffer(s.cb, &bi);
+  if (r != VK_SUCCESS) return vk_fail(r, "vkBeginCommandBuffer");
+  recording = s.cb;
+  recording_slot = next_slot;
+  bound = VK_NULL_HANDLE;
+  // Commands of earlier submissions on this queue are in this barrier's
+  // first scope: the op sees everything queued before it.
+  full_barrier(vk(), recording);
+  return XHAL_OK;
+}
+
+void Device::barrier() { full_barrier(vk(), recording); }
+
+uint64_t Device::groups_for(uint64_t items, uint32_t local) const {
+  const uint64_t cap = gpu->max_groups_x < 65535u ? gpu->max_groups_x : 65535u;
+  const uint64_t g = (items + local - 1) / local;
+  return g < cap ? g : cap;
+}
+
+void Device::dispatch(VkPipeline p, const void* push, uint32_t push_bytes, uint64_t groups) {
+  if (groups == 0) return;
+  if (p != bound) {
+    vk().vkCmdBindPipeline(recording, VK_PIPELINE_BIND_POINT_COMPUTE, p);
+    bound = p;
+  }
+  if (push_bytes) {
+    uint32_t bytes = (push_bytes + 3) / 4 * 4;
+    vk().vkCmdPushConstants(recording, gpu->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, bytes, push);
+  }
+  const uint64_t cap = gpu->max_groups_x < 65535u ? gpu->max_groups_x : 65535u;
+  vk().vkCmdDispatch(recording, static_cast<uint32_t>(groups < cap ? groups : cap), 1, 1);
+  launches.fetch_add(1, std::memory_order_relaxed);
+}
+
+void Device::update_params(const void* data, uint32_t bytes) {
+  vk().vkCmdUpdateBuffer(recording, params.buffer, 0, (bytes + 3) / 4 * 4, data);
+  barrier();
+}
+
+xhal_status_t Device::submit() {
+  VkResult r = vk().vkEndCommandBuffer(recording);
+  if (r != VK_SUCCESS) {
+    recording = VK_NULL_HANDLE;
+    return vk_fail(r, "vkEndCommandBuffer");
+  }
+  const uint64_t value = submitted + 1;
+  VkTimelineSemaphoreSubmitInfo tsi{VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO};
+  tsi.signalSemaphoreValueCount = 1;
+  tsi.pSignalSemaphoreValues = &value;
+  VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+  si.pNext = &tsi;
+  si.commandBufferCount = 1;
+  si.pCommandBuffers = &recording;
+  si.signalSemaphoreCount = 1;
+  si.pSignalSemaphores = &timeline;
+  r = vk().vkQueueSubmit(gpu->queue, 1, &si, VK_NULL_HANDLE);
+  recording = VK_NULL_HANDLE;
+  if (r != VK_SUCCESS) {
+    if (r == VK_ERROR_DEVICE_LOST) lost = true;
+    return vk_fail(r, "vkQueueSubmit");
+  }
+  submitted = value;
+  ring[recording_slot].value = value;
+  next_slot = (recording_slot + 1) % kRing;
+  return XHAL_OK;
+}
+
+void Device::abandon() {
+  if (!recording) return;
+  vk().vkEndCommandBuffer(recording);
+  vk().vkResetCommandBuffer(recording, 0);
+  recording = VK_NULL_HANDLE;
+}
+
+xhal_status_t Device::wait(uint64_t value) {
+  if (value <= completed) return XHAL_OK;
+  XHAL_VK_TRY(check_lost());
+  // Spin briefly on the counter (VULKAN.md: 15 us against 45 us for a
+  // blocking wait on the H200), then block.
+  const auto start = std::chrono::steady_clock::now();
+  for (;;) {
+    uint64_t now = 0;
+    const VkResult r = vk().vkGetSemaphoreCounterValue(gpu->device, timeline, &now);
+    if (r != VK_SUCCESS) {
+      if (r == VK_ERROR_DEVICE_LOST) lost = true;
+      return vk_fail(r, "vkGetSemaphoreCounterValue");
+    }
+    if (now >= value) {
+      completed = now;
+      return XHAL_OK;
+    }
+    if (std::chrono::steady_clock::now() - start > std::chrono::microseconds(50)) break;
+  }
+  VkSemaphoreWaitInfo wi{VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO};
+  wi.semaphoreCount = 1;
+  wi.pSemaphores = &timeline;
+  wi.pValues = &value;
+  for (;;) {
+    const VkResult r = vk().vkWaitSemaphores(gpu->device, &wi, 1000000000ull);
+    if (r == VK_SUCCESS) break;
+    if (r == VK_TIMEOUT) continue;  // long kernels are fine; a lost device returns an error
+    if (r == VK_ERROR_DEVICE_LOST) lost = true;
+    return vk_fail(r, "vkWaitSemaphores");
+  }
+  completed = value;
+  return XHAL_OK;
+}
+
+xhal_status_t Device::wait_idle() {
+  if (recording) XHAL_VK_TRY(submit());
+  return wait(submitted);
+}
+
+xhal_status_t Device::need_scratch(uint64_t bytes) {
+  if (scratch.buffer && scratch.size >= bytes) return XHAL_OK;
+  XHAL_VK_TRY(wait_idle());
+  uint64_t size = scratch.size * 2;
+  if (size < bytes) size = bytes;
+  if (size < (1u << 20)) size = 1u << 20;
+  mem_destroy(*gpu, scratch);
+  return mem_create(*gpu, size, false, &scratch);
+}
+
+// ---- staging transfers --------------------------------------------------------------
+xhal_status_t Device::upload(const Mem& dst, uint64_t offset, const void* src, uint64_t size) {
+  XHAL_VK_TRY(check_lost());
+  const auto* from = static_cast<const uint8_t*>(src);
+  uint64_t done = 0;
+  for (int k = 0; done < size; ++k) {
+    const int half = k & 1;
+    const uint64_t chunk = size - done < kStagingHalf ? size - done : kStagingHalf;
+    XHAL_VK_TRY(wait(staging_value[half]));
+    std::memcpy(static_cast<uint8_t*>(staging.mapped) + half * kStagingHalf, from + done, chunk);
+    XHAL_VK_TRY(begin());
+    VkBufferCopy region{half * kStagingHalf, offset + done, chunk};
+    vk().vkCmdCopyBuffer(recording, staging.buffer, dst.buffer, 1, &region);
+    XHAL_VK_TRY(submit());
+    staging_value[half] = submitted;
+    done += chunk;
+  }
+  XHAL_VK_TRY(wait(submitted));
+  h2d_transfers.fetch_add(1, std::memory_order_relaxed);
+  h2d_bytes.fetch_add(size, std::memory_order_relaxed);
+  return XHAL_OK;
+}
+
+xhal_status_t Device::download(const Mem& src, uint64_t offset, void* dst, uint64_t size) {
+  XHAL_VK_TRY(check_lost());
+  auto* to = static_cast<uint8_t*>(dst);
+  const uint64_t chunks = (size + kStagingHalf - 1) / kStagingHalf;
+  uint64_t value[2] = {0, 0};
+  auto copy_out = [&](uint64_t k) -> xhal_status_t {
+    const int half = static_cast<int>(k & 1);
+    XHAL_VK_TRY(wait(value[half]));
+    const uint64_t at = k * kStagingHalf;
+    const uint64_t chunk = size - at < kStagingHalf ? size - at : kStagingHalf;
+    std::memcpy(to + at, static_cast<const uint8_t*>(staging.mapped) + half * kStagingHalf, chunk);
+    return XHAL_OK;
+  };
+  for (uint64_t k = 0; k < chunks; ++k) {
+    const int half = static_cast<int>(k & 1);
+    if (k >= 2) XHAL_VK_TRY(copy_out(k - 2));  // frees this half
+    const uint64_t at = k * kStagingHalf;
+    const uint64_t chunk = size - at < kStagingHalf ? size - at : kStagingHalf;
+    XHAL_VK_TRY(begin());
+    VkBufferCopy region{offset + at, half * kStagingHalf, chunk};
+    vk().vkCmdCopyBuffer(recording, src.buffer, staging.buffer, 1, &region);
+    VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+    mb.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+    mb.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+    vk().vkCmdPipelineBarrier(recording, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT,
+                              0, 1, &mb, 0, nullptr, 0, nullptr);
+    XHAL_VK_TRY(submit());
+    value[half] = submitted;
+    staging_value[half] = submitted;
+  }
+  for (uint64_t k = chunks >= 2 ? chunks - 2 : 0; k < chunks; ++k) XHAL_VK_TRY(copy_out(k));
+  d2h_transfers.fetch_add(1, std::memory_order_relaxed);
+  d2h_bytes.fetch_add(size, std::memory_order_relaxed);
+  return XHAL_OK;
+}
+
+// ---- options --------------------------------------------------------------------------
+bool parse_options(const char* text, Options* out, std::string* error) {
+  Options o;
+  std::string s(text);
+  size_t pos = 0;
+  while (pos <= s.size()) {
+    size_t end = s.find(',', pos);
+    if (end == std::string::npos) end = s.size();
+    const std::string item = s.substr(pos, end - pos);
+    pos = end + 1;
+    if (item.empty()) {
+      if (end == s.size()) break;
+      continue;
+    }
+    const size_t eq = item.find('=');
+    const std::string name = item.substr(0, eq);
+    const std::string value = eq == std::string::npos ? "" : item.substr(eq + 1);
+    if (name == "copy") {
+      if (value == "auto") o.copy = CopyMode::kAuto;
+      else if (value == "transfer") o.copy = CopyMode::kTransfer;
+      else if (value == "compute") o.copy = CopyMode::kCompute;
+      else {
+        *error = "option 'copy' has value '" + value + "'; expected auto, transfer or compute";
+        return false;
+      }
+    } else {
+      *error = "unknown option '" + name + "'; the vulkan plugin knows: copy";
+      return false;
+    }
+  }
+  *out = o;
+  return true;
+}
+
+std::string format_options(const Options& o) {
+  const char* copy = o.copy == CopyMode::kAuto       ? "auto"
+                     : o.copy == CopyMode::kTransfer ? "transfer"
+                                                     : "compute";
+  return std::string("copy=") + copy;
+}
+
+}  // namespace xhal::vk

@@ -1,0 +1,236 @@
+// Index plans, index_select, index_add and permute. A plan is uploaded once
+// (one staging transfer at index_plan_create) as int64 arrays: the indices,
+// the sources grouped by touched row, and for rows with more than 32
+// sources their chunks of 32 (index_add's segsum, docs/semantics.md 3.7).
+// Ops only record dispatches: no op touches host memory.
+#include <algorithm>
+#include <new>
+#include <vector>
+
+#include "vk_plugin.h"
+
+namespace xhal::vk {
+namespace {
+
+constexpr int64_t kSegChunk = 32;
+
+struct IndexPlan {
+  Mem mem;
+  uint64_t count = 0;
+  uint64_t touched = 0;
+  uint64_t chunks = 0;       // chunks of the long rows
+  uint32_t tree_levels = 0;  // ceil(log2(most chunks of one row))
+  // Offsets (in int64 elements) of the arrays inside mem.
+  uint64_t indices_at = 0, sources_at = 0, rows_at = 0, ptr_at = 0, long_at = 0, chunk_at = 0;
+};
+
+Device* dev(void* d) { return static_cast<Device*>(d); }
+
+// Widest unit (16, 8, 4, 2, 1 bytes) that divides every value.
+uint32_t widest_unit(std::initializer_list<uint64_t> values) {
+  for (uint32_t u : {16u, 8u, 4u, 2u}) {
+    bool ok = true;
+    for (uint64_t v : values) ok = ok && v % u == 0;
+    if (ok) return u;
+  }
+  return 1;
+}
+
+}  // namespace
+
+xhal_status_t index_plan_create(void* device, const xhal_plugin_index_plan_desc_t* desc,
+                                void** out_plan) {
+  Device* d = dev(device);
+  std::lock_guard lock(d->mutex);
+  auto* plan = new (std::nothrow) IndexPlan;
+  if (!plan) return fail(XHAL_OUT_OF_MEMORY, "host allocation failed");
+  try {
+    const uint64_t count = desc->count;
+    // Touched rows and their source ranges: the compact 1.1 form, or (from a
+    // 1.0 core, which fills row_ptr) derived from row_ptr.
+    std::vector<int64_t> rows, ptr;
+    if (desc->row_ptr == nullptr) {
+      rows.assign(desc->touched_rows, desc->touched_rows + desc->touched_count);
+      ptr.assign(desc->touched_ptr, desc->touched_ptr + desc->touched_count + 1);
+    } else {
+      ptr.push_back(0);
+      for (uint64_t r = 0; r < desc->num_rows; ++r)
+        if (desc->row_ptr[r + 1] > desc->row_ptr[r]) {
+          rows.push_back(static_cast<int64_t>(r));
+          ptr.push_back(desc->row_ptr[r + 1]);
+        }
+    }
+    const uint64_t touched = rows.size();
+    std::vector<int64_t> long_first(touched, -1), chunk;  // chunk: 4 fields each
+    int64_t most = 1;
+    for (uint64_t k = 0; k < touched; ++k) {
+      const int64_t m = ptr[k + 1] - ptr[k];
+      if (m <= kSegChunk) continue;
+      const int64_t n = (m + kSegChunk - 1) / kSegChunk;
+      const int64_t first = static_cast<int64_t>(chunk.size() / 4);
+      long_first[k] = first;
+      most = std::max(most, n);
+      for (int64_t c = 0; c < n; ++c) {
+        chunk.push_back(ptr[k] + c * kSegChunk);
+        chunk.push_back(std::min(kSegChunk, m - c * kSegChunk));
+        chunk.push_back(first);
+        chunk.push_back(n);
+      }
+    }
+    plan->count = count;
+    plan->touched = touched;
+    plan->chunks = chunk.size() / 4;
+    while ((int64_t{1} << plan->tree_levels) < most) ++plan->tree_levels;
+    // One array: indices | sources | rows | ptr | long_first | chunks.
+    std::vector<int64_t> all;
+    all.reserve(2 * count + 3 * touched + 1 + chunk.size());
+    plan->indices_at = all.size();
+    all.insert(all.end(), desc->indices, desc->indices + count);
+    plan->sources_at = all.size();
+    if (count) all.insert(all.end(), desc->row_sources, desc->row_sources + count);
+    plan->rows_at = all.size();
+    all.insert(all.end(), rows.begin(), rows.end());
+    plan->ptr_at = all.size();
+    all.insert(all.end(), ptr.begin(), ptr.end());
+    plan->long_at = all.size();
+    all.insert(all.end(), long_first.begin(), long_first.end());
+    plan->chunk_at = all.size();
+    all.insert(all.end(), chunk.begin(), chunk.end());
+    const uint64_t bytes = all.size() * sizeof(int64_t);
+    xhal_status_t s = mem_create(*d->gpu, bytes, false, &plan->mem);
+    if (s == XHAL_OK && bytes) s = d->upload(plan->mem, 0, all.data(), bytes);
+    if (s != XHAL_OK) {
+      mem_destroy(*d->gpu, plan->mem);
+      delete plan;
+      return s;
+    }
+  } catch (const std::bad_alloc&) {
+    mem_destroy(*d->gpu, plan->mem);
+    delete plan;
+    return fail(XHAL_OUT_OF_MEMORY, "host memory exhausted while building the plan");
+  }
+  *out_plan = plan;
+  return XHAL_OK;
+}
+
+void index_plan_destroy(void* device, void* plan) {
+  if (!plan) return;
+  Device* d = dev(device);
+  std::lock_guard lock(d->mutex);
+  d->wait_idle();
+  auto* p = static_cast<IndexPlan*>(plan);
+  mem_destroy(*d->gpu, p->mem);
+  delete p;
+}
+
+namespace {
+struct GatherPush {
+  uint64_t src, out, idx, count, upr;
+};
+struct IndexAddPush {
+  uint64_t src, dst, plan, partial, w, items;
+  uint64_t sources_at, rows_at, ptr_at, long_at, chunk_at;
+  float alpha;
+  uint32_t level;
+};
+struct PermutePush {
+  uint64_t src, dst, layout, total;
+  uint32_t rank, narrow;
+};
+static_assert(fits_push<GatherPush>() && fits_push<IndexAddPush>() && fits_push<PermutePush>());
+}  // namespace
+
+xhal_status_t index_select(void* device, void* plan, const xhal_plugin_tensor_t* src,
+                           const xhal_plugin_tensor_t* out) {
+  Device* d = dev(device);
+  std::lock_guard lock(d->mutex);
+  const auto* p = static_cast<const IndexPlan*>(plan);
+  const uint64_t elem = dtype_size(src->dtype);
+  const uint64_t row_bytes = static_cast<uint64_t>(src->shape[1]) * elem;
+  if (p->count == 0 || row_bytes == 0) return XHAL_OK;
+  const uint64_t s = address_of(src), o = address_of(out);
+  const uint32_t unit = widest_unit({s, o, row_bytes});
+  const ShaderId id = unit == 16  ? xhal_spirv::gather_u128
+                      : unit == 8 ? xhal_spirv::gather_u64
+                      : unit == 4 ? xhal_spirv::gather_u32
+                      : unit == 2 ? xhal_spirv::gather_u16
+                                  : xhal_spirv::gather_u8;
+  VkPipeline pl[1];
+  XHAL_VK_TRY(pipelines(d, {id}, pl));
+  const GatherPush push{s, o, p->mem.address + p->indices_at * 8, p->count, row_bytes / unit};
+  XHAL_VK_TRY(d->begin());
+  d->dispatch(pl[0], &push, sizeof push, d->groups_for(p->count * push.upr, 256));
+  return d->submit();
+}
+
+xhal_status_t index_add(void* device, void* plan, float alpha, const xhal_plugin_tensor_t* src,
+                        const xhal_plugin_tensor_t* dst) {
+  Device* d = dev(device);
+  std::lock_guard lock(d->mutex);
+  const auto* p = static_cast<const IndexPlan*>(plan);
+  const uint64_t w = static_cast<uint64_t>(src->shape[1]);
+  if (p->touched == 0 || w == 0) return XHAL_OK;
+  VkPipeline pl[3];
+  XHAL_VK_TRY(pipelines(
+      d, {xhal_spirv::index_add_chunks, xhal_spirv::index_add_tree, xhal_spirv::index_add_apply},
+      pl));
+  if (p->chunks) XHAL_VK_TRY(d->need_scratch(p->chunks * w * sizeof(float)));
+  IndexAddPush push{};
+  push.src = address_of(src);
+  push.dst = address_of(dst);
+  push.plan = p->mem.address;
+  push.partial = p->chunks ? d->scratch.address : 0;
+  push.w = w;
+  push.sources_at = p->sources_at;
+  push.rows_at = p->rows_at;
+  push.ptr_at = p->ptr_at;
+  push.long_at = p->long_at;
+  push.chunk_at = p->chunk_at;
+  push.alpha = alpha;
+  XHAL_VK_TRY(d->begin());
+  if (p->chunks) {
+    push.items = p->chunks * w;
+    d->dispatch(pl[0], &push, sizeof push, d->groups_for(push.items, 256));
+    for (uint32_t level = 0; level < p->tree_levels; ++level) {
+      d->barrier();
+      push.level = level;
+      d->dispatch(pl[1], &push, sizeof push, d->groups_for(push.items, 256));
+    }
+    d->barrier();
+  }
+  push.items = p->touched * w;
+  d->dispatch(pl[2], &push, sizeof push, d->groups_for(push.items, 256));
+  return d->submit();
+}
+
+xhal_status_t permute(void* device, const xhal_plugin_tensor_t* src,
+                      const xhal_plugin_tensor_t* dst) {
+  Device* d = dev(device);
+  std::lock_guard lock(d->mutex);
+  const uint32_t elem = dtype_size(src->dtype);
+  struct {
+    int64_t shape[8];
+    int64_t stride[8];
+  } layout{};
+  uint64_t total = 1;
+  for (uint32_t k = 0; k < src->rank; ++k) {
+    layout.shape[k] = src->shape[k];
+    layout.stride[k] = src->strides[k];
+    total *= static_cast<uint64_t>(src->shape[k]);
+  }
+  if (total == 0) return XHAL_OK;
+  const ShaderId id = elem == 8   ? xhal_spirv::permute_u64
+                      : elem == 4 ? xhal_spirv::permute_u32
+                      : elem == 2 ? xhal_spirv::permute_u16
+                                  : xhal_spirv::permute_u8;
+  VkPipeline pl[1];
+  XHAL_VK_TRY(pipelines(d, {id}, pl));
+  const PermutePush push{address_of(src), address_of(dst), d->params.address, total,
+                         src->rank, total < (uint64_t{1} << 32) ? 1u : 0u};
+  XHAL_VK_TRY(d->begin());
+  d->update_params(&layout, sizeof layout);
+  d->dispatch(pl[0], &push, sizeof push, d->groups_for(total, 256));
+  return d->submit();
+}
+
+}  // namespace xhal::vk

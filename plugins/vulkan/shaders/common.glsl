@@ -1,0 +1,224 @@
+// Shared by every xhal compute shader: the float execution modes, typed
+// references through buffer device addresses (64-bit byte addresses, so no
+// tensor is limited by maxStorageBufferRange), and the arithmetic of
+// docs/semantics.md built only from operations Vulkan rounds correctly.
+//
+// Every float add, subtract and multiply goes through xadd/xsub/xmul, whose
+// results are `precise` (NoContraction): no driver may fuse them into an FMA.
+// The build lint (cmake/XhalShaders.cmake) fails on any float arithmetic
+// result without NoContraction, and on native divide, sqrt and exp.
+#extension GL_EXT_spirv_intrinsics : require
+#extension GL_EXT_buffer_reference2 : require
+#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
+
+// RoundingModeRTE (capability 4467, mode 4462) and SignedZeroInfNanPreserve
+// (capability 4466, mode 4461) for 32-bit floats. DenormPreserve is added to
+// the module at pipeline creation only on devices that report it
+// (plugins/vulkan/spirv_patch.cpp): lavapipe's validation rejects it.
+spirv_execution_mode(extensions = ["SPV_KHR_float_controls"], capabilities = [4467], 4462, 32);
+spirv_execution_mode(extensions = ["SPV_KHR_float_controls"], capabilities = [4466], 4461, 32);
+
+layout(buffer_reference, std430, buffer_reference_align = 4) buffer F32Ref { float v; };
+layout(buffer_reference, std430, buffer_reference_align = 4) buffer U32Ref { uint v; };
+layout(buffer_reference, std430, buffer_reference_align = 4) buffer I32Ref { int v; };
+layout(buffer_reference, std430, buffer_reference_align = 8) buffer I64Ref { int64_t v; };
+// Values other invocations of the same dispatch write and read (the
+// level-scheduled solve walks several levels in one workgroup).
+layout(buffer_reference, std430, buffer_reference_align = 4) coherent buffer F32Coherent { float v; };
+
+float ldf(uint64_t base, uint64_t i) { return F32Ref(base + i * 4ul).v; }
+void stf(uint64_t base, uint64_t i, float v) { F32Ref(base + i * 4ul).v = v; }
+int64_t ldi64(uint64_t base, uint64_t i) { return I64Ref(base + i * 8ul).v; }
+
+// ---- correctly rounded basic operations (RTE, never contracted) ----------
+float xadd(float a, float b) { precise float r = a + b; return r; }
+float xsub(float a, float b) { precise float r = a - b; return r; }
+float xmul(float a, float b) { precise float r = a * b; return r; }
+float xneg(float a) { precise float r = -a; return r; }
+
+#define kInf uintBitsToFloat(0x7f800000u)
+#define kNegInf uintBitsToFloat(0xff800000u)
+#define kQuietNaN uintBitsToFloat(0x7fc00000u)
+
+bool xisnan(float a) { return (floatBitsToUint(a) & 0x7fffffffu) > 0x7f800000u; }
+
+// max of section 1: NaN if either is NaN.
+float nan_max(float a, float b) {
+  if (xisnan(a)) return a;
+  if (xisnan(b)) return b;
+  return a < b ? b : a;
+}
+
+// A finite non-zero magnitude (sign cleared) as m * 2^(e - 150) with m in
+// [2^23, 2^24): subnormals are normalised here.
+void unpack_finite(uint bits, out uint m, out int e) {
+  uint be = bits >> 23;
+  if (be != 0u) {
+    m = (bits & 0x7fffffu) | 0x800000u;
+    e = int(be);
+  } else {
+    int shift = 23 - findMSB(bits);
+    m = bits << uint(shift);
+    e = 1 - shift;
+  }
+}
+
+// Rounds q * 2^e (q in [2^25, 2^26), sticky: bits below q are non-zero) to
+// the nearest float32, ties to even, overflow to inf, subnormals exact.
+float round_pack(uint sign, uint64_t q, int e, bool sticky) {
+  int be = e + 152;  // biased exponent of the leading bit of q
+  if (be >= 255) return uintBitsToFloat(sign | 0x7f800000u);
+  uint shift = 2u;
+  if (be <= 0) {
+    shift = uint(3 - be);
+    be = 0;
+  }
+  if (shift > 40u) shift = 40u;  // everything is below half of the least subnormal
+  uint64_t mant = q >> shift;
+  uint64_t rem = q & ((1ul << shift) - 1ul);
+  uint64_t halfway = 1ul << (shift - 1u);
+  if (rem > halfway || (rem == halfway && (sticky || (mant & 1ul) != 0ul))) mant += 1ul;
+  // mant carries the implicit bit for normal results, so adding it to
+  // (be - 1) << 23 also carries a rounding overflow into the exponent (up to
+  // inf); a subnormal that rounds up to 2^23 becomes the least normal.
+  uint bits = be > 0 ? (uint(be - 1) << 23) + uint(mant) : uint(mant);
+  return uintBitsToFloat(sign | bits);
+}
+
+// a / b, IEEE binary32, correctly rounded to nearest even, from integer
+// operations only (Vulkan's OpFDiv is allowed 2.5 ulp).
+float xdiv(float a, float b) {
+  uint ua = floatBitsToUint(a), ub = floatBitsToUint(b);
+  uint sign = (ua ^ ub) & 0x80000000u;
+  uint aa = ua & 0x7fffffffu, ab = ub & 0x7fffffffu;
+  if (aa > 0x7f800000u || ab > 0x7f800000u) return kQuietNaN;
+  if (aa == 0x7f800000u) return ab == 0x7f800000u ? kQuietNaN : uintBitsToFloat(sign | 0x7f800000u);
+  if (ab == 0x7f800000u) return uintBitsToFloat(sign);
+  if (ab == 0u) return aa == 0u ? kQuietNaN : uintBitsToFloat(sign | 0x7f800000u);
+  if (aa == 0u) return uintBitsToFloat(sign);
+  uint ma, mb;
+  int ea, eb;
+  unpack_finite(aa, ma, ea);
+  unpack_finite(ab, mb, eb);
+  uint64_t num = uint64_t(ma) << 26;
+  uint64_t q = num / uint64_t(mb);  // in (2^25, 2^27)
+  bool sticky = num != q * uint64_t(mb);
+  int e = ea - eb - 26;
+  if (q >= (1ul << 26)) {
+    sticky = sticky || (q & 1ul) != 0ul;
+    q >>= 1;
+    e += 1;
+  }
+  return round_pack(sign, q, e, sticky);
+}
+
+// sqrt(a), IEEE binary32, correctly rounded, from integer operations only
+// (Vulkan's sqrt is inherited from 1/inversesqrt; NVIDIA's is not exact).
+float xsqrt(float a) {
+  uint ua = floatBitsToUint(a);
+  uint aa = ua & 0x7fffffffu;
+  if (aa > 0x7f800000u) return kQuietNaN;
+  if (aa == 0u) return a;  // +-0
+  if ((ua & 0x80000000u) != 0u) return kQuietNaN;
+  if (aa == 0x7f800000u) return a;
+  uint m;
+  int e;
+  unpack_finite(aa, m, e);
+  // a = m * 2^(e - 150); make the exponent even.
+  int p = e - 150;
+  uint64_t mm = uint64_t(m);
+  if ((p & 1) != 0) {
+    mm <<= 1;
+    p -= 1;
+  }
+  // Digit-by-digit integer square root of n = mm * 2^28 (< 2^53).
+  uint64_t n = mm << 28;
+  uint64_t root = 0ul;
+  uint64_t bit = 1ul << 52;
+  while (bit > n) bit >>= 2;
+  while (bit != 0ul) {
+    if (n >= root + bit) {
+      n -= root + bit;
+      root = (root >> 1) + bit;
+    } else {
+      root >>= 1;
+    }
+    bit >>= 2;
+  }
+  bool sticky = n != 0ul;
+  // sqrt(a) = (root + frac) * 2^(p/2 - 14); root in [2^25, 2^27).
+  int ex = p / 2 - 14;
+  if (root >= (1ul << 26)) {
+    sticky = sticky || (root & 1ul) != 0ul;
+    root >>= 1;
+    ex += 1;
+  }
+  return round_pack(0u, root, ex, sticky);
+}
+
+// 2^j for integer j in [-126, 127], exact (from the bits).
+float pow2i(int j) { return uintBitsToFloat(uint(j + 127) << 23); }
+
+// xhal_exp, docs/semantics.md section 2, one correctly rounded operation
+// at a time in the order written there.
+float xexp(float x) {
+  if (xisnan(x)) return x;
+  if (x > uintBitsToFloat(0x42b17217u)) return kInf;      // 0x1.62e42ep+6
+  if (x < uintBitsToFloat(0xc2cff1b4u)) return 0.0;       // -0x1.9fe368p+6
+  const float shifter = uintBitsToFloat(0x4b400000u);     // 0x1.8p23
+  float t = xmul(x, uintBitsToFloat(0x3fb8aa3bu));        // log2(e)
+  float k = xsub(xadd(t, shifter), shifter);
+  float r = xsub(x, xmul(k, uintBitsToFloat(0x3f317200u)));  // ln2_hi
+  r = xsub(r, xmul(k, uintBitsToFloat(0x35bfbe8eu)));        // ln2_lo
+  float p = uintBitsToFloat(0x3ab43e01u);
+  p = xadd(xmul(p, r), uintBitsToFloat(0x3c091dd3u));
+  p = xadd(xmul(p, r), uintBitsToFloat(0x3d2aadadu));
+  p = xadd(xmul(p, r), uintBitsToFloat(0x3e2aaa47u));
+  p = xadd(xmul(p, r), uintBitsToFloat(0x3efffffcu));
+  p = xadd(xmul(p, r), 1.0);
+  p = xadd(xmul(p, r), 1.0);
+  int ki = int(k);
+  if (ki > 127) return xmul(xmul(p, pow2i(127)), pow2i(ki - 127));
+  if (ki < -126) return xmul(xmul(p, pow2i(-100)), pow2i(ki + 100));
+  return xmul(p, pow2i(ki));
+}
+
+// ---- the pairwise tree (3.1) over values that arrive left to right --------
+// One invocation's stack of complete subtrees: pushing the c-th value merges
+// as many times as c has trailing zero bits. finish() merges right to left,
+// which equals padding with +0 because the sums fed here (lane, chunk and
+// block sums started from +0) are never -0, so v + (+0) == v.
+float st_val[40];
+int st_top;
+uint st_count;
+
+void st_reset() {
+  st_top = 0;
+  st_count = 0u;
+}
+
+void st_push(float v) {
+  st_count += 1u;
+  uint c = st_count;
+  while ((c & 1u) == 0u) {
+    st_top -= 1;
+    v = xadd(st_val[st_top], v);
+    c >>= 1;
+  }
+  st_val[st_top] = v;
+  st_top += 1;
+}
+
+float st_finish() {
+  if (st_top == 0) return 0.0;
+  float r = st_val[st_top - 1];
+  for (int i = st_top - 2; i >= 0; --i) r = xadd(st_val[i], r);
+  return r;
+}
+
+// ---- dispatch geometry ----------------------------------------------------
+// (A shader declares its local size before including this file.)
+// Grids are 1-D, at most 65535 workgroups (the guaranteed limit); kernels
+// walk their items with a grid-stride loop in 64-bit indices.
+uint64_t global_id() { return uint64_t(gl_GlobalInvocationID.x); }
+uint64_t global_threads() { return uint64_t(gl_NumWorkGroups.x) * uint64_t(gl_WorkGroupSize.x); }

@@ -1,0 +1,42 @@
+#version 460
+// buffer_fill over [dst, dst + bytes): bytes up to the first 4-byte boundary
+// and after the last one are stored singly, the rest as 32-bit words.
+// `pattern` is the fill pattern repeated to 8 bytes and rotated so that its
+// byte k belongs at addresses = k (mod 8) (the core guarantees the offset
+// is a multiple of the pattern size, buffers are 64-byte aligned).
+#extension GL_GOOGLE_include_directive : require
+layout(local_size_x = 256) in;
+#include "common.glsl"
+#extension GL_EXT_shader_explicit_arithmetic_types_int8 : require
+#extension GL_EXT_shader_8bit_storage : require
+layout(buffer_reference, std430, buffer_reference_align = 1) buffer U8Ref { uint8_t v; };
+
+layout(push_constant) uniform Params {
+  uint64_t dst;
+  uint64_t bytes;
+  uint64_t pattern;
+} pc;
+
+uint byte_at(uint64_t address) {
+  return uint(pc.pattern >> (8ul * (address & 7ul))) & 0xffu;
+}
+
+void main() {
+  uint64_t first_word = (pc.dst + 3ul) & ~3ul;
+  uint64_t end = pc.dst + pc.bytes;
+  uint64_t head = min(first_word - pc.dst, pc.bytes);
+  uint64_t words = (end - (pc.dst + head)) / 4ul;
+  uint64_t tail = pc.bytes - head - 4ul * words;
+  uint64_t items = head + words + tail;
+  for (uint64_t i = global_id(); i < items; i += global_threads()) {
+    if (i < head) {
+      U8Ref(pc.dst + i).v = uint8_t(byte_at(pc.dst + i));
+    } else if (i < head + words) {
+      uint64_t a = pc.dst + head + 4ul * (i - head);
+      U32Ref(a).v = uint(pc.pattern >> (8ul * (a & 7ul)));
+    } else {
+      uint64_t a = pc.dst + head + 4ul * words + (i - head - words);
+      U8Ref(a).v = uint8_t(byte_at(a));
+    }
+  }
+}

@@ -1,0 +1,80 @@
+#version 460
+// index_add (docs/semantics.md section 4 and 3.7): for a destination row
+// with sources i_1 < ... < i_m, T = segsum(src[i_1][j], ..., src[i_m][j]),
+// dst[r][j] = dst[r][j] + alpha * T. Three stages, chosen by STAGE:
+//   1 chunks: per chunk of 32 sources of a long row (m > 32) and column, the
+//     sum from +0 in source order, into partial[q][j];
+//   2 tree:   one level of the pairwise tree over a row's chunk sums
+//     (partner missing: the value stays, as padding with +0 would leave it);
+//   3 apply:  per touched row and column, T (a short row sums its m <= 32
+//     sources from +0 here; a long row takes its tree root) and the update.
+#extension GL_GOOGLE_include_directive : require
+layout(local_size_x = 256) in;
+#include "common.glsl"
+
+layout(push_constant) uniform Params {
+  uint64_t src;      // [count, w] f32
+  uint64_t dst;      // [num_rows, w] f32
+  uint64_t plan;     // int64 arrays, offsets below in elements
+  uint64_t partial;  // [chunks, w] f32 scratch
+  uint64_t w;
+  uint64_t items;    // rows (apply) or chunks (chunks, tree) times w
+  uint64_t sources_at, rows_at, ptr_at, long_at, chunk_at;
+  float alpha;
+  uint level;        // tree: pair distance 2^level
+} pc;
+
+// Chunk record q: start (into sources), length, row's first chunk, row's chunk count.
+int64_t chunk_field(uint64_t q, uint f) { return ldi64(pc.plan, pc.chunk_at + 4ul * q + uint64_t(f)); }
+int64_t plan_at(uint64_t base, uint64_t i) { return ldi64(pc.plan, base + i); }
+
+void split(uint64_t g, out uint64_t a, out uint64_t j) {
+  if (pc.items < (1ul << 32)) {
+    uint w = uint(pc.w), gi = uint(g);
+    uint q = gi / w;
+    a = uint64_t(q);
+    j = uint64_t(gi - q * w);
+  } else {
+    a = g / pc.w;
+    j = g - a * pc.w;
+  }
+}
+
+void main() {
+  for (uint64_t g = global_id(); g < pc.items; g += global_threads()) {
+    uint64_t a, j;
+    split(g, a, j);
+#if STAGE == 1
+    uint64_t start = uint64_t(chunk_field(a, 0u)), len = uint64_t(chunk_field(a, 1u));
+    float s = 0.0;
+    for (uint64_t k = 0ul; k < len; ++k) {
+      uint64_t i = uint64_t(plan_at(pc.sources_at, start + k));
+      s = xadd(s, ldf(pc.src, i * pc.w + j));
+    }
+    stf(pc.partial, a * pc.w + j, s);
+#elif STAGE == 2
+    uint64_t first = uint64_t(chunk_field(a, 2u)), cnt = uint64_t(chunk_field(a, 3u));
+    uint64_t qq = a - first, d = 1ul << pc.level;
+    if ((qq & (2ul * d - 1ul)) == 0ul && qq + d < cnt) {
+      uint64_t at = a * pc.w + j;
+      stf(pc.partial, at, xadd(ldf(pc.partial, at), ldf(pc.partial, at + d * pc.w)));
+    }
+#else
+    int64_t lf = plan_at(pc.long_at, a);
+    float t;
+    if (lf >= 0l) {
+      t = ldf(pc.partial, uint64_t(lf) * pc.w + j);
+    } else {
+      uint64_t b = uint64_t(plan_at(pc.ptr_at, a)), e = uint64_t(plan_at(pc.ptr_at, a + 1ul));
+      t = 0.0;
+      for (uint64_t k = b; k < e; ++k) {
+        uint64_t i = uint64_t(plan_at(pc.sources_at, k));
+        t = xadd(t, ldf(pc.src, i * pc.w + j));
+      }
+    }
+    uint64_t row = uint64_t(plan_at(pc.rows_at, a));
+    uint64_t at = row * pc.w + j;
+    stf(pc.dst, at, xadd(ldf(pc.dst, at), xmul(pc.alpha, t)));
+#endif
+  }
+}

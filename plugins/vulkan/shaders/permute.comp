@@ -1,0 +1,49 @@
+#version 460
+// permute: dst (contiguous) element g at multi-index i over `shape` takes
+// the src element at sum_k i[k] * stride[k] (the core has folded the
+// permutation into src's strides). Shapes and strides (int64, rank <= 8)
+// sit in the params block, too big for push constants.
+#extension GL_GOOGLE_include_directive : require
+layout(local_size_x = 256) in;
+#include "common.glsl"
+#include "units.glsl"
+
+layout(buffer_reference, std430, buffer_reference_align = 8) readonly buffer Layout {
+  int64_t shape[8];
+  int64_t stride[8];
+};
+
+layout(push_constant) uniform Params {
+  uint64_t src;
+  uint64_t dst;
+  uint64_t layout_addr;
+  uint64_t total;
+  uint rank;
+  uint narrow;  // every extent and the total fit in 32 bits
+} pc;
+
+void main() {
+  Layout lay = Layout(pc.layout_addr);
+  int r = int(pc.rank);
+  for (uint64_t g = global_id(); g < pc.total; g += global_threads()) {
+    int64_t off = 0l;
+    if (pc.narrow != 0u) {
+      uint rest = uint(g);
+      for (int k = r - 1; k >= 0; --k) {
+        uint n = uint(lay.shape[k]);
+        uint q = rest / n;
+        off += int64_t(rest - q * n) * lay.stride[k];
+        rest = q;
+      }
+    } else {
+      uint64_t rest = g;
+      for (int k = r - 1; k >= 0; --k) {
+        uint64_t n = uint64_t(lay.shape[k]);
+        uint64_t q = rest / n;
+        off += int64_t(rest - q * n) * lay.stride[k];
+        rest = q;
+      }
+    }
+    MOVE_UNIT(pc.dst, g, pc.src, uint64_t(off));
+  }
+}

@@ -1,0 +1,249 @@
+// Internals of the Vulkan plugin shared by its files: the physical device
+// (Gpu: VkDevice, queue, pipelines, created once at init by the self-test),
+// the open device (Device: command-buffer ring, timeline semaphore, staging,
+// scratch, counters), buffers, and the recording helpers the ops use.
+#pragma once
+
+#include <volk.h>
+
+#include <atomic>
+#include <cstdarg>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "xhal/xhal_plugin.h"
+#include "xhal_vk_shaders.h"
+
+namespace xhal::vk {
+
+// ---- errors ----------------------------------------------------------------
+void set_host(const xhal_plugin_host_t* host);
+// Sets the call's message (printf style) and returns `status`.
+xhal_status_t fail(xhal_status_t status, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+// Maps a failed VkResult to a status (device lost, out of memory, else
+// XHAL_PLUGIN_ERROR) with a message naming `what`.
+xhal_status_t vk_fail(VkResult r, const char* what);
+const char* vk_result_name(VkResult r);
+
+#define XHAL_VK_TRY(expr)                       \
+  do {                                          \
+    const xhal_status_t xhal_vk_s_ = (expr);    \
+    if (xhal_vk_s_ != XHAL_OK) return xhal_vk_s_; \
+  } while (0)
+
+using ShaderId = xhal_spirv::Id;
+
+// ---- memory ----------------------------------------------------------------
+// A VkBuffer with its own allocation and its device address. Every shader
+// reaches memory through such addresses (GL_EXT_buffer_reference), so no
+// binding is limited by maxStorageBufferRange.
+struct Mem {
+  VkBuffer buffer = VK_NULL_HANDLE;
+  VkDeviceMemory memory = VK_NULL_HANDLE;
+  VkDeviceAddress address = 0;
+  uint64_t size = 0;
+  void* mapped = nullptr;  // host-visible allocations only
+};
+
+// ---- one physical device ---------------------------------------------------
+struct Gpu {
+  VkPhysicalDevice physical = VK_NULL_HANDLE;
+  VkDevice device = VK_NULL_HANDLE;
+  VolkDeviceTable vk{};
+  uint32_t queue_family = 0;
+  VkQueue queue = VK_NULL_HANDLE;
+  VkPhysicalDeviceProperties props{};
+  VkPhysicalDeviceMemoryProperties memory{};
+  uint32_t device_type = UINT32_MAX;   // memory type of buffers
+  uint32_t staging_type = UINT32_MAX;  // host-visible, coherent (cached if possible)
+  bool denorm_preserve = false;        // device reports shaderDenormPreserveFloat32
+  bool vendor_nvidia = false;
+  uint32_t max_groups_x = 65535;
+  VkPipelineLayout layout = VK_NULL_HANDLE;
+  std::mutex pipeline_mutex;
+  VkPipeline pipelines[xhal_spirv::kCount] = {};
+  xhal_plugin_device_info_t info{};
+  std::atomic<bool> open{false};
+
+  // Creates the pipeline of `id` on first use.
+  xhal_status_t pipeline(ShaderId id, VkPipeline* out);
+  void destroy();
+};
+
+// Allocation helpers on a Gpu (sizes are rounded up; size 0 gets 64 bytes).
+xhal_status_t mem_create(Gpu& g, uint64_t size, bool host_visible, Mem* out);
+void mem_destroy(Gpu& g, Mem& m);
+
+// ---- device options (device_open_with_options) -----------------------------
+enum class CopyMode { kAuto, kTransfer, kCompute };
+struct Options {
+  CopyMode copy = CopyMode::kAuto;
+};
+bool parse_options(const char* text, Options* out, std::string* error);
+std::string format_options(const Options& o);
+
+// ---- one open device ----------------------------------------------------------
+struct Device {
+  Gpu* gpu = nullptr;
+  Options options;
+  bool compute_copy = false;  // resolved from options.copy
+
+  std::mutex mutex;  // the core serialises a device's calls; this guards the rest
+  VkCommandPool pool = VK_NULL_HANDLE;
+  static constexpr int kRing = 16;
+  struct Slot {
+    VkCommandBuffer cb = VK_NULL_HANDLE;
+    uint64_t value = 0;  // timeline value its last submission signals
+  } ring[kRing];
+  int next_slot = 0;
+  VkCommandBuffer recording = VK_NULL_HANDLE;  // open command buffer, or null
+  int recording_slot = -1;
+  VkPipeline bound = VK_NULL_HANDLE;
+  VkSemaphore timeline = VK_NULL_HANDLE;
+  uint64_t submitted = 0;  // last value signalled
+  uint64_t completed = 0;  // last value seen reached
+  bool lost = false;
+
+  // Staging: two halves used in turn by blocking reads and writes.
+  static constexpr uint64_t kStagingHalf = 16u << 20;
+  Mem staging;
+  uint64_t staging_value[2] = {0, 0};
+  Mem scratch;          // per-op temporaries (grows)
+  Mem params;           // argument blocks too big for push constants
+  static constexpr uint64_t kParamsBytes = 4096;
+
+  std::atomic<uint64_t> h2d_transfers{0}, h2d_bytes{0}, d2h_transfers{0}, d2h_bytes{0},
+      launches{0};
+
+  const VolkDeviceTable& vk() const { return gpu->vk; }
+
+  // ---- recording: every op is one command buffer, submitted at its end ----
+  // begin() opens a command buffer whose first command is a full barrier
+  // against everything submitted before (the in-order queue); dispatches
+  // within an op are separated by barrier() where they depend.
+  xhal_status_t begin();
+  void barrier();
+  void dispatch(VkPipeline p, const void* push, uint32_t push_bytes, uint64_t groups);
+  // Fills the params block (vkCmdUpdateBuffer, recorded like push
+  // constants) and makes it visible to the next dispatch.
+  void update_params(const void* data, uint32_t bytes);
+  xhal_status_t submit();  // ends and submits the open command buffer
+  void abandon();          // drops the open command buffer unsubmitted
+  xhal_status_t wait(uint64_t value);
+  xhal_status_t wait_idle();
+  // Scratch of at least `bytes` (waits for the device when it must grow).
+  xhal_status_t need_scratch(uint64_t bytes);
+  uint64_t groups_for(uint64_t items, uint32_t local) const;
+
+  // Blocking transfers through staging (counted as host transfers).
+  xhal_status_t upload(const Mem& dst, uint64_t offset, const void* src, uint64_t size);
+  xhal_status_t download(const Mem& src, uint64_t offset, void* dst, uint64_t size);
+  // Device-side copy (transfer or compute, per options).
+  void record_copy(const Mem& src, uint64_t src_offset, const Mem& dst, uint64_t dst_offset,
+                   uint64_t size, VkPipeline u8, VkPipeline u32, VkPipeline u128);
+
+  xhal_status_t check_lost() const;
+};
+
+// A plugin buffer handle is a Buffer*.
+struct Buffer {
+  Mem mem;
+  uint64_t size = 0;
+};
+
+inline uint64_t address_of(const xhal_plugin_tensor_t* t) {
+  return static_cast<Buffer*>(t->buffer)->mem.address + t->offset;
+}
+
+uint32_t dtype_size(xhal_dtype_t d);
+
+// Push-constant blocks: std430, 64-bit fields first. Each op file declares
+// its own; this checks they fit the 128 bytes Vulkan guarantees.
+template <typename T>
+constexpr bool fits_push() {
+  return sizeof(T) <= 128;
+}
+
+// Pipelines of one op, fetched (and created on first use) together so that
+// an op fails before it records anything.
+template <size_t N>
+xhal_status_t pipelines(Device* d, const ShaderId (&ids)[N], VkPipeline (&out)[N]) {
+  for (size_t i = 0; i < N; ++i) XHAL_VK_TRY(d->gpu->pipeline(ids[i], &out[i]));
+  return XHAL_OK;
+}
+
+// ---- slots implemented across files ------------------------------------------
+xhal_status_t buffer_allocate(void* device, uint64_t size, void** out_buffer);
+void buffer_free(void* device, void* buffer);
+xhal_status_t buffer_write(void* device, void* dst, uint64_t offset, const void* src,
+                           uint64_t size);
+xhal_status_t buffer_read(void* device, void* src, uint64_t offset, void* dst, uint64_t size);
+xhal_status_t buffer_copy(void* device, void* src, uint64_t src_offset, void* dst,
+                          uint64_t dst_offset, uint64_t size);
+xhal_status_t buffer_fill(void* device, void* dst, uint64_t offset, uint64_t size,
+                          const void* pattern, uint32_t pattern_size);
+
+xhal_status_t index_plan_create(void* device, const xhal_plugin_index_plan_desc_t* desc,
+                                void** out_plan);
+void index_plan_destroy(void* device, void* plan);
+xhal_status_t index_select(void* device, void* plan, const xhal_plugin_tensor_t* src,
+                           const xhal_plugin_tensor_t* out);
+xhal_status_t index_add(void* device, void* plan, float alpha, const xhal_plugin_tensor_t* src,
+                        const xhal_plugin_tensor_t* dst);
+xhal_status_t permute(void* device, const xhal_plugin_tensor_t* src,
+                      const xhal_plugin_tensor_t* dst);
+
+xhal_status_t softmax_forward(void* device, const xhal_plugin_tensor_t* x,
+                              const xhal_plugin_tensor_t* y);
+xhal_status_t softmax_backward(void* device, const xhal_plugin_tensor_t* y,
+                               const xhal_plugin_tensor_t* dy, const xhal_plugin_tensor_t* dx);
+xhal_status_t rms_norm_forward(void* device, const xhal_plugin_tensor_t* x,
+                               const xhal_plugin_tensor_t* gamma, float eps,
+                               const xhal_plugin_tensor_t* y, const xhal_plugin_tensor_t* rstd);
+xhal_status_t rms_norm_backward(void* device, const xhal_plugin_tensor_t* x,
+                                const xhal_plugin_tensor_t* gamma,
+                                const xhal_plugin_tensor_t* rstd, const xhal_plugin_tensor_t* dy,
+                                const xhal_plugin_tensor_t* dx,
+                                const xhal_plugin_tensor_t* dgamma);
+xhal_status_t layer_norm_forward(void* device, const xhal_plugin_tensor_t* x,
+                                 const xhal_plugin_tensor_t* gamma,
+                                 const xhal_plugin_tensor_t* beta, float eps,
+                                 const xhal_plugin_tensor_t* y, const xhal_plugin_tensor_t* mean,
+                                 const xhal_plugin_tensor_t* rstd);
+xhal_status_t layer_norm_backward(void* device, const xhal_plugin_tensor_t* x,
+                                  const xhal_plugin_tensor_t* gamma,
+                                  const xhal_plugin_tensor_t* mean,
+                                  const xhal_plugin_tensor_t* rstd,
+                                  const xhal_plugin_tensor_t* dy, const xhal_plugin_tensor_t* dx,
+                                  const xhal_plugin_tensor_t* dgamma,
+                                  const xhal_plugin_tensor_t* dbeta);
+
+xhal_status_t csr_create(void* device, const xhal_plugin_csr_desc_t* desc, void** out_matrix);
+void csr_destroy(void* device, void* matrix);
+xhal_status_t spmv(void* device, void* a, xhal_transpose_t trans, float alpha,
+                   const xhal_plugin_tensor_t* x, float beta, const xhal_plugin_tensor_t* y);
+xhal_status_t spmm(void* device, void* a, xhal_transpose_t trans, float alpha,
+                   const xhal_plugin_tensor_t* x, float beta, const xhal_plugin_tensor_t* y);
+xhal_status_t csr_solve(void* device, void* a, xhal_transpose_t trans, xhal_triangle_t triangle,
+                        xhal_diagonal_t diagonal, const xhal_plugin_tensor_t* b,
+                        const xhal_plugin_tensor_t* x);
+xhal_status_t csr_solve_backward(void* device, void* a, xhal_transpose_t trans,
+                                 xhal_triangle_t triangle, xhal_diagonal_t diagonal,
+                                 const xhal_plugin_tensor_t* x, const xhal_plugin_tensor_t* dx,
+                                 const xhal_plugin_tensor_t* gb, const xhal_plugin_tensor_t* ga);
+xhal_status_t spgemm_numeric(void* device, void* a, void* b, void* c);
+
+// ---- SPIR-V patching (spirv_patch.cpp) ---------------------------------------
+// Adds `OpCapability DenormPreserve` and `OpExecutionMode DenormPreserve 32`
+// next to the module's RoundingModeRTE mode. Returns false if the module has
+// no RoundingModeRTE mode to anchor on.
+bool add_denorm_preserve(const uint32_t* words, size_t count, std::vector<uint32_t>* out);
+
+// ---- self-test (selftest.cpp) ------------------------------------------------
+// Runs the arithmetic self-test on `g`; on a mismatch returns false with the
+// first differences described in `why`.
+bool run_selftest(Gpu& g, std::string* why);
+
+}  // namespace xhal::vk
