@@ -5,9 +5,14 @@
 //   random: 10^6 x 10^6, 10 entries per row (10^7 non-zeros); its lower
 //          triangle with a unit-dominant diagonal for the solve.
 // SpMV, SpSV (cuSPARSE analysis amortised over 100 solves; xhal's analysis
-// happens once in csr_create and is amortised the same way). The per-call
-// cost of an op lives in call_overhead.cu.
-// Usage: cusparse_compare [out.json]   (XHAL_DEVICE picks the device)
+// happens once in csr_create and is amortised the same way). Every solve
+// schedule the cuda plugin offers (device options solve.*, docs/device-
+// options.md) is timed side by side, each on a device opened with its
+// options, and every result is compared bit for bit with a host
+// implementation of the canonical solve. The per-call cost of an op lives
+// in call_overhead.cu.
+// Usage: cusparse_compare [out.json]   (XHAL_DEVICE picks the device; items
+// of XHAL_DEVICE_OPTIONS apply to every run, the variants' come after them)
 #include <cusparse.h>
 
 #include <algorithm>
@@ -15,6 +20,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -113,20 +119,21 @@ static int levels_of(const Csr& a) {
   return m + 1;
 }
 
-// Solve schedules timed side by side (environment read by the cuda plugin).
+// Solve schedules timed side by side: device options of the cuda plugin.
 struct Variant {
   const char* name;
-  std::vector<std::pair<const char*, const char*>> env;
+  const char* options;  // items for the cuda backend
 };
 static const std::vector<Variant> kVariants = {
-    {"default", {}},
-    {"x1", {{"XHAL_CUDA_SOLVE_BLOCKS_PER_SM", "1"}}},
-    {"x2", {{"XHAL_CUDA_SOLVE_BLOCKS_PER_SM", "2"}}},
-    {"x4", {{"XHAL_CUDA_SOLVE_BLOCKS_PER_SM", "4"}}},
-    {"16-term rounds", {{"XHAL_CUDA_SOLVE_WIDE", "0"}}},
-    {"32-term rounds", {{"XHAL_CUDA_SOLVE_WIDE", "1"}}},
-    {"converged", {{"XHAL_CUDA_SOLVE_POLL", "converged"}}},
-    {"lanes", {{"XHAL_CUDA_SOLVE_POLL", "lanes"}}},
+    {"default", ""},
+    {"x1", "solve.blocks_per_sm=1"},
+    {"x2", "solve.blocks_per_sm=2"},
+    {"x4", "solve.blocks_per_sm=4"},
+    {"16-term rounds", "solve.poll_terms=16"},
+    {"32-term rounds", "solve.poll_terms=32"},
+    {"converged", "solve.poll=converged"},
+    {"lanes", "solve.poll=lanes"},
+    {"levels", "solve.schedule=levels"},
 };
 
 // docs/semantics.md 3.7 on the host: chunks of 32 summed from +0, chunk
@@ -201,6 +208,7 @@ struct Result {
   std::string note;
 };
 static std::vector<Result> g_results;
+static int g_differing = 0;  // solve results whose bits differ from the host solve
 
 static void report(const std::string& name, double x, double c, const std::string& note) {
   std::printf("%-34s xhal %9.4f ms   cuSPARSE %9.4f ms   speedup %5.2fx  %s\n", name.c_str(), x,
@@ -217,8 +225,58 @@ static xhal_tensor_t vec(xhal_buffer_t b, int64_t n) {
   return t;
 }
 
-static void compare(const char* label, const Csr& a, bool solve, xhal_device_t dev,
-                    cusparseHandle_t h) {
+// The device XHAL_DEVICE selects, opened with the user's XHAL_DEVICE_OPTIONS
+// plus `options` for the cuda backend (options apply at the first open of a
+// device, so no other handle of it may be open), with the matrix and the
+// vectors x (= hx) and y on it.
+struct Session {
+  xhal_device_t dev;
+  xhal_csr_t m;
+  xhal_buffer_t bx, by;
+  xhal_tensor_t tx, ty;
+  double create_ms;
+};
+
+static std::string g_base_options;  // XHAL_DEVICE_OPTIONS at start
+
+static Session open_session(const xhal_csr_desc_t& desc, const std::vector<float>& hx,
+                            const char* options) {
+  std::string all = g_base_options;
+  if (*options) all += (all.empty() ? "cuda:" : ",cuda:") + std::string(options);
+  if (all.empty()) unsetenv("XHAL_DEVICE_OPTIONS");
+  else setenv("XHAL_DEVICE_OPTIONS", all.c_str(), 1);
+  Session s{};
+  XK(xhal_device_open(nullptr, &s.dev));
+  const int64_t n = desc.rows;
+  auto t0 = Clock::now();
+  XK(xhal_csr_create(s.dev, &desc, &s.m));
+  XK(xhal_device_synchronize(s.dev));
+  s.create_ms = ms_since(t0);
+  XK(xhal_buffer_allocate(s.dev, n * 4, &s.bx));
+  XK(xhal_buffer_allocate(s.dev, n * 4, &s.by));
+  XK(xhal_buffer_write(s.bx, 0, hx.data(), n * 4));
+  s.tx = vec(s.bx, n);
+  s.ty = vec(s.by, n);
+  return s;
+}
+
+static void close_session(Session& s) {
+  XK(xhal_buffer_release(s.bx));
+  XK(xhal_buffer_release(s.by));
+  XK(xhal_csr_release(s.m));
+  XK(xhal_device_release(s.dev));
+}
+
+static double time_xhal(xhal_device_t dev, const std::function<void()>& op, int reps) {
+  for (int i = 0; i < 3; ++i) op();
+  XK(xhal_device_synchronize(dev));
+  auto t = Clock::now();
+  for (int i = 0; i < reps; ++i) op();
+  XK(xhal_device_synchronize(dev));
+  return ms_since(t) / reps;
+}
+
+static void compare(const char* label, const Csr& a, bool solve, cusparseHandle_t h) {
   const int64_t n = a.n, nnz = static_cast<int64_t>(a.ci.size());
   std::printf("== %s: n %lld, nnz %lld%s\n", label, (long long)n, (long long)nnz,
               solve ? (", levels " + std::to_string(levels_of(a))).c_str() : "");
@@ -237,86 +295,60 @@ static void compare(const char* label, const Csr& a, bool solve, xhal_device_t d
   desc.row_ptr = a.rp.data();
   desc.col_idx = a.ci.data();
   desc.values = a.v.data();
-  xhal_csr_t m;
-  auto t0 = Clock::now();
-  XK(xhal_csr_create(dev, &desc, &m));
-  XK(xhal_device_synchronize(dev));
-  const double create_ms = ms_since(t0);
-  xhal_buffer_t bx, by;
-  XK(xhal_buffer_allocate(dev, n * 4, &bx));
-  XK(xhal_buffer_allocate(dev, n * 4, &by));
-  XK(xhal_buffer_write(bx, 0, hx.data(), n * 4));
-  xhal_tensor_t tx = vec(bx, n), ty = vec(by, n);
-  auto time_xhal = [&](auto&& op, int reps) {
-    for (int i = 0; i < 3; ++i) op();
-    XK(xhal_device_synchronize(dev));
-    auto t = Clock::now();
-    for (int i = 0; i < reps; ++i) op();
-    XK(xhal_device_synchronize(dev));
-    return ms_since(t) / reps;
-  };
-  const double x_spmv = time_xhal([&] { XK(xhal_spmv(dev, m, XHAL_TRANSPOSE_NONE, 1.0f, &tx, 0.0f, &ty)); }, 50);
-  double x_solve = 0, x_solve_t = 0, x_bwd = 0;
+  double create_ms = 0, x_spmv = 0, x_solve = 0, x_solve_t = 0, x_bwd = 0;
   std::string variant_note[2];
-  if (solve) {
-    auto solve_ms = [&](xhal_transpose_t tr) {
-      return time_xhal([&] {
-        XK(xhal_csr_solve(dev, m, tr, XHAL_TRIANGLE_LOWER, XHAL_DIAGONAL_STORED, &tx, &ty));
-      }, 100);
-    };
+  std::vector<float> want[2];
+  if (solve)
+    for (int tr = 0; tr < 2; ++tr) want[tr] = host_solve(a, tr != 0, hx);
+  std::vector<uint32_t> got(n);
+  for (size_t v = 0; v < (solve ? kVariants.size() : 1); ++v) {
+    Session s = open_session(desc, hx, kVariants[v].options);
+    if (v == 0) {
+      create_ms = s.create_ms;
+      char text[512] = {};
+      XK(xhal_device_get_options(s.dev, text, sizeof text, nullptr));
+      std::printf("  options in force: %s\n", text);
+      x_spmv = time_xhal(s.dev, [&] {
+        XK(xhal_spmv(s.dev, s.m, XHAL_TRANSPOSE_NONE, 1.0f, &s.tx, 0.0f, &s.ty));
+      }, 50);
+    }
+    if (!solve) {
+      close_session(s);
+      break;
+    }
     // Every schedule must give the canonical bits (the host solve).
-    std::vector<uint32_t> got(n);
     for (int tr = 0; tr < 2; ++tr) {
       const xhal_transpose_t t = tr ? XHAL_TRANSPOSE : XHAL_TRANSPOSE_NONE;
-      const std::vector<float> want = host_solve(a, tr != 0, hx);
-      for (size_t v = 0; v < kVariants.size(); ++v) {
-        for (const auto& kv : kVariants[v].env) setenv(kv.first, kv.second, 1);
-        const double ms = solve_ms(t);
-        XK(xhal_buffer_read(by, 0, got.data(), n * 4));
-        for (const auto& kv : kVariants[v].env) unsetenv(kv.first);
-        const long long diff = differing(got, want);
-        char buf[96];
-        std::snprintf(buf, sizeof buf, "%s%s %.4f%s", v ? "; " : "", kVariants[v].name, ms,
-                      diff ? (" (" + std::to_string(diff) + " DIFFERENT)").c_str() : "");
-        variant_note[tr] += buf;
-        std::printf("  %s %-28s %9.4f ms%s\n", tr ? "A^T" : "A  ", kVariants[v].name, ms,
-                    diff ? ("  " + std::to_string(diff) + " ELEMENTS DIFFER FROM THE HOST SOLVE").c_str() : "");
-      }
-      // The level batches (host-built schedule, XHAL_CUDA_SOLVE=levels at
-      // creation) on a second copy of the matrix.
-      setenv("XHAL_CUDA_SOLVE", "levels", 1);
-      xhal_csr_t ml;
-      auto tl = Clock::now();
-      XK(xhal_csr_create(dev, &desc, &ml));
-      XK(xhal_device_synchronize(dev));
-      const double create_levels_ms = ms_since(tl);
-      const double ms = time_xhal([&] {
-        XK(xhal_csr_solve(dev, ml, t, XHAL_TRIANGLE_LOWER, XHAL_DIAGONAL_STORED, &tx, &ty));
+      const double ms = time_xhal(s.dev, [&] {
+        XK(xhal_csr_solve(s.dev, s.m, t, XHAL_TRIANGLE_LOWER, XHAL_DIAGONAL_STORED, &s.tx, &s.ty));
       }, 100);
-      unsetenv("XHAL_CUDA_SOLVE");
-      XK(xhal_buffer_read(by, 0, got.data(), n * 4));
-      XK(xhal_csr_release(ml));
-      const long long diff = differing(got, want);
+      XK(xhal_buffer_read(s.by, 0, got.data(), n * 4));
+      const long long diff = differing(got, want[tr]);
+      if (v == 0) (tr ? x_solve_t : x_solve) = ms;
       char buf[160];
-      std::snprintf(buf, sizeof buf, "; levels %.4f (csr_create %.1f ms)%s", ms, create_levels_ms,
+      std::snprintf(buf, sizeof buf, "%s%s %.4f (csr_create %.1f ms)%s", v ? "; " : "",
+                    kVariants[v].name, ms, s.create_ms,
                     diff ? (" (" + std::to_string(diff) + " DIFFERENT)").c_str() : "");
       variant_note[tr] += buf;
-      std::printf("  %s %-28s %9.4f ms (csr_create %.1f ms)%s\n", tr ? "A^T" : "A  ", "levels", ms,
-                  create_levels_ms,
-                  diff ? ("  " + std::to_string(diff) + " ELEMENTS DIFFER FROM THE HOST SOLVE").c_str() : "");
+      std::printf("  %s %-28s %9.4f ms (csr_create %.1f ms)%s\n", tr ? "A^T" : "A  ",
+                  kVariants[v].name, ms, s.create_ms,
+                  diff ? ("  " + std::to_string(diff) + " ELEMENTS DIFFER FROM THE HOST SOLVE").c_str()
+                       : "");
+      if (diff) ++g_differing;
     }
-    x_solve = solve_ms(XHAL_TRANSPOSE_NONE);
-    x_solve_t = solve_ms(XHAL_TRANSPOSE);
-    xhal_buffer_t bg, bga;
-    XK(xhal_buffer_allocate(dev, n * 4, &bg));
-    XK(xhal_buffer_allocate(dev, nnz * 4, &bga));
-    xhal_tensor_t tg = vec(bg, n), tga = vec(bga, nnz);
-    x_bwd = time_xhal([&] {
-      XK(xhal_csr_solve_backward(dev, m, XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_LOWER,
-                                 XHAL_DIAGONAL_STORED, &ty, &tx, &tg, &tga));
-    }, 50);
-    XK(xhal_buffer_release(bg));
-    XK(xhal_buffer_release(bga));
+    if (v == 0) {
+      xhal_buffer_t bg, bga;
+      XK(xhal_buffer_allocate(s.dev, n * 4, &bg));
+      XK(xhal_buffer_allocate(s.dev, nnz * 4, &bga));
+      xhal_tensor_t tg = vec(bg, n), tga = vec(bga, nnz);
+      x_bwd = time_xhal(s.dev, [&] {
+        XK(xhal_csr_solve_backward(s.dev, s.m, XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_LOWER,
+                                   XHAL_DIAGONAL_STORED, &s.ty, &s.tx, &tg, &tga));
+      }, 50);
+      XK(xhal_buffer_release(bg));
+      XK(xhal_buffer_release(bga));
+    }
+    close_session(s);
   }
 
   // ---- cuSPARSE on its own copies of the same data ----
@@ -403,27 +435,29 @@ static void compare(const char* label, const Csr& a, bool solve, xhal_device_t d
   CS(cusparseDestroyDnVec(X));
   CS(cusparseDestroyDnVec(Y));
   for (void* p : {(void*)drp, (void*)dci, (void*)dv, (void*)dx, (void*)dy, buf}) CK(cudaFree(p));
-  XK(xhal_buffer_release(bx));
-  XK(xhal_buffer_release(by));
-  XK(xhal_csr_release(m));
 }
 
 int main(int argc, char** argv) {
-  xhal_device_t dev = open_device_and_say_which();
+  if (const char* o = std::getenv("XHAL_DEVICE_OPTIONS")) g_base_options = o;
+  {
+    // Names the device, then lets it go: each run below opens it with its options.
+    xhal_device_t dev = open_device_and_say_which();
+    XK(xhal_device_release(dev));
+  }
   cusparseHandle_t h;
   CS(cusparseCreate(&h));
   std::mt19937_64 rng(2026);
   {
     Csr r = river(1000000, 50, rng);
-    compare("river 1e6", r, true, dev, h);
+    compare("river 1e6", r, true, h);
   }
   {
     Csr g = random_matrix(1000000, 10, false, rng);
-    compare("random 1e7 nnz", g, false, dev, h);
+    compare("random 1e7 nnz", g, false, h);
   }
   {
     Csr l = random_matrix(1000000, 10, true, rng);
-    compare("random lower 1e7 nnz", l, true, dev, h);
+    compare("random lower 1e7 nnz", l, true, h);
   }
   if (argc > 1) {
     FILE* f = std::fopen(argv[1], "w");
@@ -436,6 +470,6 @@ int main(int argc, char** argv) {
     std::fclose(f);
   }
   cusparseDestroy(h);
-  XK(xhal_device_release(dev));
-  return 0;
+  if (g_differing) std::printf("FAIL: %d solve result(s) differ from the host solve\n", g_differing);
+  return g_differing ? 1 : 0;
 }

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Joins the H200 run's xhal-bench.json, torch.json and cusparse.json into the
 markdown table of docs/performance.md ("CUDA plugin on the H200").
-Usage: python3 bench/gpu/make_table.py RUN_DIR"""
+Usage: python3 bench/gpu/make_table.py RUN_DIR [--no-notes]
+(--no-notes: the sparse table without its note column, for a short summary)"""
 import json
 import sys
 
@@ -13,6 +14,7 @@ def ms(entry):
 
 def main():
     d = sys.argv[1]
+    notes = "--no-notes" not in sys.argv[2:]
     bench = {b["name"].replace("/real_time", ""): b
              for b in json.load(open(f"{d}/xhal-bench.json"))["benchmarks"]}
     torch = {t["name"]: t["ms"] for t in json.load(open(f"{d}/torch.json"))}
@@ -47,13 +49,13 @@ def main():
     try:
         sp = json.load(open(f"{d}/cusparse.json"))
         print()
-        print("| sparse | xhal ms | cuSPARSE ms | xhal speed-up | note |")
-        print("| --- | --- | --- | --- | --- |")
+        print("| sparse | xhal ms | cuSPARSE ms | xhal speed-up |" + (" note |" if notes else ""))
+        print("| --- | --- | --- | --- |" + (" --- |" if notes else ""))
         for r in sp:
             if r["name"].startswith("C-ABI"):
                 continue
             print(f"| {r['name']} | {r['xhal_ms']:.4f} | {r['cusparse_ms']:.4f} | "
-                  f"{r['cusparse_ms'] / r['xhal_ms']:.2f}x | {r['note']} |")
+                  f"{r['cusparse_ms'] / r['xhal_ms']:.2f}x |" + (f" {r['note']} |" if notes else ""))
         for r in sp:
             if r["name"].startswith("C-ABI"):
                 print(f"\nPer call (host time to enqueue, 20,000 calls): bare kernel launch "

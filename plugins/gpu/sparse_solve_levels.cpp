@@ -47,7 +47,7 @@ bool build_levels(const std::vector<I>& rp, const std::vector<I>& col, int64_t r
 
 constexpr int64_t kOneBlockWidth = 2048;  // rows x RHS a single block takes per level
 
-// ---- triangular solve ----
+// ---- the level-batch kernels ----
 struct SolveArgs {
   PatternView a;
   const I* order;
