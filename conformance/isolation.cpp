@@ -131,23 +131,26 @@ bool run_child(const IsolationOptions& o, const std::string& skip_path,
   std::string pending;
   bool open = true, exited = false;
   auto last_event = Clock::now();
+  // Reads what the journal holds, waiting up to `wait_ms` for it.
+  enum class Read { kData, kNothing, kEnd };
+  auto read_journal = [&](int wait_ms) {
+    pollfd p{journal[0], POLLIN, 0};
+    if (poll(&p, 1, wait_ms) <= 0) return Read::kNothing;
+    char chunk[8192];
+    const ssize_t n = read(journal[0], chunk, sizeof(chunk));
+    if (n < 0 && errno == EINTR) return Read::kNothing;
+    if (n <= 0) return Read::kEnd;
+    pending.append(chunk, static_cast<size_t>(n));
+    for (size_t eol; (eol = pending.find('\n')) != std::string::npos;) {
+      handle_line(pending.substr(0, eol), run, done);
+      pending.erase(0, eol + 1);
+    }
+    last_event = Clock::now();
+    return Read::kData;
+  };
   while (!exited) {
     if (open) {
-      pollfd p{journal[0], POLLIN, 0};
-      if (poll(&p, 1, 100) > 0) {
-        char chunk[8192];
-        const ssize_t n = read(journal[0], chunk, sizeof(chunk));
-        if (n > 0) {
-          pending.append(chunk, static_cast<size_t>(n));
-          for (size_t eol; (eol = pending.find('\n')) != std::string::npos;) {
-            handle_line(pending.substr(0, eol), run, done);
-            pending.erase(0, eol + 1);
-          }
-          last_event = Clock::now();
-        } else if (n == 0 || errno != EINTR) {
-          open = false;
-        }
-      }
+      open = read_journal(100) != Read::kEnd;
     } else {
       usleep(20 * 1000);
     }
@@ -159,6 +162,9 @@ bool run_child(const IsolationOptions& o, const std::string& skip_path,
       waitpid(child, &run->status, 0);
       exited = run->timed_out = true;
     }
+  }
+  // The child's last events may still be in the pipe when its exit is seen.
+  while (open && read_journal(0) == Read::kData) {
   }
   close(journal[0]);
   return true;

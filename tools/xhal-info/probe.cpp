@@ -158,10 +158,14 @@ Verdict probe_in_child(const std::string& path, double timeout_s) {
       exited = timed_out = true;
     }
   }
-  // Whatever the child wrote before it ended.
-  char chunk[4096];
-  ssize_t n;
-  while ((n = read(out[0], chunk, sizeof(chunk))) > 0) output.append(chunk, static_cast<size_t>(n));
+  // Whatever the child wrote before it ended. Without waiting: a process the
+  // plugin started may hold the pipe open for ever.
+  for (pollfd p{out[0], POLLIN, 0}; open && poll(&p, 1, 0) > 0;) {
+    char chunk[4096];
+    const ssize_t n = read(out[0], chunk, sizeof(chunk));
+    if (n <= 0) break;
+    output.append(chunk, static_cast<size_t>(n));
+  }
   close(out[0]);
 
   std::optional<std::string> result;
