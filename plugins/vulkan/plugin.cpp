@@ -102,8 +102,10 @@ std::string make_gpu(VkPhysicalDevice phys, Gpu* g) {
   VkPhysicalDeviceFloatControlsProperties fc{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES};
   VkPhysicalDevicePCIBusInfoPropertiesEXT pci{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PCI_BUS_INFO_PROPERTIES_EXT};
   const bool has_pci = has_device_extension(phys, VK_EXT_PCI_BUS_INFO_EXTENSION_NAME);
+  VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
   VkPhysicalDeviceProperties2 props2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
-  props2.pNext = &id;
+  props2.pNext = &driver;
+  driver.pNext = &id;
   id.pNext = &fc;
   if (has_pci) fc.pNext = &pci;
   vkGetPhysicalDeviceProperties(phys, &g->props);
@@ -111,6 +113,7 @@ std::string make_gpu(VkPhysicalDevice phys, Gpu* g) {
   vkGetPhysicalDeviceProperties2(phys, &props2);
   vkGetPhysicalDeviceMemoryProperties(phys, &g->memory);
   g->vendor_nvidia = g->props.vendorID == 0x10de;
+  if (driver.driverID == VK_DRIVER_ID_MESA_LLVMPIPE) g->loop_budget = 40000;  // of 65535
   g->max_groups_x = g->props.limits.maxComputeWorkGroupCount[0];
 
   VkPhysicalDeviceVulkan11Features f11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
@@ -485,7 +488,6 @@ xhal_plugin_api_t make_api() {
   api.index_select = index_select;
   api.index_add = index_add;
   api.permute = permute;
-#if XHAL_VK_ROWS
   api.softmax_forward = softmax_forward;
   api.softmax_backward = softmax_backward;
   api.rms_norm_forward = rms_norm_forward;
@@ -499,7 +501,6 @@ xhal_plugin_api_t make_api() {
   api.csr_solve = csr_solve;
   api.csr_solve_backward = csr_solve_backward;
   api.spgemm_numeric = spgemm_numeric;
-#endif
   api.device_open_with_options = device_open_with_options;
   api.device_get_options = device_get_options;
   return api;

@@ -60,6 +60,11 @@ struct Gpu {
   uint32_t staging_type = UINT32_MAX;  // host-visible, coherent (cached if possible)
   bool denorm_preserve = false;        // device reports shaderDenormPreserveFloat32
   bool vendor_nvidia = false;
+  // llvmpipe (lavapipe) ends every loop of an invocation once the loops of
+  // its shader have taken 65535 iterations in all (gallivm's loop limiter,
+  // LP_MAX_TGSI_LOOP_ITERATIONS): work that loops longer is silently cut
+  // short. Dispatches are split so that no invocation comes near it.
+  uint64_t loop_budget = UINT64_MAX;
   uint32_t max_groups_x = 65535;
   VkPipelineLayout layout = VK_NULL_HANDLE;
   std::mutex pipeline_mutex;

@@ -1,0 +1,157 @@
+// Softmax, RMSNorm and LayerNorm, forward and backward (docs/semantics.md
+// 3.2-3.6): one workgroup of 128 invocations per row (shaders/rows.glsl);
+// dgamma/dbeta in the two colsum stages of 3.5 through scratch memory.
+#include "vk_plugin.h"
+
+namespace xhal::vk {
+namespace {
+
+Device* dev(void* d) { return static_cast<Device*>(d); }
+
+struct SoftmaxPush {
+  uint64_t a, b, out, rows, n;
+};
+struct NormPush {
+  uint64_t x, gamma, beta, dy, out, mean, rstd, rows, n;
+  float nf, eps;
+};
+struct ColsumPush {
+  uint64_t x, dy, mean, rstd, p, q, dgamma, dbeta, rows, n, blocks;
+};
+static_assert(fits_push<SoftmaxPush>() && fits_push<NormPush>() && fits_push<ColsumPush>());
+
+constexpr uint32_t kRowGroup = 128;
+
+uint64_t rows_of(const xhal_plugin_tensor_t* x) { return static_cast<uint64_t>(x->shape[0]); }
+uint64_t cols_of(const xhal_plugin_tensor_t* x) { return static_cast<uint64_t>(x->shape[1]); }
+uint64_t addr(const xhal_plugin_tensor_t* t) { return t ? address_of(t) : 0; }
+
+xhal_status_t softmax(Device* d, ShaderId id, const xhal_plugin_tensor_t* a,
+                      const xhal_plugin_tensor_t* b, const xhal_plugin_tensor_t* out) {
+  std::lock_guard lock(d->mutex);
+  VkPipeline p[1];
+  XHAL_VK_TRY(pipelines(d, {id}, p));
+  const SoftmaxPush push{address_of(a), addr(b), address_of(out), rows_of(a), cols_of(a)};
+  if (push.rows == 0 || push.n == 0) return XHAL_OK;
+  XHAL_VK_TRY(d->begin());
+  d->dispatch(p[0], &push, sizeof push, d->groups_for(push.rows, 1));
+  return d->submit();
+}
+
+// The row kernel of a norm; for the backward ops first colsum stage 1 (it
+// reads dy, which dx may overwrite in place), then the rows, then stage 2.
+xhal_status_t norm(Device* d, ShaderId row_id, bool layer, bool backward, NormPush push,
+                   const xhal_plugin_tensor_t* dgamma, const xhal_plugin_tensor_t* dbeta) {
+  std::lock_guard lock(d->mutex);
+  VkPipeline p[3];
+  XHAL_VK_TRY(pipelines(d,
+                        {row_id, layer ? xhal_spirv::colsum1_ln : xhal_spirv::colsum1_rms,
+                         layer ? xhal_spirv::colsum2_ln : xhal_spirv::colsum2_rms},
+                        p));
+  push.nf = static_cast<float>(push.n);
+  ColsumPush col{};
+  if (backward) {
+    col.x = push.x;
+    col.dy = push.dy;
+    col.mean = push.mean;
+    col.rstd = push.rstd;
+    col.rows = push.rows;
+    col.n = push.n;
+    col.blocks = (push.rows + 31) / 32;
+    col.dgamma = address_of(dgamma);
+    col.dbeta = addr(dbeta);
+    const uint64_t plane = col.blocks * col.n * sizeof(float);
+    XHAL_VK_TRY(d->need_scratch((layer ? 2 : 1) * plane + 256));
+    col.p = d->scratch.address;
+    col.q = d->scratch.address + (plane + 255) / 256 * 256;
+  }
+  XHAL_VK_TRY(d->begin());
+  if (backward) {
+    d->dispatch(p[1], &col, sizeof col, d->groups_for(col.blocks * col.n, 256));
+    d->barrier();
+  }
+  d->dispatch(p[0], &push, sizeof push, d->groups_for(push.rows, 1));
+  if (backward) d->dispatch(p[2], &col, sizeof col, d->groups_for(col.n, 256));
+  return d->submit();
+}
+
+}  // namespace
+
+xhal_status_t softmax_forward(void* device, const xhal_plugin_tensor_t* x,
+                              const xhal_plugin_tensor_t* y) {
+  return softmax(dev(device), xhal_spirv::softmax_fwd, x, nullptr, y);
+}
+
+xhal_status_t softmax_backward(void* device, const xhal_plugin_tensor_t* y,
+                               const xhal_plugin_tensor_t* dy, const xhal_plugin_tensor_t* dx) {
+  return softmax(dev(device), xhal_spirv::softmax_bwd, y, dy, dx);
+}
+
+xhal_status_t rms_norm_forward(void* device, const xhal_plugin_tensor_t* x,
+                               const xhal_plugin_tensor_t* gamma, float eps,
+                               const xhal_plugin_tensor_t* y, const xhal_plugin_tensor_t* rstd) {
+  NormPush push{};
+  push.x = address_of(x);
+  push.gamma = address_of(gamma);
+  push.out = address_of(y);
+  push.rstd = address_of(rstd);
+  push.rows = rows_of(x);
+  push.n = cols_of(x);
+  push.eps = eps;
+  return norm(dev(device), xhal_spirv::rms_fwd, false, false, push, nullptr, nullptr);
+}
+
+xhal_status_t rms_norm_backward(void* device, const xhal_plugin_tensor_t* x,
+                                const xhal_plugin_tensor_t* gamma,
+                                const xhal_plugin_tensor_t* rstd, const xhal_plugin_tensor_t* dy,
+                                const xhal_plugin_tensor_t* dx,
+                                const xhal_plugin_tensor_t* dgamma) {
+  NormPush push{};
+  push.x = address_of(x);
+  push.gamma = address_of(gamma);
+  push.rstd = address_of(rstd);
+  push.dy = address_of(dy);
+  push.out = address_of(dx);
+  push.rows = rows_of(x);
+  push.n = cols_of(x);
+  return norm(dev(device), xhal_spirv::rms_bwd, false, true, push, dgamma, nullptr);
+}
+
+xhal_status_t layer_norm_forward(void* device, const xhal_plugin_tensor_t* x,
+                                 const xhal_plugin_tensor_t* gamma,
+                                 const xhal_plugin_tensor_t* beta, float eps,
+                                 const xhal_plugin_tensor_t* y, const xhal_plugin_tensor_t* mean,
+                                 const xhal_plugin_tensor_t* rstd) {
+  NormPush push{};
+  push.x = address_of(x);
+  push.gamma = address_of(gamma);
+  push.beta = address_of(beta);
+  push.out = address_of(y);
+  push.mean = address_of(mean);
+  push.rstd = address_of(rstd);
+  push.rows = rows_of(x);
+  push.n = cols_of(x);
+  push.eps = eps;
+  return norm(dev(device), xhal_spirv::ln_fwd, true, false, push, nullptr, nullptr);
+}
+
+xhal_status_t layer_norm_backward(void* device, const xhal_plugin_tensor_t* x,
+                                  const xhal_plugin_tensor_t* gamma,
+                                  const xhal_plugin_tensor_t* mean,
+                                  const xhal_plugin_tensor_t* rstd,
+                                  const xhal_plugin_tensor_t* dy, const xhal_plugin_tensor_t* dx,
+                                  const xhal_plugin_tensor_t* dgamma,
+                                  const xhal_plugin_tensor_t* dbeta) {
+  NormPush push{};
+  push.x = address_of(x);
+  push.gamma = address_of(gamma);
+  push.mean = address_of(mean);
+  push.rstd = address_of(rstd);
+  push.dy = address_of(dy);
+  push.out = address_of(dx);
+  push.rows = rows_of(x);
+  push.n = cols_of(x);
+  return norm(dev(device), xhal_spirv::ln_bwd, true, true, push, dgamma, dbeta);
+}
+
+}  // namespace xhal::vk

@@ -1,0 +1,356 @@
+// CSR matrices: the pattern and its transpose, the spmv row lists and the
+// level schedules of the triangular solves are built on the host from the
+// validated arrays of csr_create and uploaded once (one staging transfer);
+// values stay in the core's values buffer and are read at op time.
+#include <algorithm>
+#include <new>
+#include <vector>
+
+#include "vk_plugin.h"
+
+namespace xhal::vk {
+namespace {
+
+constexpr int64_t kShortRow = 32;  // spmv: rows up to this many entries take one invocation
+constexpr uint64_t kRunItems = 256;  // a solve level this small joins a one-workgroup run
+constexpr uint64_t kRunSize = 64;    // invocations of that workgroup (solve.comp RUN_SIZE)
+
+// Rows of one pattern (A or A^T) walked in one direction, sorted by level.
+struct Walk {
+  bool built = false;
+  uint64_t order_at = 0, level_ptr_at = 0;
+  std::vector<int64_t> level_ptr;  // host copy: the runs are planned per call
+  std::vector<int64_t> level_max;  // most off-diagonal entries of a row of each level
+};
+
+struct Pattern {
+  int64_t rows = 0;
+  uint64_t row_ptr_at = 0, col_at = 0;
+  uint64_t perm_at = 0;  // A^T only
+  uint64_t short_at = 0, short_count = 0, long_at = 0, long_count = 0;
+  Walk walk[2];  // [0] descending, [1] ascending
+};
+
+struct Matrix {
+  int64_t rows = 0, cols = 0, nnz = 0;
+  Mem mem;
+  Buffer* values = nullptr;  // owned by the core
+  uint64_t row_idx_at = 0;
+  Pattern a, at;
+  uint64_t addr(uint64_t at_elem) const { return mem.address + at_elem * 8; }
+  uint64_t values_addr() const { return values ? values->mem.address : 0; }
+};
+
+Device* dev(void* d) { return static_cast<Device*>(d); }
+
+// Appends `v` to the upload and returns its offset (elements).
+uint64_t put(std::vector<int64_t>& all, const int64_t* v, uint64_t n) {
+  const uint64_t at = all.size();
+  if (n) all.insert(all.end(), v, v + n);
+  return at;
+}
+
+void build_lists(std::vector<int64_t>& all, Pattern& p, const int64_t* row_ptr) {
+  std::vector<int64_t> shorts, longs;
+  for (int64_t r = 0; r < p.rows; ++r)
+    (row_ptr[r + 1] - row_ptr[r] <= kShortRow ? shorts : longs).push_back(r);
+  p.short_count = shorts.size();
+  p.long_count = longs.size();
+  p.short_at = put(all, shorts.data(), shorts.size());
+  p.long_at = put(all, longs.data(), longs.size());
+}
+
+// Level sets of the solve walking `p` ascending (lower: a row depends on
+// lower-numbered rows) or descending; only when the whole pattern lies in
+// that triangle (other solves are refused).
+void build_walk(std::vector<int64_t>& all, Pattern& p, const int64_t* row_ptr, const int64_t* col,
+                bool ascending) {
+  const int64_t n = p.rows;
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t e = row_ptr[r]; e < row_ptr[r + 1]; ++e)
+      if (ascending ? col[e] > r : col[e] < r) return;
+  std::vector<int64_t> level(static_cast<size_t>(n), 0);
+  int64_t levels = n ? 1 : 0;
+  for (int64_t pos = 0; pos < n; ++pos) {
+    const int64_t k = ascending ? pos : n - 1 - pos;
+    int64_t l = 0;
+    for (int64_t e = row_ptr[k]; e < row_ptr[k + 1]; ++e)
+      if (col[e] != k) l = std::max(l, level[col[e]] + 1);
+    level[k] = l;
+    levels = std::max(levels, l + 1);
+  }
+  Walk& w = p.walk[ascending ? 1 : 0];
+  w.level_ptr.assign(static_cast<size_t>(levels) + 1, 0);
+  for (int64_t k = 0; k < n; ++k) ++w.level_ptr[level[k] + 1];
+  for (int64_t l = 0; l < levels; ++l) w.level_ptr[l + 1] += w.level_ptr[l];
+  std::vector<int64_t> order(static_cast<size_t>(n)), next(w.level_ptr.begin(), w.level_ptr.end() - 1);
+  for (int64_t k = 0; k < n; ++k) order[next[level[k]]++] = k;
+  w.level_max.assign(static_cast<size_t>(levels), 0);
+  for (int64_t k = 0; k < n; ++k)
+    w.level_max[level[k]] = std::max(w.level_max[level[k]], row_ptr[k + 1] - row_ptr[k]);
+  w.order_at = put(all, order.data(), order.size());
+  w.level_ptr_at = put(all, w.level_ptr.data(), w.level_ptr.size());
+  w.built = true;
+}
+
+struct SpmvPush {
+  uint64_t row_ptr, col, perm, values, x, y, list, count, k;
+  float alpha, beta;
+  uint32_t beta_zero;
+};
+struct SolvePush {
+  uint64_t row_ptr, col, perm, values, b, x, order, level_ptr, k, begin, end;
+  uint32_t unit_diag, ascending;
+};
+struct GradPush {
+  uint64_t row_idx, col, x, gb, ga, nnz, k;
+  uint32_t transposed, unit_diag;
+};
+struct SpgemmPush {
+  uint64_t a_row_ptr, a_col, a_val, b_row_ptr, b_col, b_val, c_row, c_col, c_val, nnz;
+};
+static_assert(fits_push<SpmvPush>() && fits_push<SolvePush>() && fits_push<GradPush>() &&
+              fits_push<SpgemmPush>());
+
+uint64_t columns(const xhal_plugin_tensor_t* t) {
+  return t->rank >= 2 ? static_cast<uint64_t>(t->shape[1]) : 1;
+}
+
+}  // namespace
+
+xhal_status_t csr_create(void* device, const xhal_plugin_csr_desc_t* desc, void** out_matrix) {
+  Device* d = dev(device);
+  std::lock_guard lock(d->mutex);
+  auto* m = new (std::nothrow) Matrix;
+  if (!m) return fail(XHAL_OUT_OF_MEMORY, "host allocation failed");
+  try {
+    m->rows = desc->rows;
+    m->cols = desc->cols;
+    m->nnz = desc->nnz;
+    m->values = static_cast<Buffer*>(desc->values_buffer);
+    const uint64_t nnz = static_cast<uint64_t>(desc->nnz);
+    std::vector<int64_t> all;
+    m->a.rows = desc->rows;
+    m->at.rows = desc->cols;
+    m->a.row_ptr_at = put(all, desc->row_ptr, desc->rows + 1);
+    m->a.col_at = put(all, desc->col_idx, nnz);
+    m->row_idx_at = put(all, desc->row_idx, nnz);
+    m->at.row_ptr_at = put(all, desc->t_row_ptr, desc->cols + 1);
+    m->at.col_at = put(all, desc->t_col_idx, nnz);
+    m->at.perm_at = put(all, desc->t_perm, nnz);
+    build_lists(all, m->a, desc->row_ptr);
+    build_lists(all, m->at, desc->t_row_ptr);
+    if (desc->rows == desc->cols) {
+      for (bool asc : {false, true}) {
+        build_walk(all, m->a, desc->row_ptr, desc->col_idx, asc);
+        build_walk(all, m->at, desc->t_row_ptr, desc->t_col_idx, asc);
+      }
+    }
+    const uint64_t bytes = all.size() * sizeof(int64_t);
+    xhal_status_t s = mem_create(*d->gpu, bytes, false, &m->mem);
+    if (s == XHAL_OK && bytes) s = d->upload(m->mem, 0, all.data(), bytes);
+    if (s != XHAL_OK) {
+      mem_destroy(*d->gpu, m->mem);
+      delete m;
+      return s;
+    }
+  } catch (const std::bad_alloc&) {
+    mem_destroy(*d->gpu, m->mem);
+    delete m;
+    return fail(XHAL_OUT_OF_MEMORY, "host memory exhausted while analysing the pattern");
+  }
+  *out_matrix = m;
+  return XHAL_OK;
+}
+
+void csr_destroy(void* device, void* matrix) {
+  if (!matrix) return;
+  Device* d = dev(device);
+  std::lock_guard lock(d->mutex);
+  d->wait_idle();
+  auto* m = static_cast<Matrix*>(matrix);
+  mem_destroy(*d->gpu, m->mem);
+  delete m;
+}
+
+namespace {
+
+xhal_status_t multiply(Device* d, const Matrix& m, xhal_transpose_t trans, float alpha,
+                       const xhal_plugin_tensor_t* x, float beta, const xhal_plugin_tensor_t* y) {
+  std::lock_guard lock(d->mutex);
+  VkPipeline p[2];
+  XHAL_VK_TRY(pipelines(d, {xhal_spirv::spmv_short, xhal_spirv::spmv_long}, p));
+  const bool t = trans == XHAL_TRANSPOSE;
+  const Pattern& pat = t ? m.at : m.a;
+  const uint64_t k = columns(y);
+  if (pat.rows == 0 || k == 0) return XHAL_OK;
+  SpmvPush push{};
+  push.row_ptr = m.addr(pat.row_ptr_at);
+  push.col = m.addr(pat.col_at);
+  push.perm = t ? m.addr(pat.perm_at) : 0;
+  push.values = m.values_addr();
+  push.x = address_of(x);
+  push.y = address_of(y);
+  push.k = k;
+  push.alpha = alpha;
+  push.beta = beta;
+  push.beta_zero = beta == 0.0f ? 1u : 0u;
+  XHAL_VK_TRY(d->begin());
+  if (pat.short_count) {
+    push.list = m.addr(pat.short_at);
+    push.count = pat.short_count;
+    d->dispatch(p[0], &push, sizeof push, d->groups_for(push.count * k, 256));
+  }
+  if (pat.long_count) {
+    push.list = m.addr(pat.long_at);
+    push.count = pat.long_count;
+    d->dispatch(p[1], &push, sizeof push, d->groups_for(push.count * k, 1));
+  }
+  return d->submit();
+}
+
+// Records the solve of op(A) x = b: runs of narrow levels in one workgroup,
+// wide levels over the whole device, a barrier between any two.
+xhal_status_t record_solve(Device* d, const Matrix& m, xhal_transpose_t trans,
+                           xhal_triangle_t triangle, xhal_diagonal_t diagonal, uint64_t b,
+                           uint64_t x, uint64_t k, VkPipeline run, VkPipeline level) {
+  const bool t = trans == XHAL_TRANSPOSE;
+  const bool ascending = (triangle == XHAL_TRIANGLE_LOWER) != t;
+  const Pattern& pat = t ? m.at : m.a;
+  const Walk& w = pat.walk[ascending ? 1 : 0];
+  if (!w.built)
+    return fail(XHAL_INVALID_STRUCTURE,
+                "csr_solve: argument 'triangle' is %s but the pattern does not lie in that triangle",
+                triangle == XHAL_TRIANGLE_LOWER ? "lower" : "upper");
+  SolvePush push{};
+  push.row_ptr = m.addr(pat.row_ptr_at);
+  push.col = m.addr(pat.col_at);
+  push.perm = t ? m.addr(pat.perm_at) : 0;
+  push.values = m.values_addr();
+  push.b = b;
+  push.x = x;
+  push.order = m.addr(w.order_at);
+  push.level_ptr = m.addr(w.level_ptr_at);
+  push.k = k;
+  push.unit_diag = diagonal == XHAL_DIAGONAL_UNIT ? 1u : 0u;
+  push.ascending = ascending ? 1u : 0u;
+  const uint64_t levels = w.level_ptr.size() - 1;
+  bool first = true;
+  auto emit = [&](VkPipeline p, uint64_t begin, uint64_t end, uint64_t groups) {
+    if (!first) d->barrier();
+    first = false;
+    push.begin = begin;
+    push.end = end;
+    d->dispatch(p, &push, sizeof push, groups);
+  };
+  // Loop iterations one invocation of a run spends on a level (its share
+  // of the items, each walking at most level_max entries, plus the loops'
+  // own steps): runs are cut before they reach the device's loop budget.
+  const uint64_t budget = d->gpu->loop_budget;
+  uint64_t run_begin = 0, run_cost = 0;
+  for (uint64_t l = 0; l < levels; ++l) {
+    const uint64_t items = static_cast<uint64_t>(w.level_ptr[l + 1] - w.level_ptr[l]) * k;
+    if (items <= kRunItems) {
+      const uint64_t cost =
+          (items + kRunSize - 1) / kRunSize * (static_cast<uint64_t>(w.level_max[l]) + 8) + 4;
+      if (run_begin < l && run_cost + cost > budget) {
+        emit(run, run_begin, l, 1);
+        run_begin = l;
+        run_cost = 0;
+      }
+      run_cost += cost;
+      continue;
+    }
+    if (run_begin < l) emit(run, run_begin, l, 1);
+    run_cost = 0;
+    emit(level, static_cast<uint64_t>(w.level_ptr[l]), static_cast<uint64_t>(w.level_ptr[l + 1]),
+         d->groups_for(items, 256));
+    run_begin = l + 1;
+  }
+  if (run_begin < levels) emit(run, run_begin, levels, 1);
+  return XHAL_OK;
+}
+
+}  // namespace
+
+xhal_status_t spmv(void* device, void* a, xhal_transpose_t trans, float alpha,
+                   const xhal_plugin_tensor_t* x, float beta, const xhal_plugin_tensor_t* y) {
+  return multiply(dev(device), *static_cast<Matrix*>(a), trans, alpha, x, beta, y);
+}
+
+xhal_status_t spmm(void* device, void* a, xhal_transpose_t trans, float alpha,
+                   const xhal_plugin_tensor_t* x, float beta, const xhal_plugin_tensor_t* y) {
+  return multiply(dev(device), *static_cast<Matrix*>(a), trans, alpha, x, beta, y);
+}
+
+xhal_status_t csr_solve(void* device, void* a, xhal_transpose_t trans, xhal_triangle_t triangle,
+                        xhal_diagonal_t diagonal, const xhal_plugin_tensor_t* b,
+                        const xhal_plugin_tensor_t* x) {
+  Device* d = dev(device);
+  std::lock_guard lock(d->mutex);
+  const auto& m = *static_cast<Matrix*>(a);
+  VkPipeline p[2];
+  XHAL_VK_TRY(pipelines(d, {xhal_spirv::solve_run, xhal_spirv::solve_level}, p));
+  const uint64_t k = columns(x);
+  if (m.rows == 0 || k == 0) return XHAL_OK;
+  XHAL_VK_TRY(d->begin());
+  const xhal_status_t s =
+      record_solve(d, m, trans, triangle, diagonal, address_of(b), address_of(x), k, p[0], p[1]);
+  if (s != XHAL_OK) {
+    d->abandon();
+    return s;
+  }
+  return d->submit();
+}
+
+xhal_status_t csr_solve_backward(void* device, void* a, xhal_transpose_t trans,
+                                 xhal_triangle_t triangle, xhal_diagonal_t diagonal,
+                                 const xhal_plugin_tensor_t* x, const xhal_plugin_tensor_t* dx,
+                                 const xhal_plugin_tensor_t* gb, const xhal_plugin_tensor_t* ga) {
+  Device* d = dev(device);
+  std::lock_guard lock(d->mutex);
+  const auto& m = *static_cast<Matrix*>(a);
+  VkPipeline p[3];
+  XHAL_VK_TRY(
+      pipelines(d, {xhal_spirv::solve_run, xhal_spirv::solve_level, xhal_spirv::solve_grad}, p));
+  const uint64_t k = columns(x);
+  XHAL_VK_TRY(d->begin());
+  // gb = solve(op(A)^T, dx): the other transpose, same stored triangle.
+  const xhal_transpose_t flipped = trans == XHAL_TRANSPOSE ? XHAL_TRANSPOSE_NONE : XHAL_TRANSPOSE;
+  if (m.rows > 0 && k > 0) {
+    const xhal_status_t s = record_solve(d, m, flipped, triangle, diagonal, address_of(dx),
+                                         address_of(gb), k, p[0], p[1]);
+    if (s != XHAL_OK) {
+      d->abandon();
+      return s;
+    }
+  }
+  if (ga && m.nnz > 0) {
+    d->barrier();
+    GradPush push{m.addr(m.row_idx_at), m.addr(m.a.col_at), address_of(x), address_of(gb),
+                  address_of(ga), static_cast<uint64_t>(m.nnz), k,
+                  trans == XHAL_TRANSPOSE ? 1u : 0u, diagonal == XHAL_DIAGONAL_UNIT ? 1u : 0u};
+    d->dispatch(p[2], &push, sizeof push, d->groups_for(push.nnz, 256));
+  }
+  return d->submit();
+}
+
+xhal_status_t spgemm_numeric(void* device, void* a, void* b, void* c) {
+  Device* d = dev(device);
+  std::lock_guard lock(d->mutex);
+  const auto& ma = *static_cast<Matrix*>(a);
+  const auto& mb = *static_cast<Matrix*>(b);
+  const auto& mc = *static_cast<Matrix*>(c);
+  if (mc.nnz == 0) return XHAL_OK;
+  VkPipeline p[1];
+  XHAL_VK_TRY(pipelines(d, {xhal_spirv::spgemm}, p));
+  const SpgemmPush push{ma.addr(ma.a.row_ptr_at), ma.addr(ma.a.col_at), ma.values_addr(),
+                        mb.addr(mb.a.row_ptr_at), mb.addr(mb.a.col_at), mb.values_addr(),
+                        mc.addr(mc.row_idx_at),   mc.addr(mc.a.col_at), mc.values_addr(),
+                        static_cast<uint64_t>(mc.nnz)};
+  XHAL_VK_TRY(d->begin());
+  d->dispatch(p[0], &push, sizeof push, d->groups_for(push.nnz, 256));
+  return d->submit();
+}
+
+}  // namespace xhal::vk

@@ -1,0 +1,59 @@
+#version 460
+// dgamma / dbeta (docs/semantics.md 3.5), two stages, no atomics.
+// STAGE 1: per block b of 32 rows and column j, p[b][j] = +0 then + term(r, j)
+//   for r ascending (LN: also the dbeta terms into q[b][j]).
+// STAGE 2: per column, the pairwise tree over the blocks' partials.
+#extension GL_GOOGLE_include_directive : require
+layout(local_size_x = 256) in;
+#include "common.glsl"
+
+layout(push_constant) uniform Params {
+  uint64_t x;
+  uint64_t dy;
+  uint64_t mean;     // LN only
+  uint64_t rstd;
+  uint64_t p;        // [blocks, n] scratch
+  uint64_t q;        // [blocks, n] scratch (LN dbeta)
+  uint64_t dgamma;
+  uint64_t dbeta;    // LN only
+  uint64_t rows;
+  uint64_t n;
+  uint64_t blocks;
+} pc;
+
+void main() {
+#if STAGE == 1
+  uint64_t items = pc.blocks * pc.n;
+  for (uint64_t g = global_id(); g < items; g += global_threads()) {
+    uint64_t b = g / pc.n, j = g - b * pc.n;
+    uint64_t end = min(32ul * b + 32ul, pc.rows);
+    float p = 0.0, q = 0.0;
+    for (uint64_t r = 32ul * b; r < end; ++r) {
+      uint64_t at = r * pc.n + j;
+      float dy = ldf(pc.dy, at);
+#if LN
+      float xh = xmul(xsub(ldf(pc.x, at), ldf(pc.mean, r)), ldf(pc.rstd, r));
+      q = xadd(q, dy);
+#else
+      float xh = xmul(ldf(pc.x, at), ldf(pc.rstd, r));
+#endif
+      p = xadd(p, xmul(dy, xh));
+    }
+    stf(pc.p, g, p);
+#if LN
+    stf(pc.q, g, q);
+#endif
+  }
+#else
+  for (uint64_t j = global_id(); j < pc.n; j += global_threads()) {
+    st_reset();
+    for (uint64_t b = 0ul; b < pc.blocks; ++b) st_push(ldf(pc.p, b * pc.n + j));
+    stf(pc.dgamma, j, st_finish());
+#if LN
+    st_reset();
+    for (uint64_t b = 0ul; b < pc.blocks; ++b) st_push(ldf(pc.q, b * pc.n + j));
+    stf(pc.dbeta, j, st_finish());
+#endif
+  }
+#endif
+}

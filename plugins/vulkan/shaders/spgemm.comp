@@ -1,0 +1,38 @@
+#version 460
+// SpGEMM numeric: C[i,j] = sequential sum from +0 over k ascending (A's row
+// i) of A[i,k] * B[k,j], for the k whose row of B holds j (binary search;
+// B's columns are strictly increasing within a row). One invocation per
+// entry of C.
+#extension GL_GOOGLE_include_directive : require
+layout(local_size_x = 256) in;
+#include "common.glsl"
+#include "sparse.glsl"
+
+layout(push_constant) uniform Params {
+  uint64_t a_row_ptr, a_col, a_val;
+  uint64_t b_row_ptr, b_col, b_val;
+  uint64_t c_row, c_col, c_val;
+  uint64_t nnz;
+} pc;
+
+void main() {
+  for (uint64_t e = global_id(); e < pc.nnz; e += global_threads()) {
+    uint64_t i = uint64_t(csr_at(pc.c_row, e));
+    int64_t j = csr_at(pc.c_col, e);
+    uint64_t ab = uint64_t(csr_at(pc.a_row_ptr, i)), ae = uint64_t(csr_at(pc.a_row_ptr, i + 1ul));
+    float acc = 0.0;
+    for (uint64_t ea = ab; ea < ae; ++ea) {
+      uint64_t kk = uint64_t(csr_at(pc.a_col, ea));
+      uint64_t lo = uint64_t(csr_at(pc.b_row_ptr, kk)), hi = uint64_t(csr_at(pc.b_row_ptr, kk + 1ul));
+      while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2ul;
+        int64_t cm = csr_at(pc.b_col, mid);
+        if (cm < j) lo = mid + 1ul;
+        else hi = mid;
+      }
+      if (lo < uint64_t(csr_at(pc.b_row_ptr, kk + 1ul)) && csr_at(pc.b_col, lo) == j)
+        acc = xadd(acc, xmul(ldf(pc.a_val, ea), ldf(pc.b_val, lo)));
+    }
+    stf(pc.c_val, e, acc);
+  }
+}
