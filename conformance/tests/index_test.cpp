@@ -11,8 +11,8 @@
 namespace xhal::conf {
 namespace {
 
-class GatherTest : public DeviceTest {};
-class ScatterAddTest : public DeviceTest {};
+class IndexSelectTest : public DeviceTest {};
+class IndexAddTest : public DeviceTest {};
 
 std::vector<uint8_t> random_bytes(size_t n, uint64_t seed) {
   std::mt19937_64 rng(seed);
@@ -59,7 +59,7 @@ void check_gather(xhal_device_t dev, const std::vector<int64_t>& idx, uint64_t n
   }
 }
 
-TEST_P(GatherTest, RepeatedIndicesEveryDtype) {
+TEST_P(IndexSelectTest, RepeatedIndicesEveryDtype) {
   XHAL_CONF_REQUIRE_OP(XHAL_OP_INDEX_SELECT);
   const uint64_t num_rows = 1000;
   std::vector<int64_t> idx = random_indices(5000, num_rows, fresh_seed());
@@ -68,13 +68,13 @@ TEST_P(GatherTest, RepeatedIndicesEveryDtype) {
   check_gather(dev, idx, num_rows, 37);
 }
 
-TEST_P(GatherTest, WideRowsAndSingleColumn) {
+TEST_P(IndexSelectTest, WideRowsAndSingleColumn) {
   XHAL_CONF_REQUIRE_OP(XHAL_OP_INDEX_SELECT);
   check_gather(dev, random_indices(300, 64, fresh_seed()), 64, 4099);
   check_gather(dev, random_indices(100000, 7, fresh_seed()), 7, 1);
 }
 
-TEST_P(GatherTest, SingleRowAndEmpty) {
+TEST_P(IndexSelectTest, SingleRowAndEmpty) {
   XHAL_CONF_REQUIRE_OP(XHAL_OP_INDEX_SELECT);
   check_gather(dev, {0, 0, 0}, 1, 5);  // a one-row table
   check_gather(dev, {3}, 4, 1);        // a single index
@@ -156,7 +156,7 @@ void check_scatter(xhal_device_t dev, const ScatterCase& c, xhal_dtype_t index_d
   grader.finish();
 }
 
-TEST_P(ScatterAddTest, DuplicatesAndUntouchedRows) {
+TEST_P(IndexAddTest, DuplicatesAndUntouchedRows) {
   XHAL_CONF_REQUIRE_OP(XHAL_OP_INDEX_ADD);
   // Sources land in rows [0, 400); rows [400, 500) are untouched.
   std::vector<int64_t> idx = random_indices(3000, 400, fresh_seed());
@@ -165,7 +165,7 @@ TEST_P(ScatterAddTest, DuplicatesAndUntouchedRows) {
   check_scatter(dev, {500, 19, idx, -0.375f}, XHAL_DTYPE_I32);
 }
 
-TEST_P(ScatterAddTest, HubRowWithMostSources) {
+TEST_P(IndexAddTest, HubRowWithMostSources) {
   XHAL_CONF_REQUIRE_OP(XHAL_OP_INDEX_ADD);
   // 150,000 of 200,000 sources on row 0 (4,688 chunks of 32), the rest spread.
   std::vector<int64_t> idx = random_indices(200000, 1000, fresh_seed());
@@ -177,7 +177,7 @@ TEST_P(ScatterAddTest, HubRowWithMostSources) {
   check_scatter(dev, {3, 1, std::vector<int64_t>(120000, 1), 2.0f});
 }
 
-TEST_P(ScatterAddTest, SingleRowAndEmpty) {
+TEST_P(IndexAddTest, SingleRowAndEmpty) {
   XHAL_CONF_REQUIRE_OP(XHAL_OP_INDEX_ADD);
   check_scatter(dev, {1, 8, {0, 0, 0, 0, 0}, 1.0f});
   check_scatter(dev, {2, 1, {1}, 3.0f});
@@ -195,7 +195,7 @@ TEST_P(ScatterAddTest, SingleRowAndEmpty) {
 
 // <S x, y> = <x, S^T y> with S the selection of the plan: gather gives S x,
 // index_add into d0 gives d0 + S^T y. Sums in double on downloaded results.
-TEST_P(ScatterAddTest, AdjointIdentityWithGather) {
+TEST_P(IndexAddTest, AdjointIdentityWithGather) {
   XHAL_CONF_REQUIRE_OP(XHAL_OP_INDEX_ADD);
   const int64_t num_rows = 300, w = 9;
   std::vector<int64_t> idx = random_indices(2000, num_rows, fresh_seed());
@@ -224,8 +224,8 @@ TEST_P(ScatterAddTest, AdjointIdentityWithGather) {
   EXPECT_NEAR(lhs, rhs, 1e-5 * mag) << "<Sx,y> = " << lhs << ", <x,S^T y> = " << rhs;
 }
 
-XHAL_CONF_INSTANTIATE(GatherTest);
-XHAL_CONF_INSTANTIATE(ScatterAddTest);
+XHAL_CONF_INSTANTIATE(IndexSelectTest);
+XHAL_CONF_INSTANTIATE(IndexAddTest);
 
 }  // namespace
 }  // namespace xhal::conf

@@ -7,7 +7,7 @@
 namespace xhal::conf::sparse {
 namespace {
 
-class SparseCsr : public DeviceTest {};
+class CsrCreateTest : public DeviceTest {};
 
 // xhal_csr_read returns exactly the pattern and values of `a`.
 void expect_reads_back(xhal_csr_t m, const Csr& a, xhal_dtype_t idx) {
@@ -69,7 +69,7 @@ void expect_solve_matches(xhal_device_t dev, xhal_csr_t m, const Csr& a, Rng& rn
                 });
 }
 
-TEST_P(SparseCsr, CreateFromHostArrays) {
+TEST_P(CsrCreateTest, CreateFromHostArrays) {
   LevelTracker level(XHAL_OP_SPMV);
   Rng rng(test_seed());
   SCOPED_TRACE(seed_note(rng));
@@ -83,7 +83,7 @@ TEST_P(SparseCsr, CreateFromHostArrays) {
   }
 }
 
-TEST_P(SparseCsr, CreateFromDeviceBuffers) {
+TEST_P(CsrCreateTest, CreateFromDeviceBuffers) {
   LevelTracker level(XHAL_OP_SPMV);
   Rng rng(test_seed());
   SCOPED_TRACE(seed_note(rng));
@@ -99,7 +99,7 @@ TEST_P(SparseCsr, CreateFromDeviceBuffers) {
 }
 
 // values NULL (host) or no values buffer: every value starts at +0.0.
-TEST_P(SparseCsr, CreateWithoutValuesStartsAtZero) {
+TEST_P(CsrCreateTest, CreateWithoutValuesStartsAtZero) {
   Rng rng(test_seed());
   SCOPED_TRACE(seed_note(rng));
   Csr a = random_matrix(30, 20, rng);
@@ -121,7 +121,7 @@ TEST_P(SparseCsr, CreateWithoutValuesStartsAtZero) {
 
 // Training changes values, not topology: replace the values from the host
 // and the ops give the new answers; the pattern stays.
-TEST_P(SparseCsr, SetValuesFromHostGivesNewAnswers) {
+TEST_P(CsrCreateTest, SetValuesFromHostGivesNewAnswers) {
   LevelTracker level(XHAL_OP_CSR_SOLVE);
   Rng rng(test_seed());
   SCOPED_TRACE(seed_note(rng));
@@ -141,7 +141,7 @@ TEST_P(SparseCsr, SetValuesFromHostGivesNewAnswers) {
 
 // Same from a device tensor at a non-zero offset: device to device, no host
 // transfer.
-TEST_P(SparseCsr, SetValuesFromDeviceTensorWithoutHostTransfer) {
+TEST_P(CsrCreateTest, SetValuesFromDeviceTensorWithoutHostTransfer) {
   LevelTracker level(XHAL_OP_CSR_SOLVE);
   Rng rng(test_seed());
   SCOPED_TRACE(seed_note(rng));
@@ -164,7 +164,7 @@ TEST_P(SparseCsr, SetValuesFromDeviceTensorWithoutHostTransfer) {
 
 // A matrix, or an operand, of one device used on another: XHAL_WRONG_DEVICE
 // and nothing written.
-TEST_P(SparseCsr, WrongDeviceRejected) {
+TEST_P(CsrCreateTest, WrongDeviceRejected) {
   uint32_t count = 0;
   ASSERT_EQ(xhal_device_count(&count), XHAL_OK);
   uint32_t other_index = count;
@@ -226,7 +226,7 @@ TEST_P(SparseCsr, WrongDeviceRejected) {
   ASSERT_EQ(xhal_device_release(other), XHAL_OK) << xhal_last_error();
 }
 
-XHAL_CONF_INSTANTIATE(SparseCsr);
+XHAL_CONF_INSTANTIATE(CsrCreateTest);
 
 }  // namespace
 }  // namespace xhal::conf::sparse

@@ -7,7 +7,7 @@
 namespace xhal::conf::sparse {
 namespace {
 
-class SparseSolve : public DeviceTest {};
+class CsrSolveTest : public DeviceTest {};
 
 struct SolveCase {
   xhal_transpose_t trans;
@@ -53,7 +53,7 @@ void check_solve(xhal_device_t dev, const Csr& a, const SolveCase& c, LevelTrack
   });
 }
 
-TEST_P(SparseSolve, EveryVariantAgainstReferences) {
+TEST_P(CsrSolveTest, EveryVariantAgainstReferences) {
   LevelTracker level(XHAL_OP_CSR_SOLVE);
   Rng rng(test_seed());
   SCOPED_TRACE(seed_note(rng));
@@ -75,7 +75,7 @@ TEST_P(SparseSolve, EveryVariantAgainstReferences) {
     }
 }
 
-TEST_P(SparseSolve, ChainsAndConfluences) {
+TEST_P(CsrSolveTest, ChainsAndConfluences) {
   LevelTracker level(XHAL_OP_CSR_SOLVE);
   Rng rng(test_seed());
   SCOPED_TRACE(seed_note(rng));
@@ -88,7 +88,7 @@ TEST_P(SparseSolve, ChainsAndConfluences) {
                     level, rng, names[s]);
 }
 
-TEST_P(SparseSolve, Chain100000Reaches) {
+TEST_P(CsrSolveTest, Chain100000Reaches) {
   LevelTracker level(XHAL_OP_CSR_SOLVE);
   Rng rng(test_seed());
   SCOPED_TRACE(seed_note(rng));
@@ -98,7 +98,7 @@ TEST_P(SparseSolve, Chain100000Reaches) {
                 level, rng, "chain 100000");
 }
 
-TEST_P(SparseSolve, RiverTree200000Reaches) {
+TEST_P(CsrSolveTest, RiverTree200000Reaches) {
   LevelTracker level(XHAL_OP_CSR_SOLVE);
   Rng rng(test_seed());
   SCOPED_TRACE(seed_note(rng));
@@ -114,7 +114,7 @@ TEST_P(SparseSolve, RiverTree200000Reaches) {
 
 // Solve op(A) x = b on the device, multiply back with spmv on the device:
 // op(A) x returns b within the solve's residual bound plus the spmv's.
-TEST_P(SparseSolve, SolveThenMultiplyReturnsB) {
+TEST_P(CsrSolveTest, SolveThenMultiplyReturnsB) {
   LevelTracker level(XHAL_OP_CSR_SOLVE);
   Rng rng(test_seed());
   SCOPED_TRACE(seed_note(rng));
@@ -150,7 +150,7 @@ TEST_P(SparseSolve, SolveThenMultiplyReturnsB) {
       }
 }
 
-XHAL_CONF_INSTANTIATE(SparseSolve);
+XHAL_CONF_INSTANTIATE(CsrSolveTest);
 
 }  // namespace
 }  // namespace xhal::conf::sparse

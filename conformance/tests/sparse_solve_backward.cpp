@@ -8,7 +8,7 @@
 namespace xhal::conf::sparse {
 namespace {
 
-class SparseSolveBackward : public DeviceTest {};
+class CsrSolveBackwardTest : public DeviceTest {};
 
 struct Grads {
   std::vector<float> gb, ga;
@@ -84,7 +84,7 @@ void expect_near_fd(const std::string& what, const std::vector<float>& got,
         << fd[i];
 }
 
-TEST_P(SparseSolveBackward, FiniteDifferencesOfFloat64Solve) {
+TEST_P(CsrSolveBackwardTest, FiniteDifferencesOfFloat64Solve) {
   LevelTracker level(XHAL_OP_CSR_SOLVE_BACKWARD);
   Rng rng(test_seed());
   SCOPED_TRACE(seed_note(rng));
@@ -137,7 +137,7 @@ TEST_P(SparseSolveBackward, FiniteDifferencesOfFloat64Solve) {
         }
 }
 
-TEST_P(SparseSolveBackward, EveryVariantBitExactAndBounded) {
+TEST_P(CsrSolveBackwardTest, EveryVariantBitExactAndBounded) {
   LevelTracker level(XHAL_OP_CSR_SOLVE_BACKWARD);
   Rng rng(test_seed());
   SCOPED_TRACE(seed_note(rng));
@@ -156,7 +156,7 @@ TEST_P(SparseSolveBackward, EveryVariantBitExactAndBounded) {
     }
 }
 
-TEST_P(SparseSolveBackward, ConfluenceRowsRepeat) {
+TEST_P(CsrSolveBackwardTest, ConfluenceRowsRepeat) {
   LevelTracker level(XHAL_OP_CSR_SOLVE_BACKWARD);
   Rng rng(test_seed());
   SCOPED_TRACE(seed_note(rng));
@@ -169,7 +169,7 @@ TEST_P(SparseSolveBackward, ConfluenceRowsRepeat) {
   }
 }
 
-TEST_P(SparseSolveBackward, WithoutGa) {
+TEST_P(CsrSolveBackwardTest, WithoutGa) {
   LevelTracker level(XHAL_OP_CSR_SOLVE_BACKWARD);
   Rng rng(test_seed());
   SCOPED_TRACE(seed_note(rng));
@@ -179,7 +179,7 @@ TEST_P(SparseSolveBackward, WithoutGa) {
                  XHAL_DIAGONAL_STORED, x, dx, 1, true, false, level);
 }
 
-TEST_P(SparseSolveBackward, RiverTree200000Reaches) {
+TEST_P(CsrSolveBackwardTest, RiverTree200000Reaches) {
   LevelTracker level(XHAL_OP_CSR_SOLVE_BACKWARD);
   Rng rng(test_seed());
   SCOPED_TRACE(seed_note(rng));
@@ -194,7 +194,7 @@ TEST_P(SparseSolveBackward, RiverTree200000Reaches) {
   }
 }
 
-XHAL_CONF_INSTANTIATE(SparseSolveBackward);
+XHAL_CONF_INSTANTIATE(CsrSolveBackwardTest);
 
 }  // namespace
 }  // namespace xhal::conf::sparse

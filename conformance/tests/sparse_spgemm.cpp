@@ -7,7 +7,7 @@
 namespace xhal::conf::sparse {
 namespace {
 
-class SparseSpgemm : public DeviceTest {};
+class SpgemmTest : public DeviceTest {};
 
 // C's pattern and values read back in `idx` (C takes its inputs' index dtype).
 Csr read_matrix(xhal_csr_t m, xhal_dtype_t idx) {
@@ -64,7 +64,7 @@ void check_product(xhal_device_t dev, const Csr& a, const Csr& b, xhal_dtype_t i
   });
 }
 
-TEST_P(SparseSpgemm, PatternAndValues) {
+TEST_P(SpgemmTest, PatternAndValues) {
   LevelTracker level(XHAL_OP_SPGEMM);
   Rng rng(test_seed());
   SCOPED_TRACE(seed_note(rng));
@@ -97,7 +97,7 @@ TEST_P(SparseSpgemm, PatternAndValues) {
 }
 
 // 1*2 + 2*(-1) = +0 exactly: the entry stays in C's pattern as +0.0.
-TEST_P(SparseSpgemm, CancellationKeepsExplicitZero) {
+TEST_P(SpgemmTest, CancellationKeepsExplicitZero) {
   LevelTracker level(XHAL_OP_SPGEMM);
   Csr a = from_row_lists(2, 2, {{0, 1}, {1}});
   a.values = {1.0f, 2.0f, 3.0f};
@@ -118,7 +118,7 @@ TEST_P(SparseSpgemm, CancellationKeepsExplicitZero) {
 
 // C is a validated matrix like any other: spmv with it gives the canonical
 // answer for the canonical C.
-TEST_P(SparseSpgemm, ProductIsUsableByOtherOps) {
+TEST_P(SpgemmTest, ProductIsUsableByOtherOps) {
   LevelTracker level(XHAL_OP_SPGEMM);
   Rng rng(test_seed());
   SCOPED_TRACE(seed_note(rng));
@@ -144,7 +144,7 @@ TEST_P(SparseSpgemm, ProductIsUsableByOtherOps) {
   });
 }
 
-XHAL_CONF_INSTANTIATE(SparseSpgemm);
+XHAL_CONF_INSTANTIATE(SpgemmTest);
 
 }  // namespace
 }  // namespace xhal::conf::sparse

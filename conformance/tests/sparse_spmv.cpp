@@ -6,8 +6,8 @@
 namespace xhal::conf::sparse {
 namespace {
 
-class SparseSpmv : public DeviceTest {};
-class SparseSpmm : public DeviceTest {};
+class SpmvTest : public DeviceTest {};
+class SpmmTest : public DeviceTest {};
 
 struct NamedMatrix {
   std::string name;
@@ -69,7 +69,7 @@ std::string label_of(const std::string& name, xhal_dtype_t idx, xhal_transpose_t
          std::to_string(k);
 }
 
-TEST_P(SparseSpmv, AlphaBetaBothOpsAgainstReferences) {
+TEST_P(SpmvTest, AlphaBetaBothOpsAgainstReferences) {
   LevelTracker level(XHAL_OP_SPMV);
   Rng rng(test_seed());
   SCOPED_TRACE(seed_note(rng));
@@ -83,7 +83,7 @@ TEST_P(SparseSpmv, AlphaBetaBothOpsAgainstReferences) {
       }
 }
 
-TEST_P(SparseSpmm, AlphaBetaBothOpsAgainstReferences) {
+TEST_P(SpmmTest, AlphaBetaBothOpsAgainstReferences) {
   LevelTracker level(XHAL_OP_SPMM);
   Rng rng(test_seed());
   SCOPED_TRACE(seed_note(rng));
@@ -100,7 +100,7 @@ TEST_P(SparseSpmm, AlphaBetaBothOpsAgainstReferences) {
 
 // An all-empty matrix: every row sum is +0.0, so y = alpha * +0 (-0 for a
 // negative alpha) and a NaN y must still not leak.
-TEST_P(SparseSpmv, EmptyRowsGiveSignedZero) {
+TEST_P(SpmvTest, EmptyRowsGiveSignedZero) {
   LevelTracker level(XHAL_OP_SPMV);
   Csr a;
   a.rows = 5;
@@ -118,7 +118,7 @@ TEST_P(SparseSpmv, EmptyRowsGiveSignedZero) {
 
 // A matrix with no rows: A x writes nothing (y is empty) and A^T x is all
 // +0.0 (alpha = 1, beta = 0) over the NaN-poisoned y.
-TEST_P(SparseSpmv, ZeroRowMatrix) {
+TEST_P(SpmvTest, ZeroRowMatrix) {
   LevelTracker level(XHAL_OP_SPMV);
   Csr a;
   a.rows = 0;
@@ -139,7 +139,7 @@ TEST_P(SparseSpmv, ZeroRowMatrix) {
 // One hub row and one hub column of 300,000 terms (9,375 chunks of 32,
 // combined by a tree padded to 16,384): the canonical order must survive
 // whatever splitting of a long row a backend does.
-TEST_P(SparseSpmv, HubOf300000Terms) {
+TEST_P(SpmvTest, HubOf300000Terms) {
   LevelTracker level(XHAL_OP_SPMV);
   Rng rng(test_seed());
   SCOPED_TRACE(seed_note(rng));
@@ -156,7 +156,7 @@ TEST_P(SparseSpmv, HubOf300000Terms) {
 }
 
 // Operands at byte offsets inside one shared buffer (disjoint ranges).
-TEST_P(SparseSpmv, OperandsAtOffsetsInOneBuffer) {
+TEST_P(SpmvTest, OperandsAtOffsetsInOneBuffer) {
   LevelTracker level(XHAL_OP_SPMV);
   Rng rng(test_seed());
   SCOPED_TRACE(seed_note(rng));
@@ -188,7 +188,7 @@ TEST_P(SparseSpmv, OperandsAtOffsetsInOneBuffer) {
 
 // <A x, y> = <x, A^T y>, both sides from device results, evaluated in
 // float64, within the sum of the two products' spmv bounds.
-TEST_P(SparseSpmv, AdjointIdentity) {
+TEST_P(SpmvTest, AdjointIdentity) {
   LevelTracker level(XHAL_OP_SPMV);
   Rng rng(test_seed());
   SCOPED_TRACE(seed_note(rng));
@@ -233,8 +233,8 @@ TEST_P(SparseSpmv, AdjointIdentity) {
   }
 }
 
-XHAL_CONF_INSTANTIATE(SparseSpmv);
-XHAL_CONF_INSTANTIATE(SparseSpmm);
+XHAL_CONF_INSTANTIATE(SpmvTest);
+XHAL_CONF_INSTANTIATE(SpmmTest);
 
 }  // namespace
 }  // namespace xhal::conf::sparse
