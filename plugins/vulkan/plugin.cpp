@@ -274,8 +274,11 @@ xhal_status_t init(const xhal_plugin_host_t* host, void** out_context, char* out
   const bool debug_utils = has_instance_extension(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
   if (g_validation != Validation::kOff) {
     if (!has_layer("VK_LAYER_KHRONOS_validation")) {
-      note = "XHAL_VULKAN_VALIDATION is set but VK_LAYER_KHRONOS_validation is not installed";
-      return finish();
+      // Refused rather than run unvalidated: a CI run that asked for the
+      // layer must not pass without it.
+      return fail(XHAL_PLUGIN_ERROR,
+                  "XHAL_VULKAN_VALIDATION is set but VK_LAYER_KHRONOS_validation is not "
+                  "installed (Debian: vulkan-validationlayers)");
     }
     layers.push_back("VK_LAYER_KHRONOS_validation");
     if (debug_utils) extensions.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
