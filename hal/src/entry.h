@@ -3,6 +3,7 @@
 // from inside a plugin slot (re-entry) is a status, not a deadlock.
 #pragma once
 
+#include <cstring>
 #include <exception>
 #include <new>
 
@@ -46,9 +47,10 @@ template <typename Call>
 inline xhal_status_t call_slot(const char* backend, const char* slot, Call&& call) noexcept {
   ThreadState& t = thread_state();
   ++t.plugin_depth;
-  xhal_status_t s;
+  int s;  // read as an integer: a plugin may return a value outside the enum
   try {
-    s = call();
+    const xhal_status_t returned = call();
+    std::memcpy(&s, &returned, sizeof s);
   } catch (...) {
     --t.plugin_depth;
     return slot_exception(backend, slot);

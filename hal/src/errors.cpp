@@ -1,6 +1,7 @@
 // Status names, the thread-local last-error message, and the host table
 // through which plugins describe their own failures.
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <new>
 #include <string>
@@ -95,8 +96,7 @@ std::string take_plugin_message() {
   return message;
 }
 
-xhal_status_t plugin_status(xhal_status_t status, const char* backend,
-                            const char* slot) {
+xhal_status_t plugin_status(int status, const char* backend, const char* slot) {
   // Success path: drop whatever the plugin said without moving a string.
   if (status == XHAL_OK) {
     t_messages.plugin_message.clear();
@@ -109,11 +109,11 @@ xhal_status_t plugin_status(xhal_status_t status, const char* backend,
                 backend, slot, static_cast<int>(status),
                 message.empty() ? "" : ": ", message.c_str());
   }
+  const auto known = static_cast<xhal_status_t>(status);
   if (message.empty()) {
-    return fail(status, "%s plugin: %s failed (%s)", backend, slot,
-                xhal_status_name(status));
+    return fail(known, "%s plugin: %s failed (%s)", backend, slot, xhal_status_name(known));
   }
-  return fail(status, "%s plugin: %s: %s", backend, slot, message.c_str());
+  return fail(known, "%s plugin: %s: %s", backend, slot, message.c_str());
 }
 
 const xhal_plugin_host_t* plugin_host() { return &kHost; }
@@ -122,7 +122,9 @@ const xhal_plugin_host_t* plugin_host() { return &kHost; }
 
 extern "C" {
 
-const char* xhal_status_name(xhal_status_t status) {
+const char* xhal_status_name(xhal_status_t status_arg) {
+  int status;  // any value may arrive from C: compare it as an integer
+  std::memcpy(&status, &status_arg, sizeof status);
   switch (status) {
     case XHAL_OK: return "XHAL_OK";
     case XHAL_INVALID_ARGUMENT: return "XHAL_INVALID_ARGUMENT";

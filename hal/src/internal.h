@@ -38,7 +38,7 @@ void clear_error();
 std::string take_plugin_message();
 // Maps a plugin slot's return into a public status, keeping the plugin's
 // message or naming the slot ("cpu plugin: index_add failed (XHAL_...)").
-xhal_status_t plugin_status(xhal_status_t status, const char* backend,
+xhal_status_t plugin_status(int status, const char* backend,
                             const char* slot);
 
 // The services table handed to every plugin's init (set_error feeds

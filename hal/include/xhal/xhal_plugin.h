@@ -7,8 +7,8 @@
  *
  * The core validates every argument before calling a slot (handles, dtypes,
  * shapes, strides, byte ranges, indices, CSR structure), so a slot may assume
- * valid input. Slots run on the caller's thread; several threads may call
- * slots of one device at once, so a plugin serialises what needs it.
+ * valid input. Slots run on the caller's thread; the core calls the slots of
+ * one device one at a time (slots of different devices may run at once).
  * A failing slot returns a status and may describe it with host->set_error. */
 #ifndef XHAL_PLUGIN_H_
 #define XHAL_PLUGIN_H_
