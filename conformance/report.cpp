@@ -48,14 +48,7 @@ const char* level_name(Level level) {
   return "none";
 }
 
-const char* op_name(xhal_op_t op) {
-  static const char* const kNames[XHAL_OP_COUNT_] = {
-      "index_select",       "index_add",        "permute",           "softmax_forward",
-      "softmax_backward",   "rms_norm_forward", "rms_norm_backward", "layer_norm_forward",
-      "layer_norm_backward", "spmv",            "spmm",              "csr_solve",
-      "csr_solve_backward", "spgemm"};
-  return (op >= 0 && op < XHAL_OP_COUNT_) ? kNames[op] : "unknown";
-}
+const char* op_name(xhal_op_t op) { return xhal_op_name(op); }
 
 Report& report() {
   static Report r;

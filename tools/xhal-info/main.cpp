@@ -23,13 +23,6 @@ namespace {
 
 using nlohmann::ordered_json;
 
-// Names as in the C API (xhal_<name>); the CLI and JSON use them.
-constexpr const char* kOpNames[XHAL_OP_COUNT_] = {
-    "index_select",      "index_add",          "permute",
-    "softmax_forward",   "softmax_backward",   "rms_norm_forward",
-    "rms_norm_backward", "layer_norm_forward", "layer_norm_backward",
-    "spmv",              "spmm",               "csr_solve",
-    "csr_solve_backward", "spgemm"};
 
 const char* state_name(xhal_plugin_state_t state) {
   switch (state) {
@@ -94,7 +87,28 @@ struct Device {
   } info;
   std::string id;             // "cuda:0"
   std::string same_device_as; // an earlier entry with the same stable id
+  // Options in force (xhal_device_get_options), or why the device could not
+  // be opened to ask (a bad XHAL_DEVICE_OPTIONS shows here).
+  std::string options, options_error;
 };
+
+// Opens device `index` just long enough to read its options in force.
+void read_options(uint32_t index, Device* d) {
+  xhal_device_t dev = nullptr;
+  if (xhal_device_open_index(index, &dev) != XHAL_OK) {
+    d->options_error = xhal_last_error();
+    return;
+  }
+  size_t length = 0;
+  if (xhal_device_get_options(dev, nullptr, 0, &length) == XHAL_OK) {
+    std::string text(length + 1, '\0');
+    if (xhal_device_get_options(dev, text.data(), text.size(), &length) == XHAL_OK)
+      d->options = text.substr(0, length);
+  } else {
+    d->options_error = xhal_last_error();
+  }
+  xhal_device_release(dev);
+}
 
 std::vector<Plugin> read_plugins() {
   std::vector<Plugin> plugins;
@@ -132,6 +146,7 @@ std::vector<Device> read_devices(uint32_t count) {
       auto [it, inserted] = first_with_id.emplace(stable, d.id);
       if (!inserted) d.same_device_as = it->second;
     }
+    read_options(i, &d);
     devices.push_back(d);
   }
   return devices;
@@ -153,7 +168,7 @@ ordered_json plugin_json(const Plugin& p) {
 ordered_json device_json(uint32_t index, const Device& d) {
   ordered_json ops = ordered_json::object();
   for (int op = 0; op < XHAL_OP_COUNT_; ++op) {
-    if (d.info.supported_ops & (uint64_t{1} << op)) ops[kOpNames[op]] = dtype_names(d.info.op_dtypes[op]);
+    if (d.info.supported_ops & (uint64_t{1} << op)) ops[xhal_op_name(static_cast<xhal_op_t>(op))] = dtype_names(d.info.op_dtypes[op]);
   }
   ordered_json j = {{"index", index},
                     {"id", d.id},
@@ -164,6 +179,8 @@ ordered_json device_json(uint32_t index, const Device& d) {
                     {"stable_id", d.info.stable_id},
                     {"memory_bytes", d.info.memory_bytes},
                     {"ops", ops}};
+  j["options"] = d.options;
+  if (!d.options_error.empty()) j["options_error"] = d.options_error;
   j["same_device_as"] = d.same_device_as.empty() ? ordered_json() : ordered_json(d.same_device_as);
   return j;
 }
@@ -197,11 +214,16 @@ void print_devices(const std::vector<Device>& devices) {
     if (d.info.supported_ops == 0) std::cout << " none";
     for (int op = 0; op < XHAL_OP_COUNT_; ++op) {
       if (!(d.info.supported_ops & (uint64_t{1} << op))) continue;
-      std::cout << " " << kOpNames[op] << "[";
+      std::cout << " " << xhal_op_name(static_cast<xhal_op_t>(op)) << "[";
       const auto names = dtype_names(d.info.op_dtypes[op]);
       for (size_t k = 0; k < names.size(); ++k) std::cout << (k ? " " : "") << names[k];
       std::cout << "]";
     }
+    std::cout << "\n      options:   ";
+    if (!d.options_error.empty())
+      std::cout << "(cannot open the device: " << d.options_error << ")";
+    else
+      std::cout << (d.options.empty() ? "(none)" : d.options);
     std::cout << "\n";
   }
 }
