@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "op_registry.h"
 #include "dense_ops.h"
 #include "index_plan.h"
 #include "row_ops.h"
@@ -107,5 +108,8 @@ xhal_status_t index_add(void* device, void* plan_handle, float alpha,
   for (const TouchedRow& hub : plan.hub_rows) add_hub_row(plan, hub, alpha, s, d, w);
   return XHAL_OK;
 }
+
+// The slots this file fills (op_registry.h).
+XHAL_CPU_OP(XHAL_OP_INDEX_ADD, kF32Dtype, api.index_add = index_add);
 
 }  // namespace xhal::cpu

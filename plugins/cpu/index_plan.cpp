@@ -4,6 +4,7 @@
 #include <memory>
 #include <new>
 
+#include "op_registry.h"
 #include "dense_ops.h"
 #include "index_plan.h"
 
@@ -45,5 +46,8 @@ xhal_status_t index_plan_create(void*, const xhal_plugin_index_plan_desc_t* desc
 }
 
 void index_plan_destroy(void*, void* plan) { delete static_cast<IndexPlan*>(plan); }
+
+// The slots this file fills (op_registry.h).
+XHAL_CPU_OP(kNotAnOp, 0, api.index_plan_create = index_plan_create; api.index_plan_destroy = index_plan_destroy);
 
 }  // namespace xhal::cpu

@@ -1,6 +1,7 @@
 // Gather: out[i, :] = src[idx[i], :], rows moved as bytes (any dtype).
 #include <cstring>
 
+#include "op_registry.h"
 #include "dense_ops.h"
 #include "index_plan.h"
 #include "isa_kernels.h"
@@ -55,5 +56,8 @@ xhal_status_t index_select(void* device, void* plan_handle, const xhal_plugin_te
   }
   return XHAL_OK;
 }
+
+// The slots this file fills (op_registry.h).
+XHAL_CPU_OP(XHAL_OP_INDEX_SELECT, kEveryDtype, api.index_select = index_select);
 
 }  // namespace xhal::cpu

@@ -3,6 +3,7 @@
 // dgamma/dbeta from 32-row block partials as in rms_norm.cpp.
 #include <memory>
 
+#include "op_registry.h"
 #include "dense_ops.h"
 #include "isa_kernels.h"
 #include "row_ops.h"
@@ -66,5 +67,9 @@ xhal_status_t layer_norm_backward(void* device, const xhal_plugin_tensor_t* x,
   colsum_tree(partial_b.get(), blocks, s.n, tensor_data<float>(dbeta));
   return XHAL_OK;
 }
+
+// The slots this file fills (op_registry.h).
+XHAL_CPU_OP(XHAL_OP_LAYER_NORM_FORWARD, kF32Dtype, api.layer_norm_forward = layer_norm_forward);
+XHAL_CPU_OP(XHAL_OP_LAYER_NORM_BACKWARD, kF32Dtype, api.layer_norm_backward = layer_norm_backward);
 
 }  // namespace xhal::cpu

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "op_registry.h"
 #include "dense_ops.h"
 #include "index_plan.h"
 #include "isa_kernels.h"
@@ -183,5 +184,8 @@ xhal_status_t permute(void* device, const xhal_plugin_tensor_t* src,
   }
   return XHAL_OK;
 }
+
+// The slots this file fills (op_registry.h).
+XHAL_CPU_OP(XHAL_OP_PERMUTE, kEveryDtype, api.permute = permute);
 
 }  // namespace xhal::cpu

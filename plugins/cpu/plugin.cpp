@@ -12,6 +12,7 @@
 #include <string>
 #include <thread>
 
+#include "op_registry.h"
 #include "dense_ops.h"
 
 namespace xhal::cpu {
@@ -55,13 +56,9 @@ void fill_device_info(xhal_plugin_device_info_t* info) {
   info->kind = XHAL_DEVICE_KIND_CPU;
   info->memory_bytes = physical_memory_bytes();
 
-  // Moves by element size: every dtype. Arithmetic ops: f32 only.
-  uint32_t all_dtypes = 0;
-  for (int d = XHAL_DTYPE_F32; d < XHAL_DTYPE_COUNT_; ++d) all_dtypes |= 1u << d;
-  const uint32_t f32 = 1u << XHAL_DTYPE_F32;
-  for (int op = 0; op < XHAL_OP_COUNT_; ++op) info->op_dtypes[op] = f32;
-  info->op_dtypes[XHAL_OP_INDEX_SELECT] = all_dtypes;
-  info->op_dtypes[XHAL_OP_PERMUTE] = all_dtypes;
+  // The dtypes each op file registered.
+  for (const OpRegistration& r : op_registry())
+    if (r.op >= 0 && r.op < XHAL_OP_COUNT_) info->op_dtypes[r.op] |= r.dtypes;
 }
 
 xhal_status_t init(const xhal_plugin_host_t* host, void** out_context, char* out_note,
@@ -144,26 +141,8 @@ xhal_plugin_api_t make_api() {
   api.buffer_read = buffer_read;
   api.buffer_copy = buffer_copy;
   api.buffer_fill = buffer_fill;
-  // Dense ops.
-  api.index_plan_create = index_plan_create;
-  api.index_plan_destroy = index_plan_destroy;
-  api.index_select = index_select;
-  api.index_add = index_add;
-  api.permute = permute;
-  api.softmax_forward = softmax_forward;
-  api.softmax_backward = softmax_backward;
-  api.rms_norm_forward = rms_norm_forward;
-  api.rms_norm_backward = rms_norm_backward;
-  api.layer_norm_forward = layer_norm_forward;
-  api.layer_norm_backward = layer_norm_backward;
-  // Sparse ops (sparse_*.cpp).
-  api.csr_create = csr_create;
-  api.csr_destroy = csr_destroy;
-  api.spmv = spmv;
-  api.spmm = spmm;
-  api.csr_solve = csr_solve;
-  api.csr_solve_backward = csr_solve_backward;
-  api.spgemm_numeric = spgemm_numeric;
+  // Ops and their create/destroy slots: each op file registers its own.
+  for (const OpRegistration& r : op_registry()) r.fill(api);
   return api;
 }
 

@@ -3,6 +3,7 @@
 // in ascending row order by one thread; stage 2 is colsum_tree.
 #include <memory>
 
+#include "op_registry.h"
 #include "dense_ops.h"
 #include "isa_kernels.h"
 #include "row_ops.h"
@@ -56,5 +57,9 @@ xhal_status_t rms_norm_backward(void* device, const xhal_plugin_tensor_t* x,
   colsum_tree(partial.get(), blocks, s.n, tensor_data<float>(dgamma));
   return XHAL_OK;
 }
+
+// The slots this file fills (op_registry.h).
+XHAL_CPU_OP(XHAL_OP_RMS_NORM_FORWARD, kF32Dtype, api.rms_norm_forward = rms_norm_forward);
+XHAL_CPU_OP(XHAL_OP_RMS_NORM_BACKWARD, kF32Dtype, api.rms_norm_backward = rms_norm_backward);
 
 }  // namespace xhal::cpu

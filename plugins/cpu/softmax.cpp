@@ -4,6 +4,7 @@
 // scaled by xhal_exp(m[c] - M) * (1 / S)).
 #include <vector>
 
+#include "op_registry.h"
 #include "dense_ops.h"
 #include "isa_kernels.h"
 #include "row_ops.h"
@@ -45,5 +46,9 @@ xhal_status_t softmax_backward(void* device, const xhal_plugin_tensor_t* y,
     row(yp + r * s.n, dyp + r * s.n, dxp + r * s.n, s.n, stream);
   return XHAL_OK;
 }
+
+// The slots this file fills (op_registry.h).
+XHAL_CPU_OP(XHAL_OP_SOFTMAX_FORWARD, kF32Dtype, api.softmax_forward = softmax_forward);
+XHAL_CPU_OP(XHAL_OP_SOFTMAX_BACKWARD, kF32Dtype, api.softmax_backward = softmax_backward);
 
 }  // namespace xhal::cpu

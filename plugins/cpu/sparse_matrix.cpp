@@ -1,6 +1,7 @@
 // csr_create / csr_destroy: copies the validated pattern (its arrays are
 // only valid during the call), narrows indices to int32 where they fit and
 // builds the level schedules of the triangular solves once per pattern.
+#include "op_registry.h"
 #include "sparse_matrix.h"
 
 #include <omp.h>
@@ -181,5 +182,8 @@ xhal_status_t csr_create(void* /*device*/, const xhal_plugin_csr_desc_t* desc, v
 }
 
 void csr_destroy(void* /*device*/, void* matrix) { delete static_cast<CsrMatrix*>(matrix); }
+
+// The slots this file fills (op_registry.h).
+XHAL_CPU_OP(kNotAnOp, 0, api.csr_create = csr_create; api.csr_destroy = csr_destroy);
 
 }  // namespace xhal::cpu

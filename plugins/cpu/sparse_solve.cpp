@@ -4,6 +4,7 @@
 // Rows are dealt to the team at creation and each member waits only for the
 // rows of others it reads (sparse_matrix.h, SolveSchedule); the bits do not
 // depend on the schedule.
+#include "op_registry.h"
 #include "sparse_solve.h"
 
 #include <algorithm>
@@ -239,5 +240,8 @@ xhal_status_t csr_solve(void* device, void* a, xhal_transpose_t trans, xhal_tria
                  columns_of(x));
   });
 }
+
+// The slots this file fills (op_registry.h).
+XHAL_CPU_OP(XHAL_OP_CSR_SOLVE, kF32Dtype, api.csr_solve = csr_solve);
 
 }  // namespace xhal::cpu

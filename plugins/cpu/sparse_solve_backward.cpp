@@ -2,6 +2,7 @@
 // values on its pattern, ga[e] = -segsum_c(gb[i,c] * x[j,c]).
 #include <omp.h>
 
+#include "op_registry.h"
 #include "sparse_solve.h"
 
 namespace xhal::cpu {
@@ -77,5 +78,8 @@ xhal_status_t csr_solve_backward(void* device, void* a, xhal_transpose_t trans,
   });
   return XHAL_OK;
 }
+
+// The slots this file fills (op_registry.h).
+XHAL_CPU_OP(XHAL_OP_CSR_SOLVE_BACKWARD, kF32Dtype, api.csr_solve_backward = csr_solve_backward);
 
 }  // namespace xhal::cpu

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <new>
 
+#include "op_registry.h"
 #include "dense_ops.h"
 #include "sparse_kernels.h"
 
@@ -64,5 +65,8 @@ xhal_status_t spgemm_numeric(void* device, void* a, void* b, void* c) {
   }
   return XHAL_OK;
 }
+
+// The slots this file fills (op_registry.h).
+XHAL_CPU_OP(XHAL_OP_SPGEMM, kF32Dtype, api.spgemm_numeric = spgemm_numeric);
 
 }  // namespace xhal::cpu

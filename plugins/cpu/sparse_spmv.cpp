@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "op_registry.h"
 #include "sparse_kernels.h"
 
 namespace xhal::cpu {
@@ -149,5 +150,9 @@ xhal_status_t spmm(void* device, void* a, xhal_transpose_t trans, float alpha,
                    const xhal_plugin_tensor_t* x, float beta, const xhal_plugin_tensor_t* y) {
   return guard_allocation("spmm", [&] { return multiply_op(device, a, trans, alpha, x, beta, y); });
 }
+
+// The slots this file fills (op_registry.h).
+XHAL_CPU_OP(XHAL_OP_SPMV, kF32Dtype, api.spmv = spmv);
+XHAL_CPU_OP(XHAL_OP_SPMM, kF32Dtype, api.spmm = spmm);
 
 }  // namespace xhal::cpu
