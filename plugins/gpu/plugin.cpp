@@ -105,8 +105,9 @@ xhal_status_t device_open_with_options(void* context, uint32_t index, const char
     return fail(XHAL_NOT_FOUND, "%s plugin: no device %u", XHAL_GPU_BACKEND_NAME, index);
   DeviceOptions parsed;
   std::string error;
+  // The core puts "<backend> plugin: device_open_with_options: " before it.
   if (!parse_device_options(options, kBackend, &parsed, &error))
-    return fail(XHAL_INVALID_ARGUMENT, "%s plugin: %s", XHAL_GPU_BACKEND_NAME, error.c_str());
+    return fail(XHAL_INVALID_ARGUMENT, "%s", error.c_str());
   auto d = std::make_unique<Device>();
   d->ordinal = static_cast<int>(index);
   d->options = parsed;
