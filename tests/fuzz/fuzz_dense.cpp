@@ -149,8 +149,12 @@ void run_plan_create(Input& in, xhal_device_t dev, std::vector<PlanRecord>& plan
     int64_t v;
     switch (in.pick(4)) {
       case 0: v = in.i64(); break;
-      case 1: v = static_cast<int64_t>(num_rows) - 1 + in.range(0, 1); break;
-      default: v = num_rows ? in.range(0, static_cast<int64_t>(num_rows) - 1) : 0; break;
+      case 1: v = static_cast<int64_t>(num_rows - 1 + static_cast<uint64_t>(in.range(0, 1))); break;
+      default: {
+        const uint64_t last = num_rows ? num_rows - 1 : 0;
+        v = in.range(0, last > INT64_MAX ? INT64_MAX : static_cast<int64_t>(last));
+        break;
+      }
     }
     idx64[k] = v;
     idx32[k] = static_cast<int32_t>(v);
