@@ -77,7 +77,7 @@ void Device::record_copy(const Mem& src, uint64_t src_offset, const Mem& dst, ui
   auto run = [&](VkPipeline p, uint64_t from, uint64_t to, uint64_t count) {
     if (!count) return;
     const CopyPush push{from, to, count};
-    dispatch(p, &push, sizeof push, groups_for(count, 256));
+    dispatch2d(p, &push, sizeof push, (count + 1023) / 1024);
   };
   run(u8, s, t, head);
   run(unit == 16 ? u128 : unit == 4 ? u32 : u8, s + head, t + head, body);
@@ -111,7 +111,7 @@ xhal_status_t buffer_fill(void* device, void* dst, uint64_t offset, uint64_t siz
   std::memcpy(&rep, bytes, 8);
   const FillPush push{buf(dst)->mem.address + offset, size, rep};
   XHAL_VK_TRY(d->begin());
-  d->dispatch(p[0], &push, sizeof push, d->groups_for(size / 4 + 8, 256));
+  d->dispatch2d(p[0], &push, sizeof push, (size / 4 + 8 + 1023) / 1024);
   return d->submit();
 }
 

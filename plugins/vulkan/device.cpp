@@ -255,6 +255,22 @@ void Device::dispatch(VkPipeline p, const void* push, uint32_t push_bytes, uint6
   launches.fetch_add(1, std::memory_order_relaxed);
 }
 
+void Device::dispatch2d(VkPipeline p, const void* push, uint32_t push_bytes, uint64_t groups) {
+  if (groups == 0) return;
+  if (p != bound) {
+    vk().vkCmdBindPipeline(recording, VK_PIPELINE_BIND_POINT_COMPUTE, p);
+    bound = p;
+  }
+  if (push_bytes)
+    vk().vkCmdPushConstants(recording, gpu->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
+                            (push_bytes + 3) / 4 * 4, push);
+  const uint64_t x = groups < 65535 ? groups : 65535;
+  uint64_t y = (groups + x - 1) / x;
+  if (y > 65535) y = 65535;  // kernels that loop over blocks cover the rest
+  vk().vkCmdDispatch(recording, static_cast<uint32_t>(x), static_cast<uint32_t>(y), 1);
+  launches.fetch_add(1, std::memory_order_relaxed);
+}
+
 void Device::update_params(const void* data, uint32_t bytes) {
   vk().vkCmdUpdateBuffer(recording, params.buffer, 0, (bytes + 3) / 4 * 4, data);
   barrier();

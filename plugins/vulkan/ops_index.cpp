@@ -137,7 +137,12 @@ struct PermutePush {
   uint64_t src, dst, layout, total;
   uint32_t rank, narrow;
 };
-static_assert(fits_push<GatherPush>() && fits_push<IndexAddPush>() && fits_push<PermutePush>());
+struct TransposePush {
+  uint64_t src, dst, layout, tiles, tiles_a, tiles_b;
+  uint32_t rank, dim_a;
+};
+static_assert(fits_push<GatherPush>() && fits_push<IndexAddPush>() && fits_push<PermutePush>() &&
+              fits_push<TransposePush>());
 }  // namespace
 
 xhal_status_t index_select(void* device, void* plan, const xhal_plugin_tensor_t* src,
@@ -159,7 +164,7 @@ xhal_status_t index_select(void* device, void* plan, const xhal_plugin_tensor_t*
   XHAL_VK_TRY(pipelines(d, {id}, pl));
   const GatherPush push{s, o, p->mem.address + p->indices_at * 8, p->count, row_bytes / unit};
   XHAL_VK_TRY(d->begin());
-  d->dispatch(pl[0], &push, sizeof push, d->groups_for(p->count * push.upr, 256));
+  d->dispatch2d(pl[0], &push, sizeof push, (p->count * push.upr + 1023) / 1024);
   return d->submit();
 }
 
@@ -219,17 +224,42 @@ xhal_status_t permute(void* device, const xhal_plugin_tensor_t* src,
     total *= static_cast<uint64_t>(src->shape[k]);
   }
   if (total == 0) return XHAL_OK;
-  const ShaderId id = elem == 8   ? xhal_spirv::permute_u64
-                      : elem == 4 ? xhal_spirv::permute_u32
-                      : elem == 2 ? xhal_spirv::permute_u16
-                                  : xhal_spirv::permute_u8;
+  const int step = elem == 8 ? 3 : elem == 4 ? 2 : elem == 2 ? 1 : 0;
+  // src contiguous along a dim other than the last (a transpose of it with
+  // the last): shared-memory tiles, both sides coalesced, when both extents
+  // fill a 32 x 32 tile (a narrow side would leave most of each tile idle;
+  // the gather reads such short runs well enough).
+  const int last = static_cast<int>(src->rank) - 1;
+  int dim_a = -1;
+  if (last >= 1 && src->strides[last] != 1 && src->shape[last] >= 32)
+    for (int k = 0; k < last; ++k)
+      if (src->strides[k] == 1 && src->shape[k] >= 32 &&
+          (dim_a < 0 || src->shape[k] > src->shape[dim_a]))
+        dim_a = k;
   VkPipeline pl[1];
-  XHAL_VK_TRY(pipelines(d, {id}, pl));
+  if (dim_a >= 0) {
+    XHAL_VK_TRY(pipelines(d, {static_cast<ShaderId>(xhal_spirv::transpose_u8 + step)}, pl));
+    TransposePush push{};
+    push.src = address_of(src);
+    push.dst = address_of(dst);
+    push.layout = d->params.address;
+    push.tiles_a = (static_cast<uint64_t>(src->shape[dim_a]) + 31) / 32;
+    push.tiles_b = (static_cast<uint64_t>(src->shape[last]) + 31) / 32;
+    push.tiles = total / static_cast<uint64_t>(src->shape[dim_a]) /
+                 static_cast<uint64_t>(src->shape[last]) * push.tiles_a * push.tiles_b;
+    push.rank = src->rank;
+    push.dim_a = static_cast<uint32_t>(dim_a);
+    XHAL_VK_TRY(d->begin());
+    d->update_params(&layout, sizeof layout);
+    d->dispatch2d(pl[0], &push, sizeof push, push.tiles);
+    return d->submit();
+  }
+  XHAL_VK_TRY(pipelines(d, {static_cast<ShaderId>(xhal_spirv::permute_u8 + step)}, pl));
   const PermutePush push{address_of(src), address_of(dst), d->params.address, total,
                          src->rank, total < (uint64_t{1} << 32) ? 1u : 0u};
   XHAL_VK_TRY(d->begin());
   d->update_params(&layout, sizeof layout);
-  d->dispatch(pl[0], &push, sizeof push, d->groups_for(total, 256));
+  d->dispatch2d(pl[0], &push, sizeof push, (total + 1023) / 1024);
   return d->submit();
 }
 

@@ -20,7 +20,15 @@ struct ColsumPush {
 };
 static_assert(fits_push<SoftmaxPush>() && fits_push<NormPush>() && fits_push<ColsumPush>());
 
-constexpr uint32_t kRowGroup = 128;
+// The variant of a row kernel for rows of n elements: CPG = the chunks of
+// the row rounded up to a power of two, at most 8 (ids c1, c2, c4, c8 are
+// consecutive).
+ShaderId row_variant(ShaderId c1, uint64_t n) {
+  const uint64_t chunks = (n + 1023) / 1024;
+  uint32_t step = 0;
+  while (step < 3 && (uint64_t{1} << step) < chunks) ++step;
+  return static_cast<ShaderId>(c1 + step);
+}
 
 uint64_t rows_of(const xhal_plugin_tensor_t* x) { return static_cast<uint64_t>(x->shape[0]); }
 uint64_t cols_of(const xhal_plugin_tensor_t* x) { return static_cast<uint64_t>(x->shape[1]); }
@@ -30,7 +38,7 @@ xhal_status_t softmax(Device* d, ShaderId id, const xhal_plugin_tensor_t* a,
                       const xhal_plugin_tensor_t* b, const xhal_plugin_tensor_t* out) {
   std::lock_guard lock(d->mutex);
   VkPipeline p[1];
-  XHAL_VK_TRY(pipelines(d, {id}, p));
+  XHAL_VK_TRY(pipelines(d, {row_variant(id, cols_of(a))}, p));
   const SoftmaxPush push{address_of(a), addr(b), address_of(out), rows_of(a), cols_of(a)};
   if (push.rows == 0 || push.n == 0) return XHAL_OK;
   XHAL_VK_TRY(d->begin());
@@ -45,7 +53,7 @@ xhal_status_t norm(Device* d, ShaderId row_id, bool layer, bool backward, NormPu
   std::lock_guard lock(d->mutex);
   VkPipeline p[3];
   XHAL_VK_TRY(pipelines(d,
-                        {row_id, layer ? xhal_spirv::colsum1_ln : xhal_spirv::colsum1_rms,
+                        {row_variant(row_id, push.n), layer ? xhal_spirv::colsum1_ln : xhal_spirv::colsum1_rms,
                          layer ? xhal_spirv::colsum2_ln : xhal_spirv::colsum2_rms},
                         p));
   push.nf = static_cast<float>(push.n);
@@ -79,12 +87,12 @@ xhal_status_t norm(Device* d, ShaderId row_id, bool layer, bool backward, NormPu
 
 xhal_status_t softmax_forward(void* device, const xhal_plugin_tensor_t* x,
                               const xhal_plugin_tensor_t* y) {
-  return softmax(dev(device), xhal_spirv::softmax_fwd, x, nullptr, y);
+  return softmax(dev(device), xhal_spirv::softmax_fwd_c1, x, nullptr, y);
 }
 
 xhal_status_t softmax_backward(void* device, const xhal_plugin_tensor_t* y,
                                const xhal_plugin_tensor_t* dy, const xhal_plugin_tensor_t* dx) {
-  return softmax(dev(device), xhal_spirv::softmax_bwd, y, dy, dx);
+  return softmax(dev(device), xhal_spirv::softmax_bwd_c1, y, dy, dx);
 }
 
 xhal_status_t rms_norm_forward(void* device, const xhal_plugin_tensor_t* x,
@@ -98,7 +106,7 @@ xhal_status_t rms_norm_forward(void* device, const xhal_plugin_tensor_t* x,
   push.rows = rows_of(x);
   push.n = cols_of(x);
   push.eps = eps;
-  return norm(dev(device), xhal_spirv::rms_fwd, false, false, push, nullptr, nullptr);
+  return norm(dev(device), xhal_spirv::rms_fwd_c1, false, false, push, nullptr, nullptr);
 }
 
 xhal_status_t rms_norm_backward(void* device, const xhal_plugin_tensor_t* x,
@@ -114,7 +122,7 @@ xhal_status_t rms_norm_backward(void* device, const xhal_plugin_tensor_t* x,
   push.out = address_of(dx);
   push.rows = rows_of(x);
   push.n = cols_of(x);
-  return norm(dev(device), xhal_spirv::rms_bwd, false, true, push, dgamma, nullptr);
+  return norm(dev(device), xhal_spirv::rms_bwd_c1, false, true, push, dgamma, nullptr);
 }
 
 xhal_status_t layer_norm_forward(void* device, const xhal_plugin_tensor_t* x,
@@ -132,7 +140,7 @@ xhal_status_t layer_norm_forward(void* device, const xhal_plugin_tensor_t* x,
   push.rows = rows_of(x);
   push.n = cols_of(x);
   push.eps = eps;
-  return norm(dev(device), xhal_spirv::ln_fwd, true, false, push, nullptr, nullptr);
+  return norm(dev(device), xhal_spirv::ln_fwd_c1, true, false, push, nullptr, nullptr);
 }
 
 xhal_status_t layer_norm_backward(void* device, const xhal_plugin_tensor_t* x,
@@ -151,7 +159,7 @@ xhal_status_t layer_norm_backward(void* device, const xhal_plugin_tensor_t* x,
   push.out = address_of(dx);
   push.rows = rows_of(x);
   push.n = cols_of(x);
-  return norm(dev(device), xhal_spirv::ln_bwd, true, true, push, dgamma, dbeta);
+  return norm(dev(device), xhal_spirv::ln_bwd_c1, true, true, push, dgamma, dbeta);
 }
 
 }  // namespace xhal::vk

@@ -131,6 +131,9 @@ struct Device {
   xhal_status_t begin();
   void barrier();
   void dispatch(VkPipeline p, const void* push, uint32_t push_bytes, uint64_t groups);
+  // A 2-D grid of `groups` workgroups (x at most 65535) for the blocked
+  // kernels, whose workgroups each take one block of items.
+  void dispatch2d(VkPipeline p, const void* push, uint32_t push_bytes, uint64_t groups);
   // Fills the params block (vkCmdUpdateBuffer, recorded like push
   // constants) and makes it visible to the next dispatch.
   void update_params(const void* data, uint32_t bytes);

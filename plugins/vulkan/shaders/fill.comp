@@ -1,14 +1,15 @@
 #version 460
 // buffer_fill over [dst, dst + bytes): bytes up to the first 4-byte boundary
-// and after the last one are stored singly, the rest as 32-bit words.
-// `pattern` is the fill pattern repeated to 8 bytes and rotated so that its
-// byte k belongs at addresses = k (mod 8) (the core guarantees the offset
-// is a multiple of the pattern size, buffers are 64-byte aligned).
+// and after the last one are stored singly, the rest as 32-bit words, four
+// items per invocation (blocked grid). `pattern` is the fill pattern
+// repeated to 8 bytes and rotated so that its byte k belongs at addresses
+// = k (mod 8) (the core guarantees the offset is a multiple of the pattern
+// size, buffers are 64-byte aligned).
 #extension GL_GOOGLE_include_directive : require
 layout(local_size_x = 256) in;
 #include "common.glsl"
-#extension GL_EXT_shader_explicit_arithmetic_types_int8 : require
-#extension GL_EXT_shader_8bit_storage : require
+#define UNIT 4
+#include "units.glsl"
 layout(buffer_reference, std430, buffer_reference_align = 1) buffer U8Ref { uint8_t v; };
 
 layout(push_constant) uniform Params {
@@ -28,7 +29,10 @@ void main() {
   uint64_t words = (end - (pc.dst + head)) / 4ul;
   uint64_t tail = pc.bytes - head - 4ul * words;
   uint64_t items = head + words + tail;
-  for (uint64_t i = global_id(); i < items; i += global_threads()) {
+  uint64_t base = block_base();
+  for (uint k = 0u; k < 4u; ++k) {
+    uint64_t i = base + uint64_t(k * 256u);
+    if (i >= items) break;
     if (i < head) {
       U8Ref(pc.dst + i).v = uint8_t(byte_at(pc.dst + i));
     } else if (i < head + words) {

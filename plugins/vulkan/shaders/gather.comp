@@ -1,6 +1,6 @@
 #version 460
-// index_select: out[i, :] = src[idx[i], :], rows of `upr` units, one unit
-// per invocation, 64-bit indices throughout.
+// index_select: out[i, :] = src[idx[i], :], rows of `upr` units, four units
+// per invocation (blocked grid, units.glsl), 64-bit addresses throughout.
 #extension GL_GOOGLE_include_directive : require
 layout(local_size_x = 256) in;
 #include "common.glsl"
@@ -16,20 +16,26 @@ layout(push_constant) uniform Params {
 
 void main() {
   uint64_t total = pc.count * pc.upr;
-  if (total < (1ul << 32) ) {
-    // 32-bit division when it suffices (the common case; far cheaper on GPUs).
-    uint upr = uint(pc.upr);
-    for (uint64_t g = global_id(); g < total; g += global_threads()) {
-      uint gi = uint(g);
-      uint i = gi / upr, j = gi - i * upr;
-      uint64_t row = uint64_t(ldi64(pc.idx, i));
-      MOVE_UNIT(pc.out_addr, g, pc.src, row * pc.upr + j);
+  uint64_t base = block_base();
+  uvec4 v[4];
+  for (uint k = 0u; k < 4u; ++k) {
+    uint64_t g = base + uint64_t(k * 256u);
+    if (g >= total) break;
+    uint64_t i, j;
+    if (total < (1ul << 32)) {  // 32-bit division when it suffices (far cheaper)
+      uint gi = uint(g), upr = uint(pc.upr);
+      uint q = gi / upr;
+      i = uint64_t(q);
+      j = uint64_t(gi - q * upr);
+    } else {
+      i = g / pc.upr;
+      j = g - i * pc.upr;
     }
-  } else {
-    for (uint64_t g = global_id(); g < total; g += global_threads()) {
-      uint64_t i = g / pc.upr, j = g - i * pc.upr;
-      uint64_t row = uint64_t(ldi64(pc.idx, i));
-      MOVE_UNIT(pc.out_addr, g, pc.src, row * pc.upr + j);
-    }
+    v[k] = ld_unit(pc.src, uint64_t(ldi64(pc.idx, i)) * pc.upr + j);
+  }
+  for (uint k = 0u; k < 4u; ++k) {
+    uint64_t g = base + uint64_t(k * 256u);
+    if (g >= total) break;
+    st_unit(pc.out_addr, g, v[k]);
   }
 }

@@ -1,67 +1,82 @@
-// Row reductions of docs/semantics.md 3.2 for one workgroup of 128
-// invocations per row: invocation l is canonical lane l. Each 1024-element
-// chunk: lane l adds elements c*1024 + t*128 + l (t = 0..7) from +0, the 128
-// lane sums go through a shared-memory pairwise tree (3.1) and invocation 0
-// pushes the chunk sum onto its subtree stack (common.glsl), whose finish
-// is the tree over the chunks. No subgroup operation is used: the answer
-// cannot depend on the subgroup size (32 on NVIDIA, 8 or 4 on lavapipe).
-shared float s_tree[128];
+// Row reductions of docs/semantics.md 3.2 with one workgroup per row. The
+// workgroup is CPG chunks wide (CPG = 1, 2, 4 or 8; 128 * CPG invocations):
+// invocation t is canonical lane t % 128 of chunk t / 128 of the current
+// group of CPG aligned chunks. Lane l of chunk c adds elements
+// c*1024 + k*128 + l (k = 0..7) from +0. The shared-memory tree over all
+// 128 * CPG lane values, level d adding leaf t + d into leaf t for t a
+// multiple of 2d, is first each chunk's tree over its lanes (d < 128) and
+// then the pairwise tree over the group's chunk sums: an aligned subtree of
+// 3.1. Invocation 0 stacks the group sums (common.glsl), whose finish is
+// the tree over every chunk. Lanes and chunks past the row's end add
+// nothing (+0), exactly the padding of 3.1, since these sums are never -0.
+// No subgroup operation is used: the subgroup size (32 on NVIDIA, 8 or 4
+// on lavapipe) cannot change an answer.
+#define GROUP (128u * uint(CPG))
+shared float s_tree[GROUP];
+shared float s_max[GROUP];
 shared float s_bcast[2];
 
-// Pairwise tree of the 128 lane values (lane l from invocation l), returned
-// to every invocation. Level d adds lane l + d into lane l for l a multiple
-// of 2d: the adjacent pairs of 3.1, level by level.
-float wg_tree128(float a) {
-  uint l = gl_LocalInvocationID.x;
-  barrier();
-  s_tree[l] = a;
-  barrier();
-  for (uint d = 1u; d < 128u; d <<= 1) {
-    if ((l & (2u * d - 1u)) == 0u) s_tree[l] = xadd(s_tree[l], s_tree[l + d]);
+uint wg_t() { return gl_LocalInvocationID.x; }
+uint wg_lane() { return gl_LocalInvocationID.x & 127u; }
+uint wg_chunk() { return gl_LocalInvocationID.x >> 7; }
+
+// Tree levels d in [1, top): the whole group (top = GROUP) or each chunk
+// alone (top = 128, its sum left at its first leaf).
+void tree_levels(uint top) {
+  uint t = wg_t();
+  for (uint d = 1u; d < top; d <<= 1) {
+    if ((t & (2u * d - 1u)) == 0u) s_tree[t] = xadd(s_tree[t], s_tree[t + d]);
     barrier();
   }
+}
+
+// The group's subtree sum, to every invocation.
+float wg_group_tree(float a) {
+  barrier();
+  s_tree[wg_t()] = a;
+  barrier();
+  tree_levels(GROUP);
   return s_tree[0];
 }
 
-// NaN-propagating max over the workgroup (max needs no fixed order).
-float wg_max128(float a) {
-  uint l = gl_LocalInvocationID.x;
+// Each chunk's own lane tree; returns this invocation's chunk sum.
+float wg_chunk_tree(float a) {
   barrier();
-  s_tree[l] = a;
+  s_tree[wg_t()] = a;
+  barrier();
+  tree_levels(128u);
+  return s_tree[wg_t() & ~127u];
+}
+
+// NaN-propagating max over each chunk's lanes (max needs no fixed order);
+// the chunk's max stays at its first leaf of s_max.
+float wg_chunk_max(float a) {
+  uint t = wg_t(), l = wg_lane();
+  barrier();
+  s_max[t] = a;
   barrier();
   for (uint d = 64u; d > 0u; d >>= 1) {
-    if (l < d) s_tree[l] = nan_max(s_tree[l], s_tree[l + d]);
+    if (l < d) s_max[t] = nan_max(s_max[t], s_max[t + d]);
     barrier();
   }
-  return s_tree[0];
+  return s_max[t & ~127u];
 }
 
 // Invocation 0's value, to every invocation.
 float wg_bcast(float v) {
   barrier();
-  if (gl_LocalInvocationID.x == 0u) s_bcast[0] = v;
+  if (wg_t() == 0u) s_bcast[0] = v;
   barrier();
   return s_bcast[0];
 }
 
-// OUT = rowsum over i in [0, N) of TERM (an expression in `i`), 3.2.
-#define ROWSUM(OUT, N, TERM)                                      \
-  {                                                               \
-    uint l_ = gl_LocalInvocationID.x;                             \
-    if (l_ == 0u) st_reset();                                     \
-    uint64_t chunks_ = ((N) + 1023ul) / 1024ul;                   \
-    for (uint64_t c_ = 0ul; c_ < chunks_; ++c_) {                 \
-      float a_ = 0.0;                                             \
-      for (uint t_ = 0u; t_ < 8u; ++t_) {                         \
-        uint64_t i = c_ * 1024ul + uint64_t(t_ * 128u + l_);      \
-        if (i < (N)) a_ = xadd(a_, TERM);                         \
-      }                                                           \
-      float s_ = wg_tree128(a_);                                  \
-      if (l_ == 0u) st_push(s_);                                  \
-    }                                                             \
-    OUT = wg_bcast(l_ == 0u ? st_finish() : 0.0);                 \
-  }
+// Index of element k (0..7) of this invocation in group q, and the number
+// of groups of a row of n elements.
+uint64_t row_index(uint64_t q, uint k) {
+  return (q * uint64_t(CPG) + uint64_t(wg_chunk())) * 1024ul + uint64_t(k * 128u + wg_lane());
+}
+uint64_t row_groups(uint64_t n) { return (n + uint64_t(GROUP) * 8ul - 1ul) / (uint64_t(GROUP) * 8ul); }
 
-// Row-major 2-D grid of rows: workgroup w walks rows w, w + groups, ...
+// Row-major grid of rows: workgroup w walks rows w, w + groups, ...
 uint64_t first_row() { return uint64_t(gl_WorkGroupID.x); }
 uint64_t row_step() { return uint64_t(gl_NumWorkGroups.x); }

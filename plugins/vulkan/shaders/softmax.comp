@@ -1,17 +1,24 @@
 #version 460
-// softmax over the last dim (docs/semantics.md 3.3), FORWARD or backward.
+// softmax over the last dim (docs/semantics.md 3.3), FORWARD or backward,
+// one workgroup of CPG chunks per row (rows.glsl). A row of at most CPG
+// chunks keeps x and its exponentials in registers: one xhal_exp per
+// element, as 3.3 intends; longer rows recompute e in the output pass from
+// the kept chunk maxima (the same bits).
 #extension GL_GOOGLE_include_directive : require
-layout(local_size_x = 128) in;
+layout(local_size_x = 128 * CPG) in;
 #include "common.glsl"
 #include "rows.glsl"
 
 layout(push_constant) uniform Params {
-  uint64_t a;    // forward: x; backward: y
-  uint64_t b;    // backward: dy
+  uint64_t a;         // forward: x; backward: y
+  uint64_t b;         // backward: dy
   uint64_t out_addr;  // forward: y; backward: dx
   uint64_t rows;
   uint64_t n;
 } pc;
+
+float v[8];
+float w[8];
 
 #if FORWARD
 // The (m, s) operator of 3.3 and its subtree stack (invocation 0 only).
@@ -41,86 +48,115 @@ void ms_push(float m, float s) {
   ms_top += 1;
 }
 
-// Chunk maxima of the row for the second pass; longer rows recompute them.
+// Chunk maxima of the row for the output pass; longer rows recompute them.
 const uint kKeptChunks = 2048u;
 shared float s_chunk_max[kKeptChunks];
 
 float chunk_exp(float x, float m) { return m == kNegInf ? 0.0 : xexp(xsub(x, m)); }
 #endif
 
+void load_group(uint64_t ra, uint64_t rb, uint64_t q) {
+  for (uint k = 0u; k < 8u; ++k) {
+    uint64_t i = row_index(q, k);
+#if FORWARD
+    v[k] = kNegInf;  // (no ?: around a load: it may become a select that loads anyway)
+    if (i < pc.n) v[k] = ldf(ra, i);
+#else
+    v[k] = 0.0;
+    w[k] = 0.0;
+    if (i < pc.n) {
+      v[k] = ldf(ra, i);
+      w[k] = ldf(rb, i);
+    }
+#endif
+  }
+}
+
 void main() {
-  uint l = gl_LocalInvocationID.x;
-  uint64_t n = pc.n;
-  uint64_t chunks = (n + 1023ul) / 1024ul;
+  uint t = wg_t(), l = wg_lane(), g = wg_chunk();
+  uint64_t n = pc.n, groups = row_groups(n);
   for (uint64_t row = first_row(); row < pc.rows; row += row_step()) {
     uint64_t ra = pc.a + row * n * 4ul, rb = pc.b + row * n * 4ul, ro = pc.out_addr + row * n * 4ul;
 #if FORWARD
-    if (l == 0u) {
+    if (t == 0u) {
       ms_top = 0;
       ms_count = 0u;
     }
-    for (uint64_t c = 0ul; c < chunks; ++c) {
-      float v[8];
+    float m = kNegInf;
+    for (uint64_t q = 0ul; q < groups; ++q) {
+      load_group(ra, rb, q);
       float m_l = kNegInf;
-      for (uint t = 0u; t < 8u; ++t) {
-        uint64_t i = c * 1024ul + uint64_t(t * 128u + l);
-        v[t] = kNegInf;  // (no ?: around a load: it may become a select that loads anyway)
-        if (i < n) {
-          v[t] = ldf(ra, i);
-          m_l = nan_max(m_l, v[t]);
+      for (uint k = 0u; k < 8u; ++k)
+        if (row_index(q, k) < n) m_l = nan_max(m_l, v[k]);
+      m = wg_chunk_max(m_l);
+      float a = 0.0;
+      for (uint k = 0u; k < 8u; ++k) {
+        if (row_index(q, k) < n) {
+          w[k] = chunk_exp(v[k], m);  // e, kept for the output pass
+          a = xadd(a, w[k]);
         }
       }
-      float m = wg_max128(m_l);
-      float a = 0.0;
-      for (uint t = 0u; t < 8u; ++t) {
-        uint64_t i = c * 1024ul + uint64_t(t * 128u + l);
-        if (i < n) a = xadd(a, chunk_exp(v[t], m));
-      }
-      float s = wg_tree128(a);
-      if (l == 0u) {
-        ms_push(m, s);
-        if (c < uint64_t(kKeptChunks)) s_chunk_max[uint(c)] = m;
+      wg_chunk_tree(a);
+      // Chunks in order onto the (m, s) stack; chunks past the row's end
+      // are padding, which the operator's identity makes unnecessary.
+      if (t == 0u) {
+        for (uint c = 0u; c < uint(CPG); ++c) {
+          uint64_t chunk = q * uint64_t(CPG) + uint64_t(c);
+          if (chunk * 1024ul >= n) break;
+          ms_push(s_max[c * 128u], s_tree[c * 128u]);
+          if (chunk < uint64_t(kKeptChunks)) s_chunk_max[uint(chunk)] = s_max[c * 128u];
+        }
       }
     }
     // (M, S) and 1/S from invocation 0.
     float big_m = 0.0, inv = 0.0;
-    if (l == 0u) {
-      float m = ms_m[ms_top - 1], s = ms_s[ms_top - 1];
-      for (int k = ms_top - 2; k >= 0; --k) ms_combine(ms_m[k], ms_s[k], m, s, m, s);
-      big_m = m;
-      inv = xdiv(1.0, s);
+    if (t == 0u) {
+      float mm = ms_m[ms_top - 1], ss = ms_s[ms_top - 1];
+      for (int k = ms_top - 2; k >= 0; --k) ms_combine(ms_m[k], ms_s[k], mm, ss, mm, ss);
+      big_m = mm;
+      inv = xdiv(1.0, ss);
     }
     big_m = wg_bcast(big_m);
     inv = wg_bcast(inv);
-    for (uint64_t c = 0ul; c < chunks; ++c) {
-      float v[8];
-      for (uint t = 0u; t < 8u; ++t) {
-        uint64_t i = c * 1024ul + uint64_t(t * 128u + l);
-        v[t] = kNegInf;
-        if (i < n) v[t] = ldf(ra, i);
-      }
-      float m;
-      if (c < uint64_t(kKeptChunks)) {
-        m = s_chunk_max[uint(c)];
-      } else {
-        float m_l = kNegInf;
-        for (uint t = 0u; t < 8u; ++t)
-          if (c * 1024ul + uint64_t(t * 128u + l) < n) m_l = nan_max(m_l, v[t]);
-        m = wg_max128(m_l);
+    for (uint64_t q = 0ul; q < groups; ++q) {
+      uint64_t chunk = q * uint64_t(CPG) + uint64_t(g);
+      if (groups > 1ul) {
+        load_group(ra, rb, q);
+        if (chunk < uint64_t(kKeptChunks)) {
+          m = s_chunk_max[uint(chunk)];
+        } else {
+          float m_l = kNegInf;
+          for (uint k = 0u; k < 8u; ++k)
+            if (row_index(q, k) < n) m_l = nan_max(m_l, v[k]);
+          m = wg_chunk_max(m_l);
+        }
+        for (uint k = 0u; k < 8u; ++k)
+          if (row_index(q, k) < n) w[k] = chunk_exp(v[k], m);
       }
       float r = xmul(xexp(xsub(m, big_m)), inv);
-      for (uint t = 0u; t < 8u; ++t) {
-        uint64_t i = c * 1024ul + uint64_t(t * 128u + l);
-        if (i < n) stf(ro, i, xmul(chunk_exp(v[t], m), r));
+      for (uint k = 0u; k < 8u; ++k) {
+        uint64_t i = row_index(q, k);
+        if (i < n) stf(ro, i, xmul(w[k], r));
       }
     }
     barrier();  // s_chunk_max is rewritten by the next row
 #else
-    float d;
-    ROWSUM(d, n, xmul(ldf(ra, i), ldf(rb, i)));
-    for (uint64_t i = uint64_t(l); i < n; i += 128ul) {
-      float y = ldf(ra, i), dy = ldf(rb, i);
-      stf(ro, i, xmul(y, xsub(dy, d)));
+    if (t == 0u) st_reset();
+    for (uint64_t q = 0ul; q < groups; ++q) {
+      load_group(ra, rb, q);
+      float a = 0.0;
+      for (uint k = 0u; k < 8u; ++k)
+        if (row_index(q, k) < n) a = xadd(a, xmul(v[k], w[k]));
+      float s = wg_group_tree(a);
+      if (t == 0u) st_push(s);
+    }
+    float d = wg_bcast(t == 0u ? st_finish() : 0.0);
+    for (uint64_t q = 0ul; q < groups; ++q) {
+      if (groups > 1ul) load_group(ra, rb, q);
+      for (uint k = 0u; k < 8u; ++k) {
+        uint64_t i = row_index(q, k);
+        if (i < n) stf(ro, i, xmul(v[k], xsub(w[k], d)));
+      }
     }
 #endif
   }

@@ -15,6 +15,7 @@ layout(local_size_x = 256) in;
 #include "common.glsl"
 #include "sparse.glsl"
 #if LONG
+#define CPG 1
 #include "rows.glsl"
 #endif
 
@@ -57,7 +58,7 @@ void main() {
         uint64_t from = b + 32ul * chunk, to = min(from + 32ul, e);
         for (uint64_t p = from; p < to; ++p) a = xadd(a, term(p, c));
       }
-      float s = wg_tree128(a);
+      float s = wg_group_tree(a);
       if (l == 0u) st_push(s);
     }
     if (l == 0u) finish(row, c, st_finish());
