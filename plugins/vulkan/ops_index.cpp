@@ -21,6 +21,7 @@ struct IndexPlan {
   uint64_t chunks = 0;       // chunks of the long rows
   uint32_t tree_levels = 0;  // ceil(log2(most chunks of one row))
   // Offsets (in int64 elements) of the arrays inside mem.
+  // long_at: the per-row records {row, first source, sources, first chunk or -1}.
   uint64_t indices_at = 0, sources_at = 0, rows_at = 0, ptr_at = 0, long_at = 0, chunk_at = 0;
 };
 
@@ -62,6 +63,7 @@ xhal_status_t index_plan_create(void* device, const xhal_plugin_index_plan_desc_
     }
     const uint64_t touched = rows.size();
     std::vector<int64_t> long_first(touched, -1), chunk;  // chunk: 4 fields each
+    std::vector<int64_t> records;  // per touched row: row, first source, sources, first chunk
     int64_t most = 1;
     for (uint64_t k = 0; k < touched; ++k) {
       const int64_t m = ptr[k + 1] - ptr[k];
@@ -76,6 +78,13 @@ xhal_status_t index_plan_create(void* device, const xhal_plugin_index_plan_desc_
         chunk.push_back(first);
         chunk.push_back(n);
       }
+    }
+    records.reserve(4 * touched);
+    for (uint64_t k = 0; k < touched; ++k) {
+      records.push_back(rows[k]);
+      records.push_back(ptr[k]);
+      records.push_back(ptr[k + 1] - ptr[k]);
+      records.push_back(long_first[k]);
     }
     plan->count = count;
     plan->touched = touched;
@@ -92,8 +101,10 @@ xhal_status_t index_plan_create(void* device, const xhal_plugin_index_plan_desc_
     all.insert(all.end(), rows.begin(), rows.end());
     plan->ptr_at = all.size();
     all.insert(all.end(), ptr.begin(), ptr.end());
+    // The records start 32-byte aligned (one 32-byte load per row).
+    while (all.size() % 4) all.push_back(0);
     plan->long_at = all.size();
-    all.insert(all.end(), long_first.begin(), long_first.end());
+    all.insert(all.end(), records.begin(), records.end());
     plan->chunk_at = all.size();
     all.insert(all.end(), chunk.begin(), chunk.end());
     const uint64_t bytes = all.size() * sizeof(int64_t);
@@ -204,7 +215,7 @@ xhal_status_t index_add(void* device, void* plan, float alpha, const xhal_plugin
     d->barrier();
   }
   push.items = p->touched * w;
-  d->dispatch(pl[2], &push, sizeof push, d->groups_for(push.items, 256));
+  d->dispatch2d(pl[2], &push, sizeof push, (push.items + 1023) / 1024);
   return d->submit();
 }
 

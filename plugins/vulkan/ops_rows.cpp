@@ -16,7 +16,7 @@ struct NormPush {
   float nf, eps;
 };
 struct ColsumPush {
-  uint64_t x, dy, mean, rstd, p, q, dgamma, dbeta, rows, n, blocks;
+  uint64_t x, dy, mean, rstd, p, q, dgamma, dbeta, rows, n, blocks, p_out, q_out;
 };
 static_assert(fits_push<SoftmaxPush>() && fits_push<NormPush>() && fits_push<ColsumPush>());
 
@@ -68,18 +68,53 @@ xhal_status_t norm(Device* d, ShaderId row_id, bool layer, bool backward, NormPu
     col.blocks = (push.rows + 31) / 32;
     col.dgamma = address_of(dgamma);
     col.dbeta = addr(dbeta);
-    const uint64_t plane = col.blocks * col.n * sizeof(float);
-    XHAL_VK_TRY(d->need_scratch((layer ? 2 : 1) * plane + 256));
-    col.p = d->scratch.address;
-    col.q = d->scratch.address + (plane + 255) / 256 * 256;
+    // Scratch: stage 1's partials and, per stage-2 pass, the next level
+    // (64 times fewer), for p and (LN) q, each 256-byte aligned.
+    auto align = [](uint64_t b) { return (b + 255) / 256 * 256; };
+    uint64_t bytes = 0;
+    for (uint64_t count = col.blocks; ; count = (count + 63) / 64) {
+      bytes += align(count * col.n * sizeof(float)) * (layer ? 2 : 1);
+      if (count <= 1) break;
+    }
+    XHAL_VK_TRY(d->need_scratch(bytes));
   }
   XHAL_VK_TRY(d->begin());
   if (backward) {
-    d->dispatch(p[1], &col, sizeof col, d->groups_for(col.blocks * col.n, 256));
+    // Stage 2 passes: blocks -> ceil(blocks / 64) -> ... -> 1 (the last pass
+    // writes dgamma/dbeta).
+    auto align = [](uint64_t b) { return (b + 255) / 256 * 256; };
+    uint64_t at = d->scratch.address;
+    uint64_t count = col.blocks;
+    col.p = at;
+    at += align(count * col.n * 4);
+    if (layer) {
+      col.q = at;
+      at += align(count * col.n * 4);
+    }
+    ColsumPush stage1 = col;
+    d->dispatch(p[1], &stage1, sizeof stage1, d->groups_for(col.blocks * col.n, 256));
     d->barrier();
+    d->dispatch(p[0], &push, sizeof push, d->groups_for(push.rows, 1));
+    for (;;) {
+      const uint64_t next = (count + 63) / 64;
+      ColsumPush pass = col;
+      pass.blocks = count;
+      pass.p_out = at;
+      at += align(next * col.n * 4);
+      if (layer) {
+        pass.q_out = at;
+        at += align(next * col.n * 4);
+      }
+      d->dispatch(p[2], &pass, sizeof pass, d->groups_for(next * col.n, 256));
+      if (next == 1) break;
+      d->barrier();
+      col.p = pass.p_out;
+      col.q = pass.q_out;
+      count = next;
+    }
+    return d->submit();
   }
   d->dispatch(p[0], &push, sizeof push, d->groups_for(push.rows, 1));
-  if (backward) d->dispatch(p[2], &col, sizeof col, d->groups_for(col.n, 256));
   return d->submit();
 }
 

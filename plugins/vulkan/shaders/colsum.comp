@@ -2,7 +2,12 @@
 // dgamma / dbeta (docs/semantics.md 3.5), two stages, no atomics.
 // STAGE 1: per block b of 32 rows and column j, p[b][j] = +0 then + term(r, j)
 //   for r ascending (LN: also the dbeta terms into q[b][j]).
-// STAGE 2: per column, the pairwise tree over the blocks' partials.
+// STAGE 2: per column, the pairwise tree over the blocks' partials, in
+//   passes: each pass stacks groups of 64 consecutive partials (common.glsl)
+//   into one (an aligned subtree of 3.1; the last group padded with +0,
+//   which these sums, never -0, are unchanged by) until one is left, which
+//   the last pass writes to dgamma/dbeta. Short serial chains, and no
+//   invocation loops long (lavapipe's loop limiter).
 #extension GL_GOOGLE_include_directive : require
 layout(local_size_x = 256) in;
 #include "common.glsl"
@@ -18,7 +23,9 @@ layout(push_constant) uniform Params {
   uint64_t dbeta;    // LN only
   uint64_t rows;
   uint64_t n;
-  uint64_t blocks;
+  uint64_t blocks;   // stage 2: partials in p (and q) this pass reads
+  uint64_t p_out;    // stage 2: where this pass writes (0: dgamma/dbeta)
+  uint64_t q_out;
 } pc;
 
 void main() {
@@ -45,14 +52,19 @@ void main() {
 #endif
   }
 #else
-  for (uint64_t j = global_id(); j < pc.n; j += global_threads()) {
+  uint64_t groups = (pc.blocks + 63ul) / 64ul;
+  uint64_t items = groups * pc.n;
+  for (uint64_t g = global_id(); g < items; g += global_threads()) {
+    uint64_t grp = g / pc.n, j = g - grp * pc.n;
+    uint64_t end = min(64ul * grp + 64ul, pc.blocks);
+    bool last = groups == 1ul;
     st_reset();
-    for (uint64_t b = 0ul; b < pc.blocks; ++b) st_push(ldf(pc.p, b * pc.n + j));
-    stf(pc.dgamma, j, st_finish());
+    for (uint64_t b = 64ul * grp; b < end; ++b) st_push(ldf(pc.p, b * pc.n + j));
+    stf(last ? pc.dgamma : pc.p_out, last ? j : g, st_finish());
 #if LN
     st_reset();
-    for (uint64_t b = 0ul; b < pc.blocks; ++b) st_push(ldf(pc.q, b * pc.n + j));
-    stf(pc.dbeta, j, st_finish());
+    for (uint64_t b = 64ul * grp; b < end; ++b) st_push(ldf(pc.q, b * pc.n + j));
+    stf(last ? pc.dbeta : pc.q_out, last ? j : g, st_finish());
 #endif
   }
 #endif

@@ -40,6 +40,7 @@ void split(uint64_t g, out uint64_t a, out uint64_t j) {
   }
 }
 
+#if STAGE != 3
 void main() {
   for (uint64_t g = global_id(); g < pc.items; g += global_threads()) {
     uint64_t a, j;
@@ -60,6 +61,7 @@ void main() {
       stf(pc.partial, at, xadd(ldf(pc.partial, at), ldf(pc.partial, at + d * pc.w)));
     }
 #else
+    // (unused: STAGE 3 has its own main below)
     int64_t lf = plan_at(pc.long_at, a);
     float t;
     if (lf >= 0l) {
@@ -78,3 +80,55 @@ void main() {
 #endif
   }
 }
+#endif
+
+#if STAGE == 3
+// Apply: four (touched row, column) items per invocation on a blocked 2-D
+// grid (workgroup = 1024 consecutive items), each row's plan record
+// {row, first source, sources, first chunk or -1} read as one 32-byte load;
+// the loads of the four items are issued stage by stage so that their
+// latencies overlap.
+layout(buffer_reference, std430, buffer_reference_align = 32) readonly buffer Record { i64vec4 r; };
+
+void main() {
+  uint64_t base = (uint64_t(gl_WorkGroupID.y) * uint64_t(gl_NumWorkGroups.x) + uint64_t(gl_WorkGroupID.x)) * 1024ul +
+                  uint64_t(gl_LocalInvocationID.x);
+  i64vec4 rec[4];
+  uint64_t col[4];
+  float t[4], d[4];
+  for (uint k = 0u; k < 4u; ++k) {
+    uint64_t g = base + uint64_t(k * 256u);
+    rec[k] = i64vec4(0l, 0l, 0l, -1l);
+    col[k] = 0ul;
+    if (g < pc.items) {
+      uint64_t a, j;
+      split(g, a, j);
+      rec[k] = Record(pc.plan + 8ul * (pc.long_at + 4ul * a)).r;
+      col[k] = j;
+    }
+  }
+  for (uint k = 0u; k < 4u; ++k) {
+    t[k] = 0.0;
+    d[k] = 0.0;
+    if (base + uint64_t(k * 256u) >= pc.items) continue;
+    uint64_t at = uint64_t(rec[k].x) * pc.w + col[k];
+    d[k] = ldf(pc.dst, at);
+    if (rec[k].w >= 0l) {
+      t[k] = ldf(pc.partial, uint64_t(rec[k].w) * pc.w + col[k]);
+    } else {
+      uint64_t i = uint64_t(plan_at(pc.sources_at, uint64_t(rec[k].y)));
+      t[k] = xadd(0.0, ldf(pc.src, i * pc.w + col[k]));
+    }
+  }
+  for (uint k = 0u; k < 4u; ++k) {
+    if (base + uint64_t(k * 256u) >= pc.items) continue;
+    if (rec[k].w < 0l) {  // the rest of a short row's sources, in order
+      for (int64_t s = 1l; s < rec[k].z; ++s) {
+        uint64_t i = uint64_t(plan_at(pc.sources_at, uint64_t(rec[k].y + s)));
+        t[k] = xadd(t[k], ldf(pc.src, i * pc.w + col[k]));
+      }
+    }
+    stf(pc.dst, uint64_t(rec[k].x) * pc.w + col[k], xadd(d[k], xmul(pc.alpha, t[k])));
+  }
+}
+#endif
