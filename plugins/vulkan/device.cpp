@@ -141,8 +141,16 @@ xhal_status_t mem_create(Gpu& g, uint64_t size, bool host_visible, Mem* out) {
                                          " bytes failed: %s", size, vk_result_name(r))
                                   : s;
   }
-  VkMemoryRequirements req;
-  g.vk.vkGetBufferMemoryRequirements(g.device, m.buffer, &req);
+  // Ask whether the driver wants the buffer to own its allocation (NVIDIA
+  // does for large buffers; every buffer here has its own allocation anyway,
+  // and saying so lets the driver place and page it as it prefers).
+  VkMemoryDedicatedRequirements dreq{VK_STRUCTURE_TYPE_MEMORY_DEDICATED_REQUIREMENTS};
+  VkMemoryRequirements2 req2{VK_STRUCTURE_TYPE_MEMORY_REQUIREMENTS_2};
+  req2.pNext = &dreq;
+  VkBufferMemoryRequirementsInfo2 rinfo{VK_STRUCTURE_TYPE_BUFFER_MEMORY_REQUIREMENTS_INFO_2};
+  rinfo.buffer = m.buffer;
+  g.vk.vkGetBufferMemoryRequirements2(g.device, &rinfo, &req2);
+  const VkMemoryRequirements req = req2.memoryRequirements;
   uint32_t type = host_visible ? g.staging_type : g.device_type;
   if (!(req.memoryTypeBits & (1u << type))) {
     // Fall back to any allowed type with the properties asked for.
@@ -163,6 +171,11 @@ xhal_status_t mem_create(Gpu& g, uint64_t size, bool host_visible, Mem* out) {
   }
   VkMemoryAllocateFlagsInfo flags{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_FLAGS_INFO};
   flags.flags = VK_MEMORY_ALLOCATE_DEVICE_ADDRESS_BIT;
+  VkMemoryDedicatedAllocateInfo dedicated{VK_STRUCTURE_TYPE_MEMORY_DEDICATED_ALLOCATE_INFO};
+  dedicated.buffer = m.buffer;
+  if (g.dedicated && (dreq.prefersDedicatedAllocation || dreq.requiresDedicatedAllocation ||
+                      size >= (16u << 20)))
+    flags.pNext = &dedicated;
   VkMemoryAllocateInfo mai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
   mai.pNext = &flags;
   mai.allocationSize = req.size;
@@ -436,7 +449,14 @@ bool parse_options(const char* text, Options* out, std::string* error) {
     const size_t eq = item.find('=');
     const std::string name = item.substr(0, eq);
     const std::string value = eq == std::string::npos ? "" : item.substr(eq + 1);
-    if (name == "copy") {
+    if (name == "alloc") {
+      if (value == "dedicated") o.dedicated = true;
+      else if (value == "plain") o.dedicated = false;
+      else {
+        *error = "option 'alloc' has value '" + value + "'; expected dedicated or plain";
+        return false;
+      }
+    } else if (name == "copy") {
       if (value == "auto") o.copy = CopyMode::kAuto;
       else if (value == "transfer") o.copy = CopyMode::kTransfer;
       else if (value == "compute") o.copy = CopyMode::kCompute;
@@ -445,7 +465,7 @@ bool parse_options(const char* text, Options* out, std::string* error) {
         return false;
       }
     } else {
-      *error = "unknown option '" + name + "'; the vulkan plugin knows: copy";
+      *error = "unknown option '" + name + "'; the vulkan plugin knows: alloc, copy";
       return false;
     }
   }
@@ -457,7 +477,7 @@ std::string format_options(const Options& o) {
   const char* copy = o.copy == CopyMode::kAuto       ? "auto"
                      : o.copy == CopyMode::kTransfer ? "transfer"
                                                      : "compute";
-  return std::string("copy=") + copy;
+  return std::string("alloc=") + (o.dedicated ? "dedicated" : "plain") + ",copy=" + copy;
 }
 
 }  // namespace xhal::vk

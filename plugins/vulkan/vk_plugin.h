@@ -71,6 +71,7 @@ struct Gpu {
   VkPipeline pipelines[xhal_spirv::kCount] = {};
   xhal_plugin_device_info_t info{};
   std::atomic<bool> open{false};
+  bool dedicated = true;  // from the open device's options
 
   // Creates the pipeline of `id` on first use.
   xhal_status_t pipeline(ShaderId id, VkPipeline* out);
@@ -85,6 +86,7 @@ void mem_destroy(Gpu& g, Mem& m);
 enum class CopyMode { kAuto, kTransfer, kCompute };
 struct Options {
   CopyMode copy = CopyMode::kAuto;
+  bool dedicated = true;  // alloc=dedicated|plain: large buffers own their VkDeviceMemory
 };
 bool parse_options(const char* text, Options* out, std::string* error);
 std::string format_options(const Options& o);

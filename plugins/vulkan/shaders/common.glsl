@@ -10,6 +10,9 @@
 #extension GL_EXT_spirv_intrinsics : require
 #extension GL_EXT_buffer_reference2 : require
 #extension GL_EXT_shader_explicit_arithmetic_types_int64 : require
+// [[unroll]] on the fixed-trip loops over a thread's elements keeps their
+// small arrays in registers (not local memory) on every compiler.
+#extension GL_EXT_control_flow_attributes : require
 
 // RoundingModeRTE (capability 4467, mode 4462) and SignedZeroInfNanPreserve
 // (capability 4466, mode 4461) for 32-bit floats. DenormPreserve is added to

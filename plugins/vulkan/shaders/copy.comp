@@ -15,8 +15,8 @@ layout(push_constant) uniform Params {
 void main() {
   uint64_t base = block_base();
   uvec4 v[4];
-  for (uint k = 0u; k < 4u; ++k)
+  [[unroll]] for (uint k = 0u; k < 4u; ++k)
     if (base + uint64_t(k * 256u) < pc.count) v[k] = ld_unit(pc.src, base + uint64_t(k * 256u));
-  for (uint k = 0u; k < 4u; ++k)
+  [[unroll]] for (uint k = 0u; k < 4u; ++k)
     if (base + uint64_t(k * 256u) < pc.count) st_unit(pc.dst, base + uint64_t(k * 256u), v[k]);
 }

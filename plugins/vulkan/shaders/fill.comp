@@ -30,7 +30,7 @@ void main() {
   uint64_t tail = pc.bytes - head - 4ul * words;
   uint64_t items = head + words + tail;
   uint64_t base = block_base();
-  for (uint k = 0u; k < 4u; ++k) {
+  [[unroll]] for (uint k = 0u; k < 4u; ++k) {
     uint64_t i = base + uint64_t(k * 256u);
     if (i >= items) break;
     if (i < head) {

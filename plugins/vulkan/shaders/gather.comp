@@ -18,7 +18,7 @@ void main() {
   uint64_t total = pc.count * pc.upr;
   uint64_t base = block_base();
   uvec4 v[4];
-  for (uint k = 0u; k < 4u; ++k) {
+  [[unroll]] for (uint k = 0u; k < 4u; ++k) {
     uint64_t g = base + uint64_t(k * 256u);
     if (g >= total) break;
     uint64_t i, j;
@@ -33,7 +33,7 @@ void main() {
     }
     v[k] = ld_unit(pc.src, uint64_t(ldi64(pc.idx, i)) * pc.upr + j);
   }
-  for (uint k = 0u; k < 4u; ++k) {
+  [[unroll]] for (uint k = 0u; k < 4u; ++k) {
     uint64_t g = base + uint64_t(k * 256u);
     if (g >= total) break;
     st_unit(pc.out_addr, g, v[k]);

@@ -96,7 +96,7 @@ void main() {
   i64vec4 rec[4];
   uint64_t col[4];
   float t[4], d[4];
-  for (uint k = 0u; k < 4u; ++k) {
+  [[unroll]] for (uint k = 0u; k < 4u; ++k) {
     uint64_t g = base + uint64_t(k * 256u);
     rec[k] = i64vec4(0l, 0l, 0l, -1l);
     col[k] = 0ul;
@@ -107,7 +107,7 @@ void main() {
       col[k] = j;
     }
   }
-  for (uint k = 0u; k < 4u; ++k) {
+  [[unroll]] for (uint k = 0u; k < 4u; ++k) {
     t[k] = 0.0;
     d[k] = 0.0;
     if (base + uint64_t(k * 256u) >= pc.items) continue;
@@ -120,7 +120,7 @@ void main() {
       t[k] = xadd(0.0, ldf(pc.src, i * pc.w + col[k]));
     }
   }
-  for (uint k = 0u; k < 4u; ++k) {
+  [[unroll]] for (uint k = 0u; k < 4u; ++k) {
     if (base + uint64_t(k * 256u) >= pc.items) continue;
     if (rec[k].w < 0l) {  // the rest of a short row's sources, in order
       for (int64_t s = 1l; s < rec[k].z; ++s) {

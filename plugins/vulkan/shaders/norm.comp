@@ -27,7 +27,7 @@ float v[8];  // x of this invocation's elements in the current group
 float w[8];  // dy (backward)
 
 void load_group(uint64_t rx, uint64_t rdy, uint64_t q) {
-  for (uint k = 0u; k < 8u; ++k) {
+  [[unroll]] for (uint k = 0u; k < 8u; ++k) {
     uint64_t i = row_index(q, k);
     v[k] = 0.0;
     w[k] = 0.0;
@@ -50,7 +50,7 @@ void main() {
     for (uint64_t q = 0ul; q < groups; ++q) {
       load_group(rx, rdy, q);
       float a = 0.0;
-      for (uint k = 0u; k < 8u; ++k)
+      [[unroll]] for (uint k = 0u; k < 8u; ++k)
         if (row_index(q, k) < n) a = xadd(a, xmul(v[k], v[k]));
       float s = wg_group_tree(a);
       if (t == 0u) st_push(s);
@@ -60,7 +60,7 @@ void main() {
     if (t == 0u) stf(pc.rstd, row, rs);
     for (uint64_t q = 0ul; q < groups; ++q) {
       if (groups > 1ul) load_group(rx, rdy, q);
-      for (uint k = 0u; k < 8u; ++k) {
+      [[unroll]] for (uint k = 0u; k < 8u; ++k) {
         uint64_t i = row_index(q, k);
         if (i < n) stf(ro, i, xmul(xmul(v[k], rs), ldf(pc.gamma, i)));
       }
@@ -70,7 +70,7 @@ void main() {
     for (uint64_t q = 0ul; q < groups; ++q) {
       load_group(rx, rdy, q);
       float a = 0.0;
-      for (uint k = 0u; k < 8u; ++k)
+      [[unroll]] for (uint k = 0u; k < 8u; ++k)
         if (row_index(q, k) < n) a = xadd(a, v[k]);
       float s = wg_group_tree(a);
       if (t == 0u) st_push(s);
@@ -80,7 +80,7 @@ void main() {
     for (uint64_t q = 0ul; q < groups; ++q) {
       if (groups > 1ul) load_group(rx, rdy, q);
       float a = 0.0;
-      for (uint k = 0u; k < 8u; ++k)
+      [[unroll]] for (uint k = 0u; k < 8u; ++k)
         if (row_index(q, k) < n) a = xadd(a, xmul(xsub(v[k], mean), xsub(v[k], mean)));
       float s = wg_group_tree(a);
       if (t == 0u) st_push(s);
@@ -93,7 +93,7 @@ void main() {
     }
     for (uint64_t q = 0ul; q < groups; ++q) {
       if (groups > 1ul) load_group(rx, rdy, q);
-      for (uint k = 0u; k < 8u; ++k) {
+      [[unroll]] for (uint k = 0u; k < 8u; ++k) {
         uint64_t i = row_index(q, k);
         if (i < n)
           stf(ro, i, xadd(xmul(xmul(xsub(v[k], mean), rs), ldf(pc.gamma, i)), ldf(pc.beta, i)));
@@ -105,7 +105,7 @@ void main() {
     for (uint64_t q = 0ul; q < groups; ++q) {
       load_group(rx, rdy, q);
       float a = 0.0;
-      for (uint k = 0u; k < 8u; ++k) {
+      [[unroll]] for (uint k = 0u; k < 8u; ++k) {
         uint64_t i = row_index(q, k);
         if (i < n) a = xadd(a, xmul(xmul(w[k], ldf(pc.gamma, i)), xmul(v[k], rs)));
       }
@@ -115,7 +115,7 @@ void main() {
     float c = xdiv(wg_bcast(t == 0u ? st_finish() : 0.0), pc.nf);
     for (uint64_t q = 0ul; q < groups; ++q) {
       if (groups > 1ul) load_group(rx, rdy, q);
-      for (uint k = 0u; k < 8u; ++k) {
+      [[unroll]] for (uint k = 0u; k < 8u; ++k) {
         uint64_t i = row_index(q, k);
         if (i < n) {
           float g = xmul(w[k], ldf(pc.gamma, i));
@@ -131,7 +131,7 @@ void main() {
     for (uint64_t q = 0ul; q < groups; ++q) {
       load_group(rx, rdy, q);
       float a = 0.0;
-      for (uint k = 0u; k < 8u; ++k)
+      [[unroll]] for (uint k = 0u; k < 8u; ++k)
         if (row_index(q, k) < n) a = xadd(a, xmul(w[k], ldf(pc.gamma, row_index(q, k))));
       float s = wg_group_tree(a);
       if (t == 0u) st_push(s);
@@ -141,7 +141,7 @@ void main() {
     for (uint64_t q = 0ul; q < groups; ++q) {
       if (groups > 1ul) load_group(rx, rdy, q);
       float b = 0.0;
-      for (uint k = 0u; k < 8u; ++k) {
+      [[unroll]] for (uint k = 0u; k < 8u; ++k) {
         uint64_t i = row_index(q, k);
         if (i < n) b = xadd(b, xmul(xmul(w[k], ldf(pc.gamma, i)), xmul(xsub(v[k], mean), rs)));
       }
@@ -152,7 +152,7 @@ void main() {
     float a = xdiv(sa, pc.nf), b = xdiv(sb, pc.nf);
     for (uint64_t q = 0ul; q < groups; ++q) {
       if (groups > 1ul) load_group(rx, rdy, q);
-      for (uint k = 0u; k < 8u; ++k) {
+      [[unroll]] for (uint k = 0u; k < 8u; ++k) {
         uint64_t i = row_index(q, k);
         if (i < n) {
           float g = xmul(w[k], ldf(pc.gamma, i));

@@ -50,11 +50,11 @@ void main() {
   Layout lay = Layout(pc.layout_addr);
   uint64_t base = block_base();
   uvec4 v[4];
-  for (uint k = 0u; k < 4u; ++k) {
+  [[unroll]] for (uint k = 0u; k < 4u; ++k) {
     uint64_t g = base + uint64_t(k * 256u);
     if (g < pc.total) v[k] = ld_unit(pc.src, uint64_t(src_offset(lay, g)));
   }
-  for (uint k = 0u; k < 4u; ++k) {
+  [[unroll]] for (uint k = 0u; k < 4u; ++k) {
     uint64_t g = base + uint64_t(k * 256u);
     if (g < pc.total) st_unit(pc.dst, g, v[k]);
   }

@@ -56,7 +56,7 @@ float chunk_exp(float x, float m) { return m == kNegInf ? 0.0 : xexp(xsub(x, m))
 #endif
 
 void load_group(uint64_t ra, uint64_t rb, uint64_t q) {
-  for (uint k = 0u; k < 8u; ++k) {
+  [[unroll]] for (uint k = 0u; k < 8u; ++k) {
     uint64_t i = row_index(q, k);
 #if FORWARD
     v[k] = kNegInf;  // (no ?: around a load: it may become a select that loads anyway)
@@ -86,11 +86,11 @@ void main() {
     for (uint64_t q = 0ul; q < groups; ++q) {
       load_group(ra, rb, q);
       float m_l = kNegInf;
-      for (uint k = 0u; k < 8u; ++k)
+      [[unroll]] for (uint k = 0u; k < 8u; ++k)
         if (row_index(q, k) < n) m_l = nan_max(m_l, v[k]);
       m = wg_chunk_max(m_l);
       float a = 0.0;
-      for (uint k = 0u; k < 8u; ++k) {
+      [[unroll]] for (uint k = 0u; k < 8u; ++k) {
         if (row_index(q, k) < n) {
           w[k] = chunk_exp(v[k], m);  // e, kept for the output pass
           a = xadd(a, w[k]);
@@ -100,7 +100,7 @@ void main() {
       // Chunks in order onto the (m, s) stack; chunks past the row's end
       // are padding, which the operator's identity makes unnecessary.
       if (t == 0u) {
-        for (uint c = 0u; c < uint(CPG); ++c) {
+        [[unroll]] for (uint c = 0u; c < uint(CPG); ++c) {
           uint64_t chunk = q * uint64_t(CPG) + uint64_t(c);
           if (chunk * 1024ul >= n) break;
           ms_push(s_max[c * 128u], s_tree[c * 128u]);
@@ -126,15 +126,15 @@ void main() {
           m = s_chunk_max[uint(chunk)];
         } else {
           float m_l = kNegInf;
-          for (uint k = 0u; k < 8u; ++k)
+          [[unroll]] for (uint k = 0u; k < 8u; ++k)
             if (row_index(q, k) < n) m_l = nan_max(m_l, v[k]);
           m = wg_chunk_max(m_l);
         }
-        for (uint k = 0u; k < 8u; ++k)
+        [[unroll]] for (uint k = 0u; k < 8u; ++k)
           if (row_index(q, k) < n) w[k] = chunk_exp(v[k], m);
       }
       float r = xmul(xexp(xsub(m, big_m)), inv);
-      for (uint k = 0u; k < 8u; ++k) {
+      [[unroll]] for (uint k = 0u; k < 8u; ++k) {
         uint64_t i = row_index(q, k);
         if (i < n) stf(ro, i, xmul(w[k], r));
       }
@@ -145,7 +145,7 @@ void main() {
     for (uint64_t q = 0ul; q < groups; ++q) {
       load_group(ra, rb, q);
       float a = 0.0;
-      for (uint k = 0u; k < 8u; ++k)
+      [[unroll]] for (uint k = 0u; k < 8u; ++k)
         if (row_index(q, k) < n) a = xadd(a, xmul(v[k], w[k]));
       float s = wg_group_tree(a);
       if (t == 0u) st_push(s);
@@ -153,7 +153,7 @@ void main() {
     float d = wg_bcast(t == 0u ? st_finish() : 0.0);
     for (uint64_t q = 0ul; q < groups; ++q) {
       if (groups > 1ul) load_group(ra, rb, q);
-      for (uint k = 0u; k < 8u; ++k) {
+      [[unroll]] for (uint k = 0u; k < 8u; ++k) {
         uint64_t i = row_index(q, k);
         if (i < n) stf(ro, i, xmul(v[k], xsub(w[k], d)));
       }

@@ -50,14 +50,14 @@ void main() {
     }
     uint64_t a0 = ta * 32ul, b0 = tb * 32ul;
     barrier();  // the previous tile's reads are done
-    for (uint k = 0u; k < 32u; k += 8u) {
+    [[unroll]] for (uint k = 0u; k < 32u; k += 8u) {
       uint64_t a = a0 + uint64_t(tx), b = b0 + uint64_t(ty + k);
       if (a < n_a && b < n_b)
         tile[ty + k][tx] = ld_unit(pc.src, uint64_t(src_o + int64_t(a) * lay.stride[a_dim] +
                                                      int64_t(b) * lay.stride[b_dim])).xy;
     }
     barrier();
-    for (uint k = 0u; k < 32u; k += 8u) {
+    [[unroll]] for (uint k = 0u; k < 32u; k += 8u) {
       uint64_t a = a0 + uint64_t(ty + k), b = b0 + uint64_t(tx);
       if (a < n_a && b < n_b)
         st_unit(pc.dst, uint64_t(dst_o + int64_t(a) * dst_stride_a + int64_t(b)), uvec4(tile[tx][ty + k], 0u, 0u));
