@@ -52,8 +52,9 @@ void run_tensor_init(Input& in, Pool& pool) {
   uint32_t dtype = dtype_bits(in);
   // TODO(issue 9): remove when xhal_tensor_init checks dtype as an integer
   // (defect 7): a value outside the enum's range (0..15) is loaded as
-  // xhal_dtype_t (UBSan, tensor.cpp, via xhal_dtype_size).
-  if (!explore_known_findings()) dtype %= 16;
+  // xhal_dtype_t (UBSan, tensor.cpp, via xhal_dtype_size). Gate
+  // "raw_dtype".
+  if (!explore_known_findings("raw_dtype")) dtype %= 16;
   const uint32_t rank = in.flag() ? in.pick(XHAL_MAX_RANK + 1) : in.u32();
   // Longer than any valid rank: a core that reads shape[rank - 1] before
   // rejecting the rank shows up as an overflow of this array.
@@ -135,14 +136,15 @@ void run_plan_create(Input& in, xhal_device_t dev, std::vector<PlanRecord>& plan
     num_rows = in.u64();
     // TODO(issue 9): remove when plan creation costs O(count), not
     // O(num_rows) (defect 4): a plan into 2^32 rows takes seconds and GBs.
-    if (!explore_known_findings() && num_rows > kMaxPlanRows) num_rows %= kMaxPlanRows;
+    // Gate "plan_num_rows".
+    if (!explore_known_findings("plan_num_rows") && num_rows > kMaxPlanRows) num_rows %= kMaxPlanRows;
   }
   const bool i32 = in.flag();
   uint32_t dtype = in.pick(8) == 0 ? in.u32() : (i32 ? XHAL_DTYPE_I32 : XHAL_DTYPE_I64);
   // TODO(issue 9): remove when index_plan_create checks index_dtype as an
   // integer (defect 7): a value outside the enum's range (0..15) is loaded
-  // as xhal_dtype_t (UBSan, ops_index.cpp).
-  if (!explore_known_findings()) dtype %= 16;
+  // as xhal_dtype_t (UBSan, ops_index.cpp). Gate "raw_dtype".
+  if (!explore_known_findings("raw_dtype")) dtype %= 16;
   std::vector<int64_t> idx64(count);
   std::vector<int32_t> idx32(count);
   for (uint32_t k = 0; k < count; ++k) {
@@ -269,8 +271,8 @@ void run_op(uint32_t op, Input& in, xhal_device_t dev, Pool& pool,
       const uint32_t which = in.pick(64);
       // TODO(issue 9): remove when released handles are recognised
       // (defect 2): using or releasing one again is a use after free in
-      // the core today.
-      if (!explore_known_findings()) break;
+      // the core today. Gate "released_handle".
+      if (!explore_known_findings("released_handle")) break;
       if (!plan) {
         if (pool.size()) pool.release_early(which % pool.size());
       } else if (!plans.empty()) {

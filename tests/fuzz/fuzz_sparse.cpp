@@ -129,8 +129,9 @@ xhal_csr_desc_t read_desc(Input& in, Pool& pool, DescArrays& a, std::vector<xhal
   if (in.pick(8) == 0) desc.struct_size = static_cast<size_t>(in.range(0, sizeof desc));
   // TODO(issue 9): remove when csr_create ignores a field that straddles
   // struct_size: today it copies struct_size bytes, so a buffer handle cut
-  // by struct_size becomes a garbage pointer (SEGV in check_buffer).
-  if (!explore_known_findings()) desc.struct_size -= desc.struct_size % sizeof(void*);
+  // by struct_size becomes a garbage pointer (SEGV in check_buffer). Gate
+  // "desc_cut_field".
+  if (!explore_known_findings("desc_cut_field")) desc.struct_size -= desc.struct_size % sizeof(void*);
   (void)pool;
   return desc;
 }
@@ -167,8 +168,9 @@ uint32_t raw_or(Input& in, uint32_t choices) {
   const uint32_t raw = in.u32();
   // TODO(issue 9): remove when the core checks transpose, triangle and
   // diagonal as integers before using them as enums (defect 7): any other
-  // value is undefined behaviour in the core (UBSan, sparse_ops.cpp).
-  if (!explore_known_findings()) return raw % choices;
+  // value is undefined behaviour in the core (UBSan, sparse_ops.cpp). Gate
+  // "raw_enum".
+  if (!explore_known_findings("raw_enum")) return raw % choices;
   return raw;
 }
 
@@ -281,8 +283,8 @@ void run_op(uint32_t op, Input& in, xhal_device_t dev, Pool& pool, std::vector<M
     default: {  // release the matrix early and keep its stale handle in play
       // TODO(issue 9): remove when released handles are recognised
       // (defect 2): using one (csr_get_shape included) is a use after free
-      // in the core today.
-      if (!r || r->released || !explore_known_findings()) break;
+      // in the core today. Gate "released_handle".
+      if (!r || r->released || !explore_known_findings("released_handle")) break;
       XF_MUST(xhal_csr_release(m));
       const xhal_status_t again = XF_CALL(xhal_csr_release(m));
       if (again != XHAL_INVALID_ARGUMENT) broken("releasing a matrix twice", "xhal_csr_release", again);
