@@ -101,11 +101,18 @@ for dev in $CONF_DEVS; do
 done
 
 FILTER=${VULKAN_CHECK_BENCH_FILTER:-'BM_Copy/1073741824|BM_Index(Select|Add)/1000000|BM_Transpose2D|BM_PermuteLastTwo|BM_Softmax|BM_RmsNorm|BM_LayerNorm|BM_SparseSpmv|BM_SparseSolve'}
-for dev in vulkan cuda; do
+for dev in ${VULKAN_CHECK_BENCH_DEVICES:-vulkan cuda}; do
   XHAL_DEVICE=$dev:0 step "xhal-bench $dev" 150 "$PACK/bin/xhal-bench" --benchmark_filter="$FILTER" \
     --benchmark_min_time=0.05 --benchmark_out_format=json --benchmark_out="$OUT/bench-$dev.json"
   line "xhal-bench $dev:0" "$([ $RC = 0 ] && echo ok || echo FAIL)" "$SECS" "bench-$dev.json"
 done
+
+# The allocation A/B of docs/vulkan.md ("H200 figures"): the copy with
+# dedicated allocations (the default) against plain ones.
+XHAL_DEVICE=vulkan:0 XHAL_DEVICE_OPTIONS=vulkan:alloc=plain step "copy, alloc=plain" 40 \
+  "$PACK/bin/xhal-bench" --benchmark_filter='BM_Copy/1073741824' --benchmark_min_time=0.05
+line "copy alloc=plain" "$([ $RC = 0 ] && echo ok || echo FAIL)" "$SECS" \
+  "$(grep -A30 'copy, alloc=plain' "$LOG" | grep -m1 '^BM_Copy' | tr -s ' ' | cut -c1-90)"
 
 # Vulkan against cuda per benchmark (real time), and each against the copy
 # bandwidth of its own plugin in this run.
