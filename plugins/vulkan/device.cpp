@@ -129,6 +129,11 @@ xhal_status_t mem_create(Gpu& g, uint64_t size, bool host_visible, Mem* out) {
   Mem m;
   const uint64_t rounded = size == 0 ? 64 : (size + 63) / 64 * 64;
   if (rounded < size) return fail(XHAL_OUT_OF_MEMORY, "allocation of %" PRIu64 " bytes overflows", size);
+  // Sizes past the device's stated limits are invalid usage, not a failing
+  // call: refuse them here as out of memory.
+  if (rounded > g.max_buffer_size)
+    return fail(XHAL_OUT_OF_MEMORY, "buffer of %" PRIu64 " bytes exceeds the device's maxBufferSize (%" PRIu64 ")",
+                size, g.max_buffer_size);
   VkBufferCreateInfo bci{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
   bci.size = rounded;
   bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
@@ -168,6 +173,12 @@ xhal_status_t mem_create(Gpu& g, uint64_t size, bool host_visible, Mem* out) {
   if (type == UINT32_MAX) {
     g.vk.vkDestroyBuffer(g.device, m.buffer, nullptr);
     return fail(XHAL_PLUGIN_ERROR, "no memory type fits a buffer");
+  }
+  const uint64_t heap = g.memory.memoryHeaps[g.memory.memoryTypes[type].heapIndex].size;
+  if (req.size > heap) {
+    g.vk.vkDestroyBuffer(g.device, m.buffer, nullptr);
+    return fail(XHAL_OUT_OF_MEMORY, "buffer of %" PRIu64 " bytes is larger than its memory heap (%" PRIu64
+                " bytes)", size, heap);
   }
   VkMemoryAllocateFlagsInfo flags{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_FLAGS_INFO};
   flags.flags = VK_MEMORY_ALLOCATE_DEVICE_ADDRESS_BIT;

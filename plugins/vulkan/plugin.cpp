@@ -107,14 +107,22 @@ std::string make_gpu(VkPhysicalDevice phys, Gpu* g) {
   props2.pNext = &driver;
   driver.pNext = &id;
   id.pNext = &fc;
-  if (has_pci) fc.pNext = &pci;
+  VkPhysicalDeviceMaintenance4Properties m4{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_4_PROPERTIES};
   vkGetPhysicalDeviceProperties(phys, &g->props);
   if (g->props.apiVersion < VK_API_VERSION_1_2) return "needs Vulkan 1.2";
+  // Chain: driver -> id -> float controls [-> pci] [-> maintenance4].
+  void** tail = &fc.pNext;
+  if (has_pci) {
+    *tail = &pci;
+    tail = &pci.pNext;
+  }
+  if (g->props.apiVersion >= VK_API_VERSION_1_3) *tail = &m4;
   vkGetPhysicalDeviceProperties2(phys, &props2);
   vkGetPhysicalDeviceMemoryProperties(phys, &g->memory);
   g->vendor_nvidia = g->props.vendorID == 0x10de;
   if (driver.driverID == VK_DRIVER_ID_MESA_LLVMPIPE) g->loop_budget = 40000;  // of 65535
   g->max_groups_x = g->props.limits.maxComputeWorkGroupCount[0];
+  if (g->props.apiVersion >= VK_API_VERSION_1_3 && m4.maxBufferSize) g->max_buffer_size = m4.maxBufferSize;
 
   VkPhysicalDeviceVulkan11Features f11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
   VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};

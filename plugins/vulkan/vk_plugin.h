@@ -66,6 +66,7 @@ struct Gpu {
   // short. Dispatches are split so that no invocation comes near it.
   uint64_t loop_budget = UINT64_MAX;
   uint32_t max_groups_x = 65535;
+  uint64_t max_buffer_size = UINT64_MAX;  // maintenance4 (Vulkan 1.3), else no stated limit
   VkPipelineLayout layout = VK_NULL_HANDLE;
   std::mutex pipeline_mutex;
   VkPipeline pipelines[xhal_spirv::kCount] = {};

@@ -202,6 +202,27 @@ int main() {
     });
   }
 
+  // Past the device's memory: XHAL_OUT_OF_MEMORY and a usable device (the
+  // plugin refuses such sizes itself: asking the driver would be invalid
+  // usage, which the validation layer of this test's ctest turns fatal).
+  {
+    xhal_device_info_t info{};
+    info.struct_size = sizeof info;
+    check(xhal_device_query(devs[0].d, &info), "query");
+    for (uint64_t bytes : {info.memory_bytes + (uint64_t{1} << 20), uint64_t{1} << 50}) {
+      xhal_buffer_t b = nullptr;
+      const xhal_status_t s = xhal_buffer_allocate(devs[0].d, bytes, &b);
+      std::printf("  allocate %-36llu %s\n", static_cast<unsigned long long>(bytes), xhal_status_name(s));
+      if (s != XHAL_OUT_OF_MEMORY) {
+        ++g_failures;
+        if (s == XHAL_OK) xhal_buffer_release(b);
+      }
+    }
+    xhal_buffer_t b = nullptr;
+    check(xhal_buffer_allocate(devs[0].d, 1 << 20, &b), "allocate after out of memory");
+    xhal_buffer_release(b);
+  }
+
   for (auto& d : devs) xhal_device_release(d.d);
   std::printf("large tensors: %s\n", g_failures ? "FAILED" : "all identical");
   return g_failures ? 1 : 0;
