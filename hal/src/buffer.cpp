@@ -29,7 +29,7 @@ extern "C" {
 xhal_status_t xhal_buffer_allocate(xhal_device_t device, uint64_t size,
                                    xhal_buffer_t* out_buffer) {
   return entry("xhal_buffer_allocate", [&] {
-    Device* d;
+    Device* d = nullptr;
     XHAL_TRY(get_device(device, "device", &d));
     if (!out_buffer) return fail(XHAL_INVALID_ARGUMENT, "argument 'out_buffer' is NULL");
     auto buffer = std::make_unique<Buffer>();
@@ -65,7 +65,7 @@ xhal_status_t xhal_buffer_release(xhal_buffer_t buffer) {
 
 xhal_status_t xhal_buffer_size(xhal_buffer_t buffer, uint64_t* out_size) {
   return entry("xhal_buffer_size", [&] {
-    Buffer* b;
+    Buffer* b = nullptr;
     XHAL_TRY(get_buffer(buffer, "buffer", &b));
     if (!out_size) return fail(XHAL_INVALID_ARGUMENT, "argument 'out_size' is NULL");
     *out_size = b->size;
@@ -75,7 +75,7 @@ xhal_status_t xhal_buffer_size(xhal_buffer_t buffer, uint64_t* out_size) {
 
 xhal_status_t xhal_buffer_device(xhal_buffer_t buffer, xhal_device_t* out_device) {
   return entry("xhal_buffer_device", [&] {
-    Buffer* b;
+    Buffer* b = nullptr;
     XHAL_TRY(get_buffer(buffer, "buffer", &b));
     if (!out_device) return fail(XHAL_INVALID_ARGUMENT, "argument 'out_device' is NULL");
     *out_device = to_handle<xhal_device_t>(b->device->handle);
@@ -86,7 +86,7 @@ xhal_status_t xhal_buffer_device(xhal_buffer_t buffer, xhal_device_t* out_device
 xhal_status_t xhal_buffer_write(xhal_buffer_t dst, uint64_t dst_offset, const void* src,
                                 uint64_t size) {
   return entry("xhal_buffer_write", [&] {
-    Buffer* b;
+    Buffer* b = nullptr;
     XHAL_TRY(get_buffer(dst, "dst", &b));
     if (!src && size != 0) return fail(XHAL_INVALID_ARGUMENT, "argument 'src' is NULL");
     XHAL_TRY(check_byte_range(dst_offset, size, b->size, "dst"));
@@ -100,7 +100,7 @@ xhal_status_t xhal_buffer_write(xhal_buffer_t dst, uint64_t dst_offset, const vo
 xhal_status_t xhal_buffer_read(xhal_buffer_t src, uint64_t src_offset, void* dst,
                                uint64_t size) {
   return entry("xhal_buffer_read", [&] {
-    Buffer* b;
+    Buffer* b = nullptr;
     XHAL_TRY(get_buffer(src, "src", &b));
     if (!dst && size != 0) return fail(XHAL_INVALID_ARGUMENT, "argument 'dst' is NULL");
     XHAL_TRY(check_byte_range(src_offset, size, b->size, "src"));
@@ -114,7 +114,7 @@ xhal_status_t xhal_buffer_read(xhal_buffer_t src, uint64_t src_offset, void* dst
 xhal_status_t xhal_buffer_copy(xhal_buffer_t src, uint64_t src_offset, xhal_buffer_t dst,
                                uint64_t dst_offset, uint64_t size) {
   return entry("xhal_buffer_copy", [&] {
-    Buffer *s, *t;
+    Buffer *s = nullptr, *t = nullptr;
     XHAL_TRY(get_buffer(src, "src", &s));
     XHAL_TRY(get_buffer(dst, "dst", &t));
     if (s->device != t->device) {
@@ -144,7 +144,7 @@ xhal_status_t xhal_buffer_copy(xhal_buffer_t src, uint64_t src_offset, xhal_buff
 xhal_status_t xhal_buffer_fill(xhal_buffer_t dst, uint64_t offset, uint64_t size,
                                const void* pattern, uint32_t pattern_size) {
   return entry("xhal_buffer_fill", [&] {
-    Buffer* b;
+    Buffer* b = nullptr;
     XHAL_TRY(get_buffer(dst, "dst", &b));
     if (!pattern) return fail(XHAL_INVALID_ARGUMENT, "argument 'pattern' is NULL");
     if (pattern_size != 1 && pattern_size != 2 && pattern_size != 4 && pattern_size != 8) {

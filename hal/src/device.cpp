@@ -192,7 +192,7 @@ xhal_status_t xhal_device_release(xhal_device_t device) {
   return entry("xhal_device_release", [&] {
     Runtime& rt = runtime();
     std::lock_guard lock(rt.mutex);
-    Device* d;
+    Device* d = nullptr;
     XHAL_TRY(get_device(device, "device", &d));
     const uint32_t open = d->open_handles.load();
     const int64_t live = d->live_objects.load();
@@ -219,7 +219,7 @@ xhal_status_t xhal_device_release(xhal_device_t device) {
 
 xhal_status_t xhal_device_query(xhal_device_t device, xhal_device_info_t* out_info) {
   return entry("xhal_device_query", [&] {
-    Device* d;
+    Device* d = nullptr;
     XHAL_TRY(get_device(device, "device", &d));
     XHAL_TRY(check_info_struct(out_info));
     copy_info(d->info, out_info);
@@ -229,7 +229,7 @@ xhal_status_t xhal_device_query(xhal_device_t device, xhal_device_info_t* out_in
 
 xhal_status_t xhal_device_synchronize(xhal_device_t device) {
   return entry("xhal_device_synchronize", [&] {
-    Device* d;
+    Device* d = nullptr;
     XHAL_TRY(get_device(device, "device", &d));
     std::lock_guard queue(d->queue);
     return XHAL_PLUGIN_CALL(d, device_synchronize);
@@ -239,7 +239,7 @@ xhal_status_t xhal_device_synchronize(xhal_device_t device) {
 xhal_status_t xhal_device_get_options(xhal_device_t device, char* out, size_t capacity,
                                       size_t* out_length) {
   return entry("xhal_device_get_options", [&] {
-    Device* d;
+    Device* d = nullptr;
     XHAL_TRY(get_device(device, "device", &d));
     if (!out && capacity > 0) return fail(XHAL_INVALID_ARGUMENT, "argument 'out' is NULL");
     std::string text;
@@ -263,7 +263,7 @@ xhal_status_t xhal_device_get_options(xhal_device_t device, char* out, size_t ca
 
 xhal_status_t xhal_device_get_counters(xhal_device_t device, xhal_counters_t* out_counters) {
   return entry("xhal_device_get_counters", [&] {
-    Device* d;
+    Device* d = nullptr;
     XHAL_TRY(get_device(device, "device", &d));
     if (!out_counters) return fail(XHAL_INVALID_ARGUMENT, "argument 'out_counters' is NULL");
     xhal_counters_t counters{};

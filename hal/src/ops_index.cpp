@@ -45,7 +45,7 @@ xhal_status_t check_plan(Device* device, xhal_index_plan_t handle, Plan** out) {
 xhal_status_t plan_create(xhal_device_t dev_handle, const void* indices,
                                  xhal_dtype_t index_dtype_arg, uint64_t count, uint64_t num_rows,
                                  xhal_index_plan_t* out_plan) {
-  Device* device;
+  Device* device = nullptr;
   XHAL_TRY(get_device(dev_handle, "device", &device));
   if (!out_plan) return fail(XHAL_INVALID_ARGUMENT, "argument 'out_plan': NULL");
   const uint32_t raw_dtype = raw_enum(index_dtype_arg);
@@ -134,10 +134,10 @@ xhal_status_t xhal_index_plan_release(xhal_index_plan_t plan) {
 xhal_status_t xhal_index_select(xhal_device_t device, xhal_index_plan_t plan,
                                 const xhal_tensor_t* src, const xhal_tensor_t* out) {
   return entry("xhal_index_select", [&] {
-    Device* d;
+    Device* d = nullptr;
     XHAL_TRY(get_device(device, "device", &d));
     std::lock_guard queue(d->queue);
-    Plan* p;
+    Plan* p = nullptr;
     XHAL_TRY(check_plan(d, plan, &p));
     OpContext ctx;
     ctx.plan = p;
@@ -151,10 +151,10 @@ xhal_status_t xhal_index_select(xhal_device_t device, xhal_index_plan_t plan,
 xhal_status_t xhal_index_add(xhal_device_t device, xhal_index_plan_t plan, float alpha,
                              const xhal_tensor_t* src, const xhal_tensor_t* dst) {
   return entry("xhal_index_add", [&] {
-    Device* d;
+    Device* d = nullptr;
     XHAL_TRY(get_device(device, "device", &d));
     std::lock_guard queue(d->queue);
-    Plan* p;
+    Plan* p = nullptr;
     XHAL_TRY(check_plan(d, plan, &p));
     OpContext ctx;
     ctx.plan = p;

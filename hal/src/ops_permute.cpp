@@ -44,7 +44,7 @@ using namespace xhal;
 
 static xhal_status_t permute(xhal_device_t device_handle, const xhal_tensor_t* src,
                              const uint32_t* perm, const xhal_tensor_t* dst) {
-  Device* device;
+  Device* device = nullptr;
   XHAL_TRY(get_device(device_handle, "device", &device));
   std::lock_guard queue(device->queue);
   OpContext ctx;

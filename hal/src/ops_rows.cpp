@@ -47,7 +47,7 @@ xhal_status_t row_op(xhal_device_t device_handle,
                      OnEmpty&& on_empty) {
   constexpr const ops::Op& op = ops::kOps[Id];
   static_assert(N <= ops::kMaxArgs);
-  Device* device;
+  Device* device = nullptr;
   XHAL_TRY(get_device(device_handle, "device", &device));
   std::lock_guard queue(device->queue);
   OpArgs a;

@@ -227,7 +227,7 @@ xhal_status_t read_indices(Device* device, const void* host, const Buffer* buffe
 
 xhal_status_t csr_create(xhal_device_t device_handle, const xhal_csr_desc_t* desc,
                          xhal_csr_t* out_matrix) {
-  Device* device;
+  Device* device = nullptr;
   XHAL_TRY(get_device(device_handle, "device", &device));
   if (!desc) return fail(XHAL_INVALID_ARGUMENT, "argument 'desc': NULL");
   if (!out_matrix) return fail(XHAL_INVALID_ARGUMENT, "argument 'out_matrix': NULL");
@@ -273,7 +273,7 @@ xhal_status_t csr_create(xhal_device_t device_handle, const xhal_csr_desc_t* des
                   " f32 values need %" PRIu64,
                   values_buffer->size, d.nnz, value_bytes);
   }
-  Buffer *row_ptr_buffer, *col_idx_buffer;
+  Buffer *row_ptr_buffer = nullptr, *col_idx_buffer = nullptr;
   XHAL_TRY(check_index_source(device, "row_ptr", d.row_ptr, d.row_ptr_buffer, index_dtype,
                               d.rows + 1, &row_ptr_buffer));
   XHAL_TRY(check_index_source(device, "col_idx", d.col_idx, d.col_idx_buffer, index_dtype, d.nnz,
@@ -336,7 +336,7 @@ xhal_status_t xhal_csr_release(xhal_csr_t matrix) {
 xhal_status_t xhal_csr_get_shape(xhal_csr_t matrix, int64_t* out_rows, int64_t* out_cols,
                                  int64_t* out_nnz) {
   return entry("xhal_csr_get_shape", [&]() -> xhal_status_t {
-    Matrix* m;
+    Matrix* m = nullptr;
     XHAL_TRY(get_matrix(matrix, "matrix", &m));
     if (out_rows) *out_rows = m->rows;
     if (out_cols) *out_cols = m->cols;
@@ -347,7 +347,7 @@ xhal_status_t xhal_csr_get_shape(xhal_csr_t matrix, int64_t* out_rows, int64_t* 
 
 xhal_status_t xhal_csr_get_index_dtype(xhal_csr_t matrix, xhal_dtype_t* out_index_dtype) {
   return entry("xhal_csr_get_index_dtype", [&]() -> xhal_status_t {
-    Matrix* m;
+    Matrix* m = nullptr;
     XHAL_TRY(get_matrix(matrix, "matrix", &m));
     if (!out_index_dtype)
       return fail(XHAL_INVALID_ARGUMENT, "argument 'out_index_dtype' is NULL");
@@ -358,7 +358,7 @@ xhal_status_t xhal_csr_get_index_dtype(xhal_csr_t matrix, xhal_dtype_t* out_inde
 
 xhal_status_t xhal_csr_set_values(xhal_csr_t matrix, const float* values) {
   return entry("xhal_csr_set_values", [&]() -> xhal_status_t {
-    Matrix* m;
+    Matrix* m = nullptr;
     XHAL_TRY(get_matrix(matrix, "matrix", &m));
     if (m->nnz == 0) return XHAL_OK;
     if (!values) return fail(XHAL_INVALID_ARGUMENT, "argument 'values': NULL");
@@ -375,7 +375,7 @@ xhal_status_t xhal_csr_set_values(xhal_csr_t matrix, const float* values) {
 
 xhal_status_t xhal_csr_set_values_tensor(xhal_csr_t matrix, const xhal_tensor_t* values) {
   return entry("xhal_csr_set_values_tensor", [&]() -> xhal_status_t {
-    Matrix* m;
+    Matrix* m = nullptr;
     XHAL_TRY(get_matrix(matrix, "matrix", &m));
     Device* device = m->device;
     std::lock_guard queue(device->queue);
@@ -401,7 +401,7 @@ xhal_status_t xhal_csr_set_values_tensor(xhal_csr_t matrix, const xhal_tensor_t*
 xhal_status_t xhal_csr_read(xhal_csr_t matrix, void* out_row_ptr, void* out_col_idx,
                             float* out_values) {
   return entry("xhal_csr_read", [&]() -> xhal_status_t {
-    Matrix* m;
+    Matrix* m = nullptr;
     XHAL_TRY(get_matrix(matrix, "matrix", &m));
     auto write = [&](const std::vector<int64_t>& v, void* dst) {
       if (!dst) return;

@@ -50,10 +50,10 @@ namespace {
 
 xhal_status_t spgemm(xhal_device_t device_handle, xhal_csr_t a_handle, xhal_csr_t b_handle,
                      xhal_csr_t* out_c) {
-  Device* device;
+  Device* device = nullptr;
   XHAL_TRY(get_device(device_handle, "device", &device));
   std::lock_guard queue(device->queue);
-  Matrix *a, *b;
+  Matrix *a = nullptr, *b = nullptr;
   XHAL_TRY(check_matrix(device, "a", a_handle, &a));
   XHAL_TRY(check_matrix(device, "b", b_handle, &b));
   if (!out_c) return fail(XHAL_INVALID_ARGUMENT, "argument 'out_c': NULL");

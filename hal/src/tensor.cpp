@@ -57,7 +57,7 @@ xhal_status_t xhal_tensor_init(xhal_buffer_t buffer, uint64_t offset, xhal_dtype
                                uint32_t rank, const int64_t* shape, xhal_tensor_t* out_tensor) {
   return entry("xhal_tensor_init", [&]() -> xhal_status_t {
     if (!out_tensor) return fail(XHAL_INVALID_ARGUMENT, "argument 'out_tensor': NULL");
-    Buffer* b;
+    Buffer* b = nullptr;
     XHAL_TRY(get_buffer(buffer, "buffer", &b));
     const uint32_t esize = xhal_dtype_size(dtype);
     if (esize == 0)

@@ -88,7 +88,7 @@ xhal_status_t explicit_strides(const char* name, const xhal_tensor_t& t,
 xhal_status_t check_tensor(Device* device, const char* name, const xhal_tensor_t* t,
                            const char* op, uint32_t allowed_dtypes, Layout layout, Checked* out) {
   if (!t) return fail(XHAL_INVALID_ARGUMENT, "argument '%s': NULL tensor", name);
-  Buffer* buf;
+  Buffer* buf = nullptr;
   if (xhal_status_t s = get_buffer(t->buffer, name, &buf); s != XHAL_OK) return s;
   if (buf->device != device)
     return fail(XHAL_WRONG_DEVICE,
