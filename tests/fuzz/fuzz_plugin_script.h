@@ -8,12 +8,21 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "xhal/xhal_plugin.h"
+
 namespace xhal_fuzz {
 
 constexpr const char* kScriptSymbol = "xhal_fuzz_plugin_script";
 
-// The function-pointer slots after the table header, in table order.
-constexpr int kSlotCount = 32;
+// The function-pointer slots after the table header, in table order (the
+// table grows with each plugin ABI minor).
+constexpr size_t kTableHeader = offsetof(xhal_plugin_api_t, init);
+static_assert((sizeof(xhal_plugin_api_t) - kTableHeader) % sizeof(void*) == 0,
+              "the table's slots are pointers after the header");
+constexpr int kSlotCount = static_cast<int>((sizeof(xhal_plugin_api_t) - kTableHeader) / sizeof(void*));
+// Slots of ABI 1.0 (init .. spgemm_numeric); later ones are absent unless
+// the fuzzed plugin implements them.
+constexpr int kSlotsOf10 = 32;
 constexpr int kRequiredSlots = 14;  // init .. buffer_fill
 // Slot pairs that must be both present or both absent.
 constexpr int kSlotIndexPlanCreate = 14, kSlotIndexPlanDestroy = 15;
@@ -37,7 +46,7 @@ struct PluginScript {
   char backend_name[24];
   uint32_t version_kind;       // 0 "0.0-fuzz", 1 NULL, 2 `version`
   char version[24];
-  uint32_t null_slots;         // bit i: slot i is NULL
+  uint64_t null_slots;         // bit i: slot i is NULL
   uint32_t odd_slots;          // bit i: slot i misbehaves (see Slot)
   uint32_t odd_status;         // what a misbehaving slot returns
   uint32_t odd_throw;          // non-zero: it throws instead

@@ -29,7 +29,7 @@ extern "C" __attribute__((visibility("default"))) const PluginScript* xhal_fuzz_
 
 namespace {
 
-constexpr size_t kHeader = offsetof(xhal_plugin_api_t, init);
+constexpr size_t kHeader = kTableHeader;
 
 // Layout (make_corpus.py, plugin_script()).
 PluginScript read_script(Input& in) {
@@ -63,8 +63,8 @@ PluginScript read_script(Input& in) {
     std::memcpy(s.version, t.data(), t.size());
   }
   switch (in.pick(4)) {
-    case 1: s.null_slots = 1u << in.pick(kSlotCount); break;
-    case 2: s.null_slots = in.u32(); break;
+    case 1: s.null_slots = uint64_t{1} << in.pick(kSlotCount); break;
+    case 2: s.null_slots = in.u64(); break;
     default: s.null_slots = 0; break;
   }
   switch (in.pick(4)) {
@@ -132,6 +132,7 @@ PluginScript read_script(Input& in) {
 bool slot_present(const PluginScript& s, int i) {
   return !((s.null_slots >> i) & 1) && kHeader + (i + 1) * sizeof(void*) <= s.struct_size;
 }
+static_assert(kSlotCount <= 64, "null_slots has a bit per slot");
 
 // The table rules of docs/abi.md: any broken one rejects the plugin.
 bool table_acceptable(const PluginScript& s) {
@@ -195,12 +196,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   xhal_fuzz_plugin_script = &script;
   if (verbose())
     std::fprintf(stderr,
-                 "script: entry %u struct_size %llu abi %u.%u name %u '%.24s' version %u null %08x "
+                 "script: entry %u struct_size %llu abi %u.%u name %u '%.24s' version %u null %016llx "
                  "odd %04x status %u throw %u note %u reenter %u count %u kind %u unterminated %u "
                  "null_handles %u\n",
                  script.entry, static_cast<unsigned long long>(script.struct_size), script.abi_major,
                  script.abi_minor, script.backend_name_kind, script.backend_name, script.version_kind,
-                 script.null_slots, script.odd_slots, script.odd_status, script.odd_throw,
+                 static_cast<unsigned long long>(script.null_slots), script.odd_slots, script.odd_status, script.odd_throw,
                  script.note_kind, script.init_reenter, script.device_count, script.kind,
                  script.unterminated_name, script.open_gives_null);
 

@@ -648,7 +648,8 @@ def selector_seeds():
 
 
 # ---- plugin-table harness (fuzz_plugin_table.cpp) ---------------------------
-API_SIZE = 32 + 32 * 8
+SLOTS = 34                 # function pointers in xhal_plugin_api_t (ABI 1.2)
+API_SIZE = 32 + SLOTS * 8
 HEADER = 32
 PLUGIN_INFO_SIZE = 64   # sizeof(xhal_plugin_info_t)
 DEVICE_INFO_SIZE = 120  # sizeof(xhal_device_info_t)
@@ -704,10 +705,10 @@ def plugin_script(s, entry=0, struct_size=("full",), abi_major=1, abi_minor=None
         s.pick(0, 4)
     elif null_slots[0] == "one":
         s.pick(1, 4)
-        s.pick(null_slots[1], 32)
+        s.pick(null_slots[1], SLOTS)
     else:
         s.pick(2, 4)
-        s.u32(null_slots[1])
+        s.u64(null_slots[1])
     if odd_slots[0] == "none":
         s.pick(0, 4)
     elif odd_slots[0] == "one":
@@ -782,7 +783,7 @@ def plugin_seeds():
         "good_no_device": {"device_count": ("zero",)},
         "good_longer_table": {"struct_size": ("longer", 16), "abi_minor": 7},
         "good_required_only": {"struct_size": ("required",)},
-        "good_ops_dropped": {"null_slots": ("mask", 0xFFFFC000)},
+        "good_ops_dropped": {"null_slots": ("mask", 0xFFFFFFFFFFFFC000)},
         "entry_null": {"entry": 1},
         "entry_throws": {"entry": 2},
         "tiny_table": {"struct_size": ("any", 8)},
