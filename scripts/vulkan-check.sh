@@ -62,7 +62,7 @@ if ! ldconfig -p 2>/dev/null | grep -q libvulkan.so.1; then
   ldconfig
 fi
 export LD_LIBRARY_PATH=$PWD/$PACK/lib:$PWD/$PACK/extra-lib:${LD_LIBRARY_PATH:-}
-unset XHAL_PLUGIN_PATH XHAL_DEVICE_OPTIONS XHAL_VULKAN_VALIDATION
+unset XHAL_PLUGIN_PATH XHAL_DEVICE_OPTIONS
 export XHAL_DEVICE=vulkan,cuda
 ICD=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 if ! "$PACK/bin/xhal-info" 2>/dev/null | grep -q '^  #.* vulkan:0' && [ -e "$ICD" ]; then

@@ -28,6 +28,7 @@ constexpr xhal_plugin_host_t kHost = {
     XHAL_PLUGIN_ABI_MAJOR,
     XHAL_PLUGIN_ABI_MINOR,
     &host_set_error,
+    "",
 };
 
 }  // namespace
@@ -116,7 +117,11 @@ xhal_status_t plugin_status(int status, const char* backend, const char* slot) {
   return fail(known, "%s plugin: %s: %s", backend, slot, message.c_str());
 }
 
-const xhal_plugin_host_t* plugin_host() { return &kHost; }
+xhal_plugin_host_t plugin_host(const char* options) {
+  xhal_plugin_host_t host = kHost;
+  host.options = options;
+  return host;
+}
 
 }  // namespace xhal
 

@@ -41,9 +41,15 @@ std::string take_plugin_message();
 xhal_status_t plugin_status(int status, const char* backend,
                             const char* slot);
 
-// The services table handed to every plugin's init (set_error feeds
-// take_plugin_message on the calling thread).
-const xhal_plugin_host_t* plugin_host();
+// The services table handed to a plugin's init (set_error feeds
+// take_plugin_message on the calling thread), with `options` as the
+// plugin-wide options it carries; the caller keeps the result alive.
+xhal_plugin_host_t plugin_host(const char* options);
+
+// The items of XHAL_DEVICE_OPTIONS ("[backend:]name=value,...") meant for
+// `backend`, prefix removed, joined with commas; XHAL_INVALID_ARGUMENT
+// naming a malformed item (device_options.cpp).
+xhal_status_t options_for(const std::string& backend, std::string* out);
 
 // ---- shared argument checks (each fails with a message naming `arg`) -----
 // get_device, get_buffer, get_plan, get_matrix (handles.h) resolve a public

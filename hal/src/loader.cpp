@@ -149,9 +149,16 @@ std::string start_plugin(LoadedPlugin& plugin, PluginRecord& record, bool& initi
   char note[kNoteCapacity] = {};
   take_plugin_message();
   std::string why;
+  // A malformed XHAL_DEVICE_OPTIONS is reported when a device opens; the
+  // plugin-wide part is then empty.
+  if (options_for(plugin.backend, &plugin.options) != XHAL_OK) {
+    plugin.options.clear();
+    thread_state().last_error.clear();  // not this start's failure
+  }
+  plugin.host = plugin_host(plugin.options.c_str());
   xhal_status_t status = XHAL_OK;
   if (!guarded("init", &why, [&] {
-        status = plugin.api.init(plugin_host(), &plugin.context, note, sizeof(note));
+        status = plugin.api.init(&plugin.host, &plugin.context, note, sizeof(note));
       })) {
     take_plugin_message();
     return why;

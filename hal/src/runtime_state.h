@@ -19,6 +19,10 @@ struct LoadedPlugin {
   xhal_plugin_api_t api{};    // zero-padded copy: slots past struct_size are null
   void* context = nullptr;
   std::string backend;
+  // The services table given to init, and the plugin-wide options it
+  // points at: both live as long as the plugin (host->options must).
+  std::string options;
+  xhal_plugin_host_t host{};
 };
 
 // One candidate file and what became of it (xhal_plugin_get_info).

@@ -475,8 +475,16 @@ bool parse_options(const char* text, Options* out, std::string* error) {
         *error = "option 'copy' has value '" + value + "'; expected auto, transfer or compute";
         return false;
       }
+    } else if (name == "validation") {
+      if (value == "off") o.validation = Validation::kOff;
+      else if (value == "warn") o.validation = Validation::kWarn;
+      else if (value == "fatal") o.validation = Validation::kFatal;
+      else {
+        *error = "option 'validation' has value '" + value + "'; expected off, warn or fatal";
+        return false;
+      }
     } else {
-      *error = "unknown option '" + name + "'; the vulkan plugin knows: alloc, copy";
+      *error = "unknown option '" + name + "'; the vulkan plugin knows: alloc, copy, validation";
       return false;
     }
   }
@@ -488,7 +496,11 @@ std::string format_options(const Options& o) {
   const char* copy = o.copy == CopyMode::kAuto       ? "auto"
                      : o.copy == CopyMode::kTransfer ? "transfer"
                                                      : "compute";
-  return std::string("alloc=") + (o.dedicated ? "dedicated" : "plain") + ",copy=" + copy;
+  const char* validation = o.validation == Validation::kOff    ? "off"
+                           : o.validation == Validation::kWarn ? "warn"
+                                                               : "fatal";
+  return std::string("alloc=") + (o.dedicated ? "dedicated" : "plain") + ",copy=" + copy +
+         ",validation=" + validation;
 }
 
 }  // namespace xhal::vk

@@ -25,11 +25,11 @@ struct Context {
 };
 
 // ---- validation ---------------------------------------------------------------
-// XHAL_VULKAN_VALIDATION=1 enables VK_LAYER_KHRONOS_validation and makes any
-// validation warning or error fatal (printed, then abort()): CI runs the
-// conformance suite so, where crash isolation turns the abort into a failed
-// test and a failed run. =warn prints without aborting.
-enum class Validation { kOff, kWarn, kFatal };
+// The option validation=fatal (XHAL_DEVICE_OPTIONS=vulkan:validation=fatal)
+// enables VK_LAYER_KHRONOS_validation and makes any validation warning or
+// error fatal (printed, then abort()): CI runs the conformance suite so,
+// where crash isolation turns the abort into a failed test and a failed
+// run. validation=warn prints without aborting.
 Validation g_validation = Validation::kOff;
 
 VKAPI_ATTR VkBool32 VKAPI_CALL on_debug_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
@@ -274,9 +274,16 @@ xhal_status_t init(const xhal_plugin_host_t* host, void** out_context, char* out
     note = "the Vulkan loader is older than 1.2";
     return finish();
   }
-  if (const char* v = std::getenv("XHAL_VULKAN_VALIDATION")) {
-    if (std::strcmp(v, "1") == 0 || std::strcmp(v, "fatal") == 0) g_validation = Validation::kFatal;
-    else if (std::strcmp(v, "warn") == 0) g_validation = Validation::kWarn;
+  // Plugin-wide options (XHAL_DEVICE_OPTIONS items for vulkan, handed over
+  // in the host table since ABI 1.2): validation=off|warn|fatal.
+  const bool host_has_options =
+      host->struct_size >= offsetof(xhal_plugin_host_t, options) + sizeof(host->options);
+  if (host_has_options && host->options) {
+    Options plugin_wide;
+    std::string error;
+    if (!parse_options(host->options, &plugin_wide, &error))
+      return fail(XHAL_INVALID_ARGUMENT, error.c_str());
+    g_validation = plugin_wide.validation;
   }
   std::vector<const char*> layers, extensions;
   const bool debug_utils = has_instance_extension(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
@@ -285,7 +292,7 @@ xhal_status_t init(const xhal_plugin_host_t* host, void** out_context, char* out
       // Refused rather than run unvalidated: a CI run that asked for the
       // layer must not pass without it.
       return fail(XHAL_PLUGIN_ERROR,
-                  "XHAL_VULKAN_VALIDATION is set but VK_LAYER_KHRONOS_validation is not "
+                  "the option validation is set but VK_LAYER_KHRONOS_validation is not "
                   "installed (Debian: vulkan-validationlayers)");
     }
     layers.push_back("VK_LAYER_KHRONOS_validation");

@@ -85,7 +85,12 @@ void mem_destroy(Gpu& g, Mem& m);
 
 // ---- device options (device_open_with_options) -----------------------------
 enum class CopyMode { kAuto, kTransfer, kCompute };
+// validation=off|warn|fatal: the Khronos validation layer, read in init
+// from the plugin-wide options (xhal_plugin_host_t::options).
+enum class Validation { kOff, kWarn, kFatal };
+
 struct Options {
+  Validation validation = Validation::kOff;
   CopyMode copy = CopyMode::kAuto;
   bool dedicated = true;  // alloc=dedicated|plain: large buffers own their VkDeviceMemory
 };

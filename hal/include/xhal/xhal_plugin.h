@@ -39,6 +39,12 @@ typedef struct xhal_plugin_host {
   uint32_t abi_minor;
   /* Sets the message of the current call's failure (copied). */
   void (*set_error)(const char* message);
+  /* Since 1.2: this backend's items of XHAL_DEVICE_OPTIONS
+   * ("name=value,..."; "" for none), for the options that apply to the
+   * whole plugin and must be known in init (e.g. a validation layer). The
+   * same items reach device_open_with_options, which must accept them.
+   * Valid until shutdown. Read it only when struct_size covers it. */
+  const char* options;
 } xhal_plugin_host_t;
 
 typedef struct xhal_plugin_device_info {
