@@ -1,6 +1,6 @@
 // Devices and memory: pipelines (created on first use), allocations with
 // device addresses, the command-buffer ring and timeline semaphore of an
-// open device, staging transfers and device options.
+// open device. Staging transfers: transfers.cpp; options: options.cpp.
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
@@ -382,125 +382,6 @@ xhal_status_t Device::need_scratch(uint64_t bytes) {
   if (size < (1u << 20)) size = 1u << 20;
   mem_destroy(*gpu, scratch);
   return mem_create(*gpu, size, false, &scratch);
-}
-
-// ---- staging transfers --------------------------------------------------------------
-xhal_status_t Device::upload(const Mem& dst, uint64_t offset, const void* src, uint64_t size) {
-  XHAL_VK_TRY(check_lost());
-  const auto* from = static_cast<const uint8_t*>(src);
-  uint64_t done = 0;
-  for (int k = 0; done < size; ++k) {
-    const int half = k & 1;
-    const uint64_t chunk = size - done < kStagingHalf ? size - done : kStagingHalf;
-    XHAL_VK_TRY(wait(staging_value[half]));
-    std::memcpy(static_cast<uint8_t*>(staging.mapped) + half * kStagingHalf, from + done, chunk);
-    XHAL_VK_TRY(begin());
-    VkBufferCopy region{half * kStagingHalf, offset + done, chunk};
-    vk().vkCmdCopyBuffer(recording, staging.buffer, dst.buffer, 1, &region);
-    XHAL_VK_TRY(submit());
-    staging_value[half] = submitted;
-    done += chunk;
-  }
-  XHAL_VK_TRY(wait(submitted));
-  h2d_transfers.fetch_add(1, std::memory_order_relaxed);
-  h2d_bytes.fetch_add(size, std::memory_order_relaxed);
-  return XHAL_OK;
-}
-
-xhal_status_t Device::download(const Mem& src, uint64_t offset, void* dst, uint64_t size) {
-  XHAL_VK_TRY(check_lost());
-  auto* to = static_cast<uint8_t*>(dst);
-  const uint64_t chunks = (size + kStagingHalf - 1) / kStagingHalf;
-  uint64_t value[2] = {0, 0};
-  auto copy_out = [&](uint64_t k) -> xhal_status_t {
-    const int half = static_cast<int>(k & 1);
-    XHAL_VK_TRY(wait(value[half]));
-    const uint64_t at = k * kStagingHalf;
-    const uint64_t chunk = size - at < kStagingHalf ? size - at : kStagingHalf;
-    std::memcpy(to + at, static_cast<const uint8_t*>(staging.mapped) + half * kStagingHalf, chunk);
-    return XHAL_OK;
-  };
-  for (uint64_t k = 0; k < chunks; ++k) {
-    const int half = static_cast<int>(k & 1);
-    if (k >= 2) XHAL_VK_TRY(copy_out(k - 2));  // frees this half
-    const uint64_t at = k * kStagingHalf;
-    const uint64_t chunk = size - at < kStagingHalf ? size - at : kStagingHalf;
-    XHAL_VK_TRY(begin());
-    VkBufferCopy region{offset + at, half * kStagingHalf, chunk};
-    vk().vkCmdCopyBuffer(recording, src.buffer, staging.buffer, 1, &region);
-    VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
-    mb.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
-    mb.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
-    vk().vkCmdPipelineBarrier(recording, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT,
-                              0, 1, &mb, 0, nullptr, 0, nullptr);
-    XHAL_VK_TRY(submit());
-    value[half] = submitted;
-    staging_value[half] = submitted;
-  }
-  for (uint64_t k = chunks >= 2 ? chunks - 2 : 0; k < chunks; ++k) XHAL_VK_TRY(copy_out(k));
-  d2h_transfers.fetch_add(1, std::memory_order_relaxed);
-  d2h_bytes.fetch_add(size, std::memory_order_relaxed);
-  return XHAL_OK;
-}
-
-// ---- options --------------------------------------------------------------------------
-bool parse_options(const char* text, Options* out, std::string* error) {
-  Options o;
-  std::string s(text);
-  size_t pos = 0;
-  while (pos <= s.size()) {
-    size_t end = s.find(',', pos);
-    if (end == std::string::npos) end = s.size();
-    const std::string item = s.substr(pos, end - pos);
-    pos = end + 1;
-    if (item.empty()) {
-      if (end == s.size()) break;
-      continue;
-    }
-    const size_t eq = item.find('=');
-    const std::string name = item.substr(0, eq);
-    const std::string value = eq == std::string::npos ? "" : item.substr(eq + 1);
-    if (name == "alloc") {
-      if (value == "dedicated") o.dedicated = true;
-      else if (value == "plain") o.dedicated = false;
-      else {
-        *error = "option 'alloc' has value '" + value + "'; expected dedicated or plain";
-        return false;
-      }
-    } else if (name == "copy") {
-      if (value == "auto") o.copy = CopyMode::kAuto;
-      else if (value == "transfer") o.copy = CopyMode::kTransfer;
-      else if (value == "compute") o.copy = CopyMode::kCompute;
-      else {
-        *error = "option 'copy' has value '" + value + "'; expected auto, transfer or compute";
-        return false;
-      }
-    } else if (name == "validation") {
-      if (value == "off") o.validation = Validation::kOff;
-      else if (value == "warn") o.validation = Validation::kWarn;
-      else if (value == "fatal") o.validation = Validation::kFatal;
-      else {
-        *error = "option 'validation' has value '" + value + "'; expected off, warn or fatal";
-        return false;
-      }
-    } else {
-      *error = "unknown option '" + name + "'; the vulkan plugin knows: alloc, copy, validation";
-      return false;
-    }
-  }
-  *out = o;
-  return true;
-}
-
-std::string format_options(const Options& o) {
-  const char* copy = o.copy == CopyMode::kAuto       ? "auto"
-                     : o.copy == CopyMode::kTransfer ? "transfer"
-                                                     : "compute";
-  const char* validation = o.validation == Validation::kOff    ? "off"
-                           : o.validation == Validation::kWarn ? "warn"
-                                                               : "fatal";
-  return std::string("alloc=") + (o.dedicated ? "dedicated" : "plain") + ",copy=" + copy +
-         ",validation=" + validation;
 }
 
 }  // namespace xhal::vk

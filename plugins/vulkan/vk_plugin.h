@@ -95,6 +95,9 @@ struct Options {
   bool dedicated = true;  // alloc=dedicated|plain: large buffers own their VkDeviceMemory
 };
 bool parse_options(const char* text, Options* out, std::string* error);
+// Fills `g` for a usable physical device; else returns why it is not usable
+// (physical_device.cpp).
+std::string make_gpu(VkPhysicalDevice phys, Gpu* g);
 std::string format_options(const Options& o);
 
 // ---- one open device ----------------------------------------------------------

@@ -1,0 +1,69 @@
+// The plugin's options (docs/device-options.md): parsed once, at init for
+// the plugin-wide ones and at device open for the rest.
+#include <string>
+
+#include "vk_plugin.h"
+
+namespace xhal::vk {
+
+// ---- options --------------------------------------------------------------------------
+bool parse_options(const char* text, Options* out, std::string* error) {
+  Options o;
+  std::string s(text);
+  size_t pos = 0;
+  while (pos <= s.size()) {
+    size_t end = s.find(',', pos);
+    if (end == std::string::npos) end = s.size();
+    const std::string item = s.substr(pos, end - pos);
+    pos = end + 1;
+    if (item.empty()) {
+      if (end == s.size()) break;
+      continue;
+    }
+    const size_t eq = item.find('=');
+    const std::string name = item.substr(0, eq);
+    const std::string value = eq == std::string::npos ? "" : item.substr(eq + 1);
+    if (name == "alloc") {
+      if (value == "dedicated") o.dedicated = true;
+      else if (value == "plain") o.dedicated = false;
+      else {
+        *error = "option 'alloc' has value '" + value + "'; expected dedicated or plain";
+        return false;
+      }
+    } else if (name == "copy") {
+      if (value == "auto") o.copy = CopyMode::kAuto;
+      else if (value == "transfer") o.copy = CopyMode::kTransfer;
+      else if (value == "compute") o.copy = CopyMode::kCompute;
+      else {
+        *error = "option 'copy' has value '" + value + "'; expected auto, transfer or compute";
+        return false;
+      }
+    } else if (name == "validation") {
+      if (value == "off") o.validation = Validation::kOff;
+      else if (value == "warn") o.validation = Validation::kWarn;
+      else if (value == "fatal") o.validation = Validation::kFatal;
+      else {
+        *error = "option 'validation' has value '" + value + "'; expected off, warn or fatal";
+        return false;
+      }
+    } else {
+      *error = "unknown option '" + name + "'; the vulkan plugin knows: alloc, copy, validation";
+      return false;
+    }
+  }
+  *out = o;
+  return true;
+}
+
+std::string format_options(const Options& o) {
+  const char* copy = o.copy == CopyMode::kAuto       ? "auto"
+                     : o.copy == CopyMode::kTransfer ? "transfer"
+                                                     : "compute";
+  const char* validation = o.validation == Validation::kOff    ? "off"
+                           : o.validation == Validation::kWarn ? "warn"
+                                                               : "fatal";
+  return std::string("alloc=") + (o.dedicated ? "dedicated" : "plain") + ",copy=" + copy +
+         ",validation=" + validation;
+}
+
+}  // namespace xhal::vk
