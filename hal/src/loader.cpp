@@ -305,8 +305,12 @@ PluginRecord open_and_start(const PluginCandidate& candidate,
                         std::to_string(XHAL_PLUGIN_ABI_MAJOR) + ".x");
   }
   // Older tables end early: the zeroed tail reads as absent slots. Newer
-  // tables are longer: the core ignores what it does not know.
-  std::memcpy(&plugin->api, table, std::min(table->struct_size, sizeof(xhal_plugin_api_t)));
+  // tables are longer: the core ignores what it does not know. Only whole
+  // slots are copied: a struct_size that cuts a slot leaves it absent, never
+  // half a function pointer.
+  size_t copied = std::min(table->struct_size, sizeof(xhal_plugin_api_t));
+  if (copied > kHeaderSize) copied -= (copied - kHeaderSize) % sizeof(void*);
+  std::memcpy(&plugin->api, table, copied);
   plugin->api.struct_size = table->struct_size;
   if (plugin->api.plugin_version) record.plugin_version = plugin->api.plugin_version;
   if (std::string bad = check_table(plugin->api, table->struct_size, candidate.backend);

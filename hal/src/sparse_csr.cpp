@@ -238,8 +238,26 @@ xhal_status_t csr_create(xhal_device_t device_handle, const xhal_csr_desc_t* des
                 "argument 'desc': struct_size = %zu, expected at least %zu (sizeof "
                 "xhal_csr_desc_t is %zu)",
                 desc->struct_size, kMinSize, sizeof(xhal_csr_desc_t));
+  // Only the fields that lie entirely inside struct_size; the rest stay zero
+  // (absent), never a field's leading bytes.
   xhal_csr_desc_t d{};
-  std::memcpy(&d, desc, std::min(desc->struct_size, sizeof d));
+  const size_t size = std::min(desc->struct_size, sizeof d);
+  auto take = [&](auto& field) {
+    const size_t offset = reinterpret_cast<const char*>(&field) - reinterpret_cast<const char*>(&d);
+    if (offset + sizeof field <= size)
+      std::memcpy(&field, reinterpret_cast<const char*>(desc) + offset, sizeof field);
+  };
+  take(d.rows);
+  take(d.cols);
+  take(d.nnz);
+  take(d.index_dtype);
+  take(d.row_ptr);
+  take(d.col_idx);
+  take(d.values);
+  take(d.row_ptr_buffer);
+  take(d.col_idx_buffer);
+  take(d.values_buffer);
+  d.struct_size = desc->struct_size;
 
   if (d.rows < 0 || d.cols < 0 || d.nnz < 0)
     return fail(XHAL_INVALID_ARGUMENT,

@@ -5,6 +5,7 @@
 //   FAKE_TABLE_SHORT    struct_size ends before the op slots (an older table)
 //   FAKE_TABLE_LONG     table with extra slots after the current ones (newer)
 //   FAKE_TABLE_TINY     struct_size smaller than the table header
+//   FAKE_TABLE_CUT      struct_size ends inside the required slot buffer_fill
 //   FAKE_NO_ENTRY       does not export the entry symbol
 //   FAKE_NULL_ENTRY     entry returns NULL
 //   FAKE_INIT_FAILS     init fails with a message
@@ -342,6 +343,11 @@ LongTable make_table() {
 #endif
 #ifdef FAKE_TABLE_TINY
   a.struct_size = sizeof(size_t);
+#endif
+#ifdef FAKE_TABLE_CUT
+  // struct_size ends 4 bytes into the required slot buffer_fill: half a
+  // function pointer that the core must not take for a slot.
+  a.struct_size = offsetof(xhal_plugin_api_t, buffer_fill) + 4;
 #endif
   return t;
 }

@@ -125,6 +125,15 @@ TEST_F(LoaderTest, TableSmallerThanItsHeaderIsRejected) {
                           std::to_string(offsetof(xhal_plugin_api_t, init)) + " bytes)");
 }
 
+// A struct_size that ends inside a slot: the slot is absent, not the
+// leading bytes of a function pointer (which would pass as present).
+TEST_F(LoaderTest, SlotCutByStructSizeIsAbsent) {
+  const PluginView p = plugin("cutslot");
+  EXPECT_EQ(p.state, XHAL_PLUGIN_REJECTED);
+  EXPECT_EQ(p.reason, "required slot 'buffer_fill' is missing (the table ends at struct_size " +
+                          std::to_string(offsetof(xhal_plugin_api_t, buffer_fill) + 4) + ")");
+}
+
 TEST_F(LoaderTest, PluginWithoutDevicesLoadsWithItsNote) {
   const PluginView p = plugin("nodevices");
   EXPECT_EQ(p.state, XHAL_PLUGIN_LOADED);
@@ -136,7 +145,7 @@ TEST_F(LoaderTest, EveryCandidateIsReportedInSearchOrder) {
   std::vector<std::string> names;
   for (const PluginView& p : plugins()) names.push_back(p.file_name);
   EXPECT_EQ(names, (std::vector<std::string>{
-                       "libxhal-good.so", "libxhal-initfails.so", "libxhal-mismatch.so",
+                       "libxhal-cutslot.so", "libxhal-good.so", "libxhal-initfails.so", "libxhal-mismatch.so",
                        "libxhal-newminor.so", "libxhal-nodevices.so", "libxhal-noentry.so",
                        "libxhal-nofill.so", "libxhal-nullentry.so", "libxhal-oldminor.so",
                        "libxhal-text.so", "libxhal-tiny.so", "libxhal-wrongmajor.so"}));

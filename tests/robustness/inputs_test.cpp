@@ -283,3 +283,33 @@ TEST_F(DeviceOptionsTest, MalformedItemsAreNamed) {
 
 }  // namespace
 }  // namespace xhal::robustness_test
+
+namespace xhal::robustness_test {
+namespace {
+
+// A desc whose struct_size ends inside a field: the field is absent (zero),
+// never its leading bytes (which would be a garbage buffer handle).
+TEST_F(CpuTest, CsrDescFieldCutByStructSizeIsAbsent) {
+  const int64_t row_ptr[] = {0, 1, 2}, col_idx[] = {0, 1};
+  xhal_csr_desc_t d;
+  std::memset(&d, 0x5a, sizeof d);  // garbage everywhere a field is cut
+  d.struct_size = offsetof(xhal_csr_desc_t, values_buffer) + 4;
+  d.rows = d.cols = 2;
+  d.nnz = 2;
+  d.index_dtype = XHAL_DTYPE_I64;
+  d.row_ptr = row_ptr;
+  d.col_idx = col_idx;
+  d.values = nullptr;
+  d.row_ptr_buffer = nullptr;
+  d.col_idx_buffer = nullptr;
+  xhal_csr_t m = nullptr;
+  ASSERT_EQ(xhal_csr_create(dev, &d, &m), XHAL_OK) << xhal_last_error();
+  matrices.push_back(m);
+  float values[2] = {7, 7};
+  ASSERT_EQ(xhal_csr_read(m, nullptr, nullptr, values), XHAL_OK);
+  EXPECT_EQ(values[0], 0.0f);  // no values given: they start at zero
+  EXPECT_EQ(values[1], 0.0f);
+}
+
+}  // namespace
+}  // namespace xhal::robustness_test
