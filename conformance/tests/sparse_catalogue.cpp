@@ -39,6 +39,7 @@
 #include <regex>
 
 #include "../reference/sparse_device_helpers.h"
+#include "raw_calls.h"
 
 namespace xhal::conf::sparse {
 namespace {
@@ -539,15 +540,14 @@ TEST_P(SparseBadInputTest, BadEnumValues) {
   BufferGuard g;
   const auto x = dense(dev, g, random_values(rng, 6), {6});
   const auto y = poisoned(dev, g, 6, {6});
-  const auto bad_t = static_cast<xhal_transpose_t>(2);
-  const auto bad_tri = static_cast<xhal_triangle_t>(5);
-  const auto bad_d = static_cast<xhal_diagonal_t>(-1);
+  // Passed from C (raw_calls.c): in C++ an enum holding these is undefined.
+  const uint32_t bad_t = 2, bad_tri = 5, bad_d = UINT32_MAX;
   const xhal_status_t IA = XHAL_INVALID_ARGUMENT;
   const xhal_csr_t M = mt.get();
   std::vector<ErrorCase> cases = {
-      {"spmv trans 2", IA, [&] { return xhal_spmv(dev, M, bad_t, 1, &x, 0, &y); }, "trans"},
-      {"solve triangle 5", IA, [&] { return xhal_csr_solve(dev, M, XHAL_TRANSPOSE_NONE, bad_tri, XHAL_DIAGONAL_STORED, &x, &y); }, "triangle"},
-      {"solve diagonal -1", IA, [&] { return xhal_csr_solve(dev, M, XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_LOWER, bad_d, &x, &y); }, "diagonal"},
+      {"spmv trans 2", IA, [&] { return raw_spmv(dev, M, bad_t, 1, &x, 0, &y); }, "trans"},
+      {"solve triangle 5", IA, [&] { return raw_csr_solve(dev, M, XHAL_TRANSPOSE_NONE, bad_tri, XHAL_DIAGONAL_STORED, &x, &y); }, "triangle"},
+      {"solve diagonal -1", IA, [&] { return raw_csr_solve(dev, M, XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_LOWER, bad_d, &x, &y); }, "diagonal"},
   };
   run_cases(cases, g);
 }

@@ -43,7 +43,7 @@ xhal_status_t check_plan(Device* device, xhal_index_plan_t handle, Plan** out) {
 }
 
 xhal_status_t plan_create(xhal_device_t dev_handle, const void* indices,
-                                 xhal_dtype_t index_dtype_arg, uint64_t count, uint64_t num_rows,
+                                 const xhal_dtype_t& index_dtype_arg, uint64_t count, uint64_t num_rows,
                                  xhal_index_plan_t* out_plan) {
   Device* device = nullptr;
   XHAL_TRY(get_device(dev_handle, "device", &device));

@@ -96,7 +96,7 @@ xhal_status_t begin(xhal_device_t device_handle, xhal_csr_t a_handle,
 }
 
 template <xhal_op_t Id>
-xhal_status_t sp_mul(xhal_device_t device, xhal_csr_t a, xhal_transpose_t trans,
+xhal_status_t sp_mul(xhal_device_t device, xhal_csr_t a, const xhal_transpose_t& trans,
                      float alpha, const xhal_tensor_t* x, float beta, const xhal_tensor_t* y) {
   std::unique_lock<QueueMutex> lock;
   SparseCall c;

@@ -59,7 +59,7 @@ xhal_status_t xhal_tensor_init(xhal_buffer_t buffer, uint64_t offset, xhal_dtype
     if (!out_tensor) return fail(XHAL_INVALID_ARGUMENT, "argument 'out_tensor': NULL");
     Buffer* b = nullptr;
     XHAL_TRY(get_buffer(buffer, "buffer", &b));
-    const uint32_t esize = xhal_dtype_size(dtype);
+    const uint32_t esize = dtype_size(raw_enum(dtype));
     if (esize == 0)
       return fail(XHAL_INVALID_ARGUMENT, "argument 'dtype': %u is not a dtype", raw_enum(dtype));
     if (offset % esize != 0)

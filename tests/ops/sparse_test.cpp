@@ -5,6 +5,7 @@
 #include <cstddef>
 
 #include "ops_test_support.h"
+#include "raw_calls.h"
 
 namespace xhal::ops_test {
 namespace {
@@ -252,7 +253,7 @@ TEST_F(SparseTest, SpmvAndSpmmShapesFollowOpA) {
   EXPECT_EQ(rec->last("spmv")->trans, XHAL_TRANSPOSE);
   EXPECT_REJECTED(xhal_spmv(dev, a, XHAL_TRANSPOSE, 1.0f, &x4, 0.0f, &y3), XHAL_SHAPE_MISMATCH,
                   "argument 'x': shape [4] but expected [3]");
-  EXPECT_REJECTED(xhal_spmv(dev, a, static_cast<xhal_transpose_t>(5), 1.0f, &x4, 0.0f, &y3),
+  EXPECT_REJECTED(raw_spmv(dev, a, 5, 1.0f, &x4, 0.0f, &y3),
                   XHAL_INVALID_ARGUMENT, "'trans'", "5");
 
   xhal_tensor_t X = f32({4, 2}), Y = f32({3, 2}), Ybad = f32({3, 3});
@@ -369,8 +370,7 @@ TEST_F(SolveTest, ShapesAndAliasing) {
   EXPECT_REJECTED(xhal_csr_solve(dev, a, XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_LOWER,
                                  XHAL_DIAGONAL_STORED, &bb, &xb),
                   XHAL_ALIASING, "'x'", "'b'");
-  EXPECT_REJECTED(xhal_csr_solve(dev, a, XHAL_TRANSPOSE_NONE, static_cast<xhal_triangle_t>(3),
-                                 XHAL_DIAGONAL_STORED, &b, &x),
+  EXPECT_REJECTED(raw_csr_solve(dev, a, XHAL_TRANSPOSE_NONE, 3, XHAL_DIAGONAL_STORED, &b, &x),
                   XHAL_INVALID_ARGUMENT, "'triangle'");
 }
 

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "cpu_fixture.h"
+#include "raw_calls.h"
 
 namespace xhal::robustness_test {
 namespace {
@@ -122,36 +123,28 @@ TEST_F(CpuTest, EnumArgumentsOutsideTheirRangeAreStatuses) {
   xhal_csr_t m = lower2();
   xhal_buffer_t x = filled({1, 1}), y = filled({5, 5});
   const xhal_tensor_t tx = tensor(x, {2}), ty = tensor(y, {2});
-  xhal_transpose_t trans;
   const uint32_t bad = 157;
-  std::memcpy(&trans, &bad, sizeof bad);
-  EXPECT_EQ(xhal_spmv(dev, m, trans, 1.0f, &tx, 0.0f, &ty), XHAL_INVALID_ARGUMENT);
+  EXPECT_EQ(raw_spmv(dev, m, bad, 1.0f, &tx, 0.0f, &ty), XHAL_INVALID_ARGUMENT);
   EXPECT_THAT(xhal_last_error(), HasSubstr("argument 'trans': 157"));
-  xhal_triangle_t tri;
-  xhal_diagonal_t diag;
-  std::memcpy(&tri, &bad, sizeof bad);
-  EXPECT_EQ(xhal_csr_solve(dev, m, XHAL_TRANSPOSE_NONE, tri, XHAL_DIAGONAL_STORED, &tx, &ty),
+  EXPECT_EQ(raw_csr_solve(dev, m, XHAL_TRANSPOSE_NONE, bad, XHAL_DIAGONAL_STORED, &tx, &ty),
             XHAL_INVALID_ARGUMENT);
   EXPECT_THAT(xhal_last_error(), HasSubstr("argument 'triangle'"));
-  std::memcpy(&diag, &bad, sizeof bad);
-  EXPECT_EQ(xhal_csr_solve_backward(dev, m, XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_LOWER, diag, &tx,
+  EXPECT_EQ(raw_csr_solve_backward(dev, m, XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_LOWER, bad, &tx,
                                     &tx, &ty, nullptr),
             XHAL_INVALID_ARGUMENT);
   EXPECT_THAT(xhal_last_error(), HasSubstr("argument 'diagonal'"));
   EXPECT_EQ(read(y, 2), (std::vector<float>{5, 5}));
 
-  xhal_dtype_t dtype;
   const uint32_t bad_dtype = 300;
-  std::memcpy(&dtype, &bad_dtype, sizeof bad_dtype);
-  EXPECT_EQ(xhal_dtype_size(dtype), 0u);
-  EXPECT_STREQ(xhal_dtype_name(dtype), "unknown");
+  EXPECT_EQ(raw_dtype_size(bad_dtype), 0u);
+  EXPECT_STREQ(raw_dtype_name(bad_dtype), "unknown");
   const int64_t idx[] = {0};
   xhal_index_plan_t p = nullptr;
-  EXPECT_EQ(xhal_index_plan_create(dev, idx, dtype, 1, 1, &p), XHAL_INVALID_ARGUMENT);
+  EXPECT_EQ(raw_index_plan_create(dev, idx, bad_dtype, 1, 1, &p), XHAL_INVALID_ARGUMENT);
   EXPECT_THAT(xhal_last_error(), HasSubstr("argument 'index_dtype': 300"));
   const int64_t shape[] = {2};
   xhal_tensor_t t{};
-  EXPECT_EQ(xhal_tensor_init(x, 0, dtype, 1, shape, &t), XHAL_INVALID_ARGUMENT);
+  EXPECT_EQ(raw_tensor_init(x, 0, bad_dtype, 1, shape, &t), XHAL_INVALID_ARGUMENT);
   xhal_tensor_t tbad = tx;
   std::memcpy(&tbad.dtype, &bad_dtype, sizeof bad_dtype);
   EXPECT_EQ(xhal_softmax_forward(dev, &tbad, &ty), XHAL_INVALID_ARGUMENT);

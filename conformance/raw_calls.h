@@ -1,6 +1,6 @@
 /* raw_calls.c: xhal calls with enum arguments passed as raw uint32_t. */
-#ifndef XHAL_FUZZ_RAW_CALLS_H_
-#define XHAL_FUZZ_RAW_CALLS_H_
+#ifndef XHAL_CONFORMANCE_RAW_CALLS_H_
+#define XHAL_CONFORMANCE_RAW_CALLS_H_
 
 #include "xhal/xhal.h"
 
@@ -8,6 +8,8 @@
 extern "C" {
 #endif
 
+uint32_t raw_dtype_size(uint32_t dtype);
+const char* raw_dtype_name(uint32_t dtype);
 xhal_status_t raw_index_plan_create(xhal_device_t device, const void* indices, uint32_t index_dtype,
                                     uint64_t count, uint64_t num_rows, xhal_index_plan_t* out_plan);
 xhal_status_t raw_tensor_init(xhal_buffer_t buffer, uint64_t offset, uint32_t dtype, uint32_t rank,

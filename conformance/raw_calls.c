@@ -1,11 +1,16 @@
 /* Calls that pass enum arguments as raw 32-bit values, as a C program may
- * (C converts any int to an enum type without complaint). The harnesses
- * are C++, where merely loading an out-of-range enum value is undefined
- * behaviour that UBSan reports in the harness itself; from here the value
- * reaches libxhal as it would from a C caller, so a report is the core's. */
+ * (C converts any int to an enum type without complaint). The suite, the
+ * unit tests and the fuzz harnesses are C++, where merely loading an
+ * out-of-range enum value is undefined behaviour that UBSan reports in the
+ * caller; from here the value reaches libxhal as it would from a C caller,
+ * so a report is the core's. */
 #include <stdint.h>
 
 #include "raw_calls.h"
+
+uint32_t raw_dtype_size(uint32_t dtype) { return xhal_dtype_size((xhal_dtype_t)dtype); }
+
+const char* raw_dtype_name(uint32_t dtype) { return xhal_dtype_name((xhal_dtype_t)dtype); }
 
 xhal_status_t raw_index_plan_create(xhal_device_t device, const void* indices, uint32_t index_dtype,
                                     uint64_t count, uint64_t num_rows, xhal_index_plan_t* out_plan) {
