@@ -23,7 +23,9 @@ xhal_status_t slot_exception(const char* backend, const char* slot);
 
 // Runs the body of public entry point `function`: clears the thread's
 // message, refuses re-entry from a plugin slot with XHAL_BUSY, and turns any
-// exception into a status.
+// exception into a status. A call that succeeds leaves no message, even when
+// a plugin slot it ran re-entered the API and was refused (the plugin
+// coped; the refusal is not the app's error).
 //   xhal_status_t xhal_x(...) { return xhal::entry("xhal_x", [&] { ... }); }
 xhal_status_t reentry_failure(const char* function);
 template <typename Body>
@@ -34,7 +36,10 @@ inline xhal_status_t entry(const char* function, Body&& body) noexcept {
   if (t.plugin_depth != 0) [[unlikely]]
     return reentry_failure(function);
   try {
-    return body();
+    const xhal_status_t s = body();
+    if (s == XHAL_OK && !t.last_error.empty()) [[unlikely]]
+      t.last_error.clear();
+    return s;
   } catch (...) {
     return status_from_exception(function, false);
   }

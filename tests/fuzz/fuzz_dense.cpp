@@ -22,7 +22,6 @@ using namespace xhal_fuzz;
 namespace {
 
 constexpr uint32_t kOps = 13;
-constexpr uint64_t kMaxPlanRows = 1 << 16;
 constexpr uint32_t kMaxPlanCount = 64;
 
 struct PlanRecord {
@@ -50,11 +49,6 @@ void run_tensor_init(Input& in, Pool& pool) {
   xhal_buffer_t buffer = (in.pick(6) == 0 || i < 0) ? nullptr : pool.at(i);
   const uint64_t offset = in.flag() ? in.range(0, 64) : in.u64();
   uint32_t dtype = dtype_bits(in);
-  // TODO(issue 9): remove when xhal_tensor_init checks dtype as an integer
-  // (defect 7): a value outside the enum's range (0..15) is loaded as
-  // xhal_dtype_t (UBSan, tensor.cpp, via xhal_dtype_size). Gate
-  // "raw_dtype".
-  if (!explore_known_findings("raw_dtype")) dtype %= 16;
   const uint32_t rank = in.flag() ? in.pick(XHAL_MAX_RANK + 1) : in.u32();
   // Longer than any valid rank: a core that reads shape[rank - 1] before
   // rejecting the rank shows up as an overflow of this array.
@@ -132,19 +126,9 @@ void run_permute_view(Input& in, Pool& pool) {
 void run_plan_create(Input& in, xhal_device_t dev, std::vector<PlanRecord>& plans) {
   const uint32_t count = in.pick(kMaxPlanCount + 1);
   uint64_t num_rows = static_cast<uint64_t>(in.range(0, 300));
-  if (in.pick(4) == 0) {
-    num_rows = in.u64();
-    // TODO(issue 9): remove when plan creation costs O(count), not
-    // O(num_rows) (defect 4): a plan into 2^32 rows takes seconds and GBs.
-    // Gate "plan_num_rows".
-    if (!explore_known_findings("plan_num_rows") && num_rows > kMaxPlanRows) num_rows %= kMaxPlanRows;
-  }
+  if (in.pick(4) == 0) num_rows = in.u64();  // up to 2^64: a plan costs O(count)
   const bool i32 = in.flag();
   uint32_t dtype = in.pick(8) == 0 ? in.u32() : (i32 ? XHAL_DTYPE_I32 : XHAL_DTYPE_I64);
-  // TODO(issue 9): remove when index_plan_create checks index_dtype as an
-  // integer (defect 7): a value outside the enum's range (0..15) is loaded
-  // as xhal_dtype_t (UBSan, ops_index.cpp). Gate "raw_dtype".
-  if (!explore_known_findings("raw_dtype")) dtype %= 16;
   std::vector<int64_t> idx64(count);
   std::vector<int32_t> idx32(count);
   for (uint32_t k = 0; k < count; ++k) {
@@ -269,10 +253,6 @@ void run_op(uint32_t op, Input& in, xhal_device_t dev, Pool& pool,
       // Release a buffer or a plan early and keep its stale handle in play.
       const bool plan = in.flag();
       const uint32_t which = in.pick(64);
-      // TODO(issue 9): remove when released handles are recognised
-      // (defect 2): using or releasing one again is a use after free in
-      // the core today. Gate "released_handle".
-      if (!explore_known_findings("released_handle")) break;
       if (!plan) {
         if (pool.size()) pool.release_early(which % pool.size());
       } else if (!plans.empty()) {

@@ -87,45 +87,11 @@ PluginScript read_script(Input& in) {
     case 4: s.device_count = in.u32(); break;
     default: s.device_count = 1; break;
   }
-  // TODO(issue 9): remove when the core refuses absurd device counts
-  // (defect 5): 0xFFFFFFFF devices make xhal_runtime_init allocate a vector
-  // of 2^32 device infos (ASan: allocation-size-too-big). Gate
-  // "device_count".
-  if (!explore_known_findings("device_count") && s.device_count > 64) s.device_count = 64;
   s.kind = in.pick(4) == 0 ? in.u32() : in.pick(3);
   s.unterminated_name = in.pick(8) == 0;
   s.memory_bytes = in.u64();
   s.op_dtypes = in.u32();
   s.open_gives_null = in.pick(16) == 0;
-  // TODO(issue 9): remove when the core catches what a plugin throws
-  // (defect 5): an exception from the entry function or any slot escapes
-  // xhal_runtime_init and the app terminates. Gate "plugin_throws".
-  if (!explore_known_findings("plugin_throws")) {
-    if (s.entry == 2) s.entry = 1;
-    s.odd_throw = 0;
-  }
-  // TODO(issue 9): remove when a plugin's init calling back into the app
-  // API gets a status instead of a deadlock (defect 6): init ->
-  // xhal_device_count waits for the runtime mutex its caller holds. Gate
-  // "plugin_reenters".
-  if (!explore_known_findings("plugin_reenters")) s.init_reenter = 0;
-  // TODO(issue 9): remove when the core validates a device's kind
-  // (defect 6): a kind outside the enum's range (0..3) is loaded as the
-  // C++ enum (UBSan, runtime.cpp); 3 is handed to the app unvalidated.
-  // Gate "device_kind" (also the oracle on the kind the app sees).
-  if (!explore_known_findings("device_kind")) s.kind %= 4;
-  // TODO(issue 9): remove when the core checks a slot's status as an
-  // integer before using it as the enum (defect 7): a status outside the
-  // enum's range (0..15) is undefined behaviour in the core (UBSan,
-  // loader.cpp and errors.cpp) before it becomes XHAL_PLUGIN_ERROR. Gate
-  // "raw_status".
-  if (!explore_known_findings("raw_status")) s.odd_status %= 16;
-  // TODO(issue 9): remove when the core reads no slot that straddles the
-  // table's struct_size: today it copies struct_size bytes, so a slot cut
-  // by struct_size becomes a non-NULL garbage pointer (a half pair passes
-  // the pair rule; calling such a slot would jump anywhere). Gate
-  // "table_cut_slot".
-  if (!explore_known_findings("table_cut_slot")) s.struct_size -= s.struct_size % sizeof(void*);
   return s;
 }
 
@@ -164,10 +130,6 @@ struct Field {
 template <typename Info>
 void check_fields_outside(const Info& info, size_t size, std::initializer_list<Field> fields,
                           const char* call) {
-  // TODO(issue 9): remove when the info getters write only fields that lie
-  // entirely inside struct_size (defect 3): today a field straddling it gets
-  // its leading bytes written. Gate "info_past_struct_size".
-  if (!explore_known_findings("info_past_struct_size")) return;
   const auto* bytes = reinterpret_cast<const unsigned char*>(&info);
   for (const Field& f : fields) {
     if (f.offset + f.size <= size) continue;
@@ -268,8 +230,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (isize == sizeof info) {
       uint32_t kind;
       std::memcpy(&kind, &info.kind, sizeof kind);
-      // TODO(issue 9): the kind-validation part of defect 6 (see read_script).
-      if (kind > XHAL_DEVICE_KIND_OTHER && explore_known_findings("device_kind"))
+      if (kind > XHAL_DEVICE_KIND_OTHER)
         broken("a device kind outside the enum reached the app", "xhal_device_get_info", is);
       if (std::strlen(info.name) >= sizeof(xhal_plugin_device_info_t::name))
         broken("device name longer than the plugin's array", "xhal_device_get_info", is);

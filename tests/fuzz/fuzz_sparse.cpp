@@ -127,11 +127,6 @@ xhal_csr_desc_t read_desc(Input& in, Pool& pool, DescArrays& a, std::vector<xhal
   }
   // struct_size: usually the full struct, else anything up to it.
   if (in.pick(8) == 0) desc.struct_size = static_cast<size_t>(in.range(0, sizeof desc));
-  // TODO(issue 9): remove when csr_create ignores a field that straddles
-  // struct_size: today it copies struct_size bytes, so a buffer handle cut
-  // by struct_size becomes a garbage pointer (SEGV in check_buffer). Gate
-  // "desc_cut_field".
-  if (!explore_known_findings("desc_cut_field")) desc.struct_size -= desc.struct_size % sizeof(void*);
   (void)pool;
   return desc;
 }
@@ -166,11 +161,7 @@ uint32_t raw_or(Input& in, uint32_t choices) {
   const uint32_t v = in.pick(choices + 1);
   if (v < choices) return v;
   const uint32_t raw = in.u32();
-  // TODO(issue 9): remove when the core checks transpose, triangle and
-  // diagonal as integers before using them as enums (defect 7): any other
-  // value is undefined behaviour in the core (UBSan, sparse_ops.cpp). Gate
-  // "raw_enum".
-  if (!explore_known_findings("raw_enum")) return raw % choices;
+  (void)choices;
   return raw;
 }
 
@@ -281,10 +272,7 @@ void run_op(uint32_t op, Input& in, xhal_device_t dev, Pool& pool, std::vector<M
       break;
     }
     default: {  // release the matrix early and keep its stale handle in play
-      // TODO(issue 9): remove when released handles are recognised
-      // (defect 2): using one (csr_get_shape included) is a use after free
-      // in the core today. Gate "released_handle".
-      if (!r || r->released || !explore_known_findings("released_handle")) break;
+      if (!r || r->released) break;
       XF_MUST(xhal_csr_release(m));
       const xhal_status_t again = XF_CALL(xhal_csr_release(m));
       if (again != XHAL_INVALID_ARGUMENT) broken("releasing a matrix twice", "xhal_csr_release", again);

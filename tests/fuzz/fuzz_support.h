@@ -62,26 +62,6 @@ class Input {
   FuzzedDataProvider fdp_;
 };
 
-// ---- known findings ---------------------------------------------------------
-// Input classes that crash the core today on (nearly) every input are kept
-// out so the rest can be explored; each such place (a "gate", marked
-// TODO(issue 9)) has a name and says which defect it waits for.
-// XHAL_FUZZ_OPEN=name,name,... lets the named classes through (to
-// reproduce or minimise one finding); XHAL_FUZZ_ALL=1 lets every class
-// through (to check whether the fixes have landed).
-inline bool explore_known_findings(const char* gate) {
-  static const bool all = [] {
-    const char* v = std::getenv("XHAL_FUZZ_ALL");
-    return v && v[0] == '1';
-  }();
-  if (all) return true;
-  static const std::string open = [] {
-    const char* v = std::getenv("XHAL_FUZZ_OPEN");
-    return "," + std::string(v ? v : "") + ",";
-  }();
-  return open.find("," + std::string(gate) + ",") != std::string::npos;
-}
-
 inline bool verbose() {
   static const bool v = [] {
     const char* e = std::getenv("XHAL_FUZZ_VERBOSE");
@@ -294,7 +274,9 @@ inline xhal_tensor_t tensor(Input& in, Pool& pool, std::initializer_list<int64_t
     uint32_t k = 0;
     for (int64_t d : want) {
       t.shape[k++] = d;
-      elements *= d;
+      // Saturates: a raw plan size may make the product overflow; the
+      // buffer is capped at kMaxBufferBytes anyway.
+      if (__builtin_mul_overflow(elements, d, &elements)) elements = INT64_MAX / 8;
     }
     const uint64_t bytes = static_cast<uint64_t>(elements) * (dtype_size_of(dtype) ? dtype_size_of(dtype) : 4);
     if (mode == 0 || pool.size() == 0) {
@@ -336,36 +318,8 @@ inline xhal_tensor_t tensor(Input& in, Pool& pool, std::initializer_list<int64_t
       if (mode == 3) t.strides[k] = in.flag() ? in.range(0, 128) : in.i64();
     }
   }
-  // TODO(issue 9): remove when the core's contiguous-stride computation is
-  // overflow-safe (defect 7: row_major_strides multiplies extents in signed
-  // 64-bit, e.g. {0, 3260886666541213964, 4} or a view of {2^62, 4}):
-  // while the product of the extents would overflow, wild extents are cut
-  // down. Gate "stride_overflow".
-  if (!explore_known_findings("stride_overflow")) {
-    for (int round = 0; round < 4; ++round) {
-      unsigned __int128 product = 1;
-      bool big = false;
-      for (uint32_t k = 0; k < XHAL_MAX_RANK; ++k) {
-        const int64_t d = t.shape[k];
-        const uint64_t m = d < 0 ? 0 - static_cast<uint64_t>(d) : static_cast<uint64_t>(d);
-        if (m) product *= m;
-        if (product >> 62) big = true;
-      }
-      if (!big) break;
-      for (int64_t& d : t.shape)
-        if (d > 64 || d < -64) d %= 65;
-    }
-  }
   if (in.pick(8) == 0) t.buffer = nullptr;  // a NULL handle now and then
   std::memcpy(&t.dtype, &dtype, sizeof dtype);    // raw bits, no enum load here
-  // TODO(issue 9): remove when the core refuses a byte offset that is not a
-  // multiple of the element size (defect 1): today it is accepted and the
-  // cpu plugin loads through misaligned pointers (UBSan, every such input).
-  // Gate "misaligned_offset".
-  if (!explore_known_findings("misaligned_offset")) {
-    const uint32_t e = dtype_size_of(dtype);
-    if (e > 1) t.offset -= t.offset % e;
-  }
   return t;
 }
 

@@ -31,8 +31,9 @@ typedef enum xhal_status {
 /* Short stable name of a status ("XHAL_OUT_OF_RANGE"); never NULL. */
 XHAL_API const char* xhal_status_name(xhal_status_t status);
 
-/* Message of the last failed call on this thread ("" if none). The pointer
- * stays valid until the next xhal call on this thread. */
+/* Message of this thread's last xhal call: what was wrong if it failed, ""
+ * if it returned XHAL_OK (every call clears it first). The pointer stays
+ * valid until the next xhal call on this thread. */
 XHAL_API const char* xhal_last_error(void);
 
 #ifdef __cplusplus
