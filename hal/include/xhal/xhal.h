@@ -9,4 +9,5 @@
 #include "xhal/tensor.h"
 #include "xhal/ops.h"
 #include "xhal/sparse.h"
+#include "xhal/interop.h"
 #endif
