@@ -3,11 +3,11 @@
 # whole test suite, then the AddressSanitizer + UBSan build of the core and
 # CPU plugin with its tests.
 #
-# XHAL_CI_EXTRA=1 adds the robustness checks of docs/robustness.md: the
-# clang build with its tests, the ThreadSanitizer stress test and the fuzz
-# smoke run. They are off by default until the core fixes of issue 9 land
-# (the stress test and the fuzzers report known defects today); each runs
-# even if an earlier one failed, and the script fails if any did.
+# Then the app ABI check against abi/ (scripts/check-abi.sh) and the
+# robustness checks of docs/robustness.md: the clang build with its tests,
+# the ThreadSanitizer stress test and the fuzz smoke run. Each of those three
+# runs even if an earlier one failed, and the script fails if any did;
+# XHAL_CI_EXTRA=0 leaves them out (a quicker local run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -18,8 +18,10 @@ ctest --preset default -j"$jobs"
 cmake --preset asan >/dev/null
 cmake --build --preset asan -j"$jobs"
 ASAN_OPTIONS=detect_leaks=1 ctest --preset asan -j"$jobs"
+# The app ABI against the committed baseline (the asan build has -g).
+bash scripts/check-abi.sh build-asan/lib/libxhal.so
 
-if [[ ${XHAL_CI_EXTRA:-0} == 1 ]]; then
+if [[ ${XHAL_CI_EXTRA:-1} == 1 ]]; then
   failed=()
   # Runs one named step, timing it; a failure is recorded, not fatal.
   step() {
