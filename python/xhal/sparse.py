@@ -1,0 +1,229 @@
+"""Index plans and CSR matrices."""
+
+import ctypes
+
+import numpy as np
+
+from . import _lib
+from ._types import DType, as_dtype
+from .errors import call
+from .tensor import Tensor, _device
+
+
+def _host_index_array(a):
+    """A C-contiguous host array and its xhal dtype. Integer arrays other
+    than int32/int64 become int64; any other dtype goes to C as it is (so C
+    names it when it is not allowed)."""
+    a = np.asarray(a)
+    if a.dtype.kind in "iub" and a.dtype not in (np.int32, np.int64):
+        a = a.astype(np.int64)
+    a = np.ascontiguousarray(a)
+    try:
+        dt = as_dtype(a.dtype)
+    except TypeError:
+        dt = DType.invalid
+    return a, dt
+
+
+class _Owned:
+    """A handle that keeps its device open and is released once."""
+    _release_fn = None
+
+    def _own(self, device, handle):
+        self.device = device
+        self._handle = handle
+
+    @property
+    def handle(self):
+        if self._handle is None:
+            raise ValueError(f"xhal: the {type(self).__name__} was released")
+        return self._handle
+
+    def release(self):
+        h, self._handle = getattr(self, "_handle", None), None
+        if h is not None:
+            try:
+                call(self._release_fn, h)
+            finally:
+                self.device._drop()
+
+    close = release
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.release()
+
+    def __del__(self):
+        try:
+            self.release()
+        except Exception:
+            pass
+
+
+class IndexPlan(_Owned):
+    """xhal_index_plan_t: a validated list of row indices into a table of
+    `num_rows` rows, uploaded once, for index_select and index_add.
+    `indices`: host integers (int32 or int64 go as they are)."""
+    _release_fn = "xhal_index_plan_release"
+
+    def __init__(self, device, indices, num_rows):
+        device = _device(device)
+        a, dt = _host_index_array(indices)
+        h = ctypes.c_void_p()
+        device._retain()
+        try:
+            call("xhal_index_plan_create", device.handle,
+                 a.ctypes.data_as(ctypes.c_void_p), int(dt), a.size,
+                 int(num_rows), ctypes.byref(h))
+        except BaseException:
+            self._handle = None
+            device._drop()
+            raise
+        self._own(device, h.value)
+        self.count = a.size
+        self.num_rows = int(num_rows)
+
+    def __repr__(self):
+        return f"<xhal.IndexPlan count={self.count} num_rows={self.num_rows}>"
+
+
+class CsrMatrix(_Owned):
+    """xhal_csr_t, a sparse matrix with f32 values, created from host
+    arrays (SciPy's indptr/indices/data) or from device tensors:
+
+        CsrMatrix(device, row_ptr, col_idx, values=None, shape=(rows, cols))
+        CsrMatrix.from_scipy(device, scipy_csr_matrix)
+
+    row_ptr and col_idx: int32 or int64 (both the same); values: f32 or
+    None (all zero). Tensors (offset 0) go as device buffers: the pattern
+    is read to the host once for validation."""
+    _release_fn = "xhal_csr_release"
+
+    def __init__(self, device, row_ptr, col_idx, values=None, shape=None):
+        device = _device(device)
+        d = _lib.CsrDesc()
+        d.struct_size = ctypes.sizeof(d)
+        keep = []
+        if isinstance(row_ptr, Tensor) or isinstance(col_idx, Tensor):
+            if not (isinstance(row_ptr, Tensor) and isinstance(col_idx, Tensor)):
+                raise TypeError("xhal: row_ptr and col_idx are both tensors or both host arrays")
+            for t, n in ((row_ptr, "row_ptr"), (col_idx, "col_idx")):
+                if t.offset != 0:
+                    raise ValueError(f"xhal: {n} must start at offset 0 of its buffer")
+            d.row_ptr_buffer = row_ptr.buffer.handle
+            d.col_idx_buffer = col_idx.buffer.handle
+            d.index_dtype = int(row_ptr.dtype)
+            rows = row_ptr.size - 1
+            nnz = col_idx.size
+        else:
+            rp, dt = _host_index_array(row_ptr)
+            ci, _ = _host_index_array(col_idx)
+            if ci.dtype != rp.dtype and dt != DType.invalid:
+                ci = ci.astype(rp.dtype)
+            keep += [rp, ci]
+            d.row_ptr = rp.ctypes.data
+            d.col_idx = ci.ctypes.data
+            d.index_dtype = int(dt)
+            rows = rp.size - 1
+            nnz = ci.size
+        if values is not None:
+            if isinstance(values, Tensor):
+                if values.offset != 0:
+                    raise ValueError("xhal: values must start at offset 0 of its buffer")
+                d.values_buffer = values.buffer.handle
+            else:
+                v = np.ascontiguousarray(values, dtype=np.float32)
+                keep.append(v)
+                d.values = v.ctypes.data
+        if shape is None:
+            cols = 0
+            if not isinstance(col_idx, Tensor) and nnz:
+                cols = int(np.max(keep[1])) + 1
+            shape = (rows, cols)
+        d.rows, d.cols = int(shape[0]), int(shape[1])
+        d.nnz = nnz
+        h = ctypes.c_void_p()
+        device._retain()
+        try:
+            call("xhal_csr_create", device.handle, ctypes.byref(d), ctypes.byref(h))
+        except BaseException:
+            self._handle = None
+            device._drop()
+            raise
+        self._own(device, h.value)
+
+    @classmethod
+    def from_scipy(cls, device, m):
+        """From a scipy.sparse csr_matrix/csr_array (or anything with
+        indptr, indices, data and shape)."""
+        return cls(device, m.indptr, m.indices, m.data, m.shape)
+
+    @classmethod
+    def from_dense(cls, device, a, index_dtype=np.int32):
+        """From a dense host matrix: every non-zero entry is stored."""
+        a = np.asarray(a, dtype=np.float32)
+        rows, cols = np.nonzero(a)
+        row_ptr = np.zeros(a.shape[0] + 1, dtype=index_dtype)
+        np.cumsum(np.bincount(rows, minlength=a.shape[0]), out=row_ptr[1:])
+        return cls(device, row_ptr, cols.astype(index_dtype), a[rows, cols], a.shape)
+
+    @classmethod
+    def _wrap(cls, device, handle):
+        self = cls.__new__(cls)
+        device._retain()
+        self._own(device, handle)
+        return self
+
+    @property
+    def shape(self):
+        r, c, n = ctypes.c_int64(), ctypes.c_int64(), ctypes.c_int64()
+        call("xhal_csr_get_shape", self.handle, ctypes.byref(r), ctypes.byref(c), ctypes.byref(n))
+        return (r.value, c.value)
+
+    @property
+    def nnz(self):
+        r, c, n = ctypes.c_int64(), ctypes.c_int64(), ctypes.c_int64()
+        call("xhal_csr_get_shape", self.handle, ctypes.byref(r), ctypes.byref(c), ctypes.byref(n))
+        return n.value
+
+    @property
+    def index_dtype(self):
+        d = ctypes.c_int()
+        call("xhal_csr_get_index_dtype", self.handle, ctypes.byref(d))
+        return DType(d.value)
+
+    def set_values(self, values):
+        """Replaces the nnz values: from a host array, or from a device
+        Tensor of the same device (no host round trip)."""
+        if isinstance(values, Tensor):
+            call("xhal_csr_set_values_tensor", self.handle, values._p)
+        else:
+            v = np.ascontiguousarray(values, dtype=np.float32)
+            if v.size != self.nnz:
+                raise ValueError(f"xhal: values has {v.size} elements, the matrix {self.nnz}")
+            call("xhal_csr_set_values", self.handle, v.ctypes.data)
+
+    def read(self):
+        """(row_ptr, col_idx, values) as host arrays (xhal_csr_read)."""
+        rows, _ = self.shape
+        nnz = self.nnz
+        idt = np.int32 if self.index_dtype == DType.int32 else np.int64
+        rp = np.empty(rows + 1, dtype=idt)
+        ci = np.empty(nnz, dtype=idt)
+        v = np.empty(nnz, dtype=np.float32)
+        call("xhal_csr_read", self.handle, rp.ctypes.data, ci.ctypes.data, v.ctypes.data)
+        return rp, ci, v
+
+    def to_dense(self):
+        rp, ci, v = self.read()
+        out = np.zeros(self.shape, dtype=np.float32)
+        for i in range(len(rp) - 1):
+            out[i, ci[rp[i]:rp[i + 1]]] = v[rp[i]:rp[i + 1]]
+        return out
+
+    def __repr__(self):
+        if self._handle is None:
+            return "<xhal.CsrMatrix released>"
+        return f"<xhal.CsrMatrix shape={self.shape} nnz={self.nnz} index_dtype={self.index_dtype}>"
