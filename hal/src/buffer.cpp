@@ -1,6 +1,7 @@
 // Buffers: validation of every handle and byte range, then the plugin slot.
 #include <cinttypes>
 #include <cstring>
+#include <string>
 
 #include "entry.h"
 #include "handles.h"
@@ -18,6 +19,42 @@ xhal_status_t check_byte_range(uint64_t offset, uint64_t size, uint64_t buffer_s
                 arg, offset, size, buffer_size);
   }
   return XHAL_OK;
+}
+
+xhal_status_t check_writable(const Buffer& b, const char* arg, const char* what) {
+  if (!b.read_only) [[likely]]
+    return XHAL_OK;
+  return fail(XHAL_INVALID_ARGUMENT,
+              "argument '%s': the buffer is read-only (imported read-only); %s would write it",
+              arg, what);
+}
+
+void release_buffer_ref(Buffer* b) noexcept {
+  if (b->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  Device* d = b->device;
+  {
+    std::lock_guard queue(d->queue);
+    if (b->imported) {
+      // The app gets its memory back only once no queued work uses it. A
+      // failure here does not stop the release, and is not the caller's:
+      // the thread's message is left as it was.
+      ThreadState& t = thread_state();
+      std::string saved = std::move(t.last_error);
+      (void)XHAL_PLUGIN_CALL(d, device_synchronize);
+      t.last_error = std::move(saved);
+      t.plugin_message.clear();
+    }
+    call_void_slot([&] { d->api->buffer_free(d->plugin_device, b->plugin_buffer); });
+  }
+  if (b->release) {
+    try {
+      b->release(b->release_user_data);
+    } catch (...) {  // a C++ callback that throws must not unwind into the app's caller
+    }
+  }
+  delete b;
+  // Last: once the count is 0 the device may be closed by another thread.
+  d->live_objects.fetch_sub(1);
 }
 
 }  // namespace xhal
@@ -54,11 +91,7 @@ xhal_status_t xhal_buffer_release(xhal_buffer_t buffer) {
     // object, and the other reports a stale handle.
     auto* b = static_cast<Buffer*>(handles().remove(HandleKind::kBuffer, handle_bits(buffer)));
     if (!b) return get_buffer(buffer, "buffer", &b);
-    Device* d = b->device;
-    std::lock_guard queue(d->queue);
-    call_void_slot([&] { d->api->buffer_free(d->plugin_device, b->plugin_buffer); });
-    d->live_objects.fetch_sub(1);
-    delete b;
+    release_buffer_ref(b);  // a live DLPack export keeps the memory until its deleter runs
     return XHAL_OK;
   });
 }
@@ -90,6 +123,7 @@ xhal_status_t xhal_buffer_write(xhal_buffer_t dst, uint64_t dst_offset, const vo
     XHAL_TRY(get_buffer(dst, "dst", &b));
     if (!src && size != 0) return fail(XHAL_INVALID_ARGUMENT, "argument 'src' is NULL");
     XHAL_TRY(check_byte_range(dst_offset, size, b->size, "dst"));
+    XHAL_TRY(check_writable(*b, "dst", "xhal_buffer_write"));
     if (size == 0) return XHAL_OK;
     Device* d = b->device;
     std::lock_guard queue(d->queue);
@@ -126,6 +160,7 @@ xhal_status_t xhal_buffer_copy(xhal_buffer_t src, uint64_t src_offset, xhal_buff
     }
     XHAL_TRY(check_byte_range(src_offset, size, s->size, "src"));
     XHAL_TRY(check_byte_range(dst_offset, size, t->size, "dst"));
+    XHAL_TRY(check_writable(*t, "dst", "xhal_buffer_copy"));
     if (s == t && size != 0 && src_offset < dst_offset + size &&
         dst_offset < src_offset + size) {
       return fail(XHAL_ALIASING,
@@ -162,6 +197,7 @@ xhal_status_t xhal_buffer_fill(xhal_buffer_t dst, uint64_t offset, uint64_t size
                   pattern_size);
     }
     XHAL_TRY(check_byte_range(offset, size, b->size, "dst"));
+    XHAL_TRY(check_writable(*b, "dst", "xhal_buffer_fill"));
     if (size == 0) return XHAL_OK;
     Device* d = b->device;
     std::lock_guard queue(d->queue);

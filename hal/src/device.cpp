@@ -40,6 +40,32 @@ void copy_info(const xhal_device_info_t& from, xhal_device_info_t* to) {
   for (const uint32_t& dtypes : from.op_dtypes) put(dtypes);
 }
 
+// Interop (plugin ABI 1.3): where the new plugin device's buffers live. A
+// slot that fails or reports a kind outside xhal_memory_kind_t leaves the
+// device without native memory (interop calls are XHAL_UNSUPPORTED); the
+// open itself does not fail.
+void query_memory_kind(DeviceEntry& d, void* plugin_device) {
+  Device* device = d.handle.get();
+  device->memory_kind = 0;
+  device->memory_ordinal = 0;
+  const xhal_plugin_api_t& api = d.plugin->api;
+  if (!api.device_get_memory_kind) return;
+  xhal_memory_kind_t kind{};
+  int32_t ordinal = 0;
+  const xhal_status_t s = call_slot(d.backend.c_str(), "device_get_memory_kind", [&] {
+    return api.device_get_memory_kind(plugin_device, &kind, &ordinal);
+  });
+  uint32_t raw = 0;
+  std::memcpy(&raw, &kind, sizeof raw);  // a plugin may return any integer
+  if (s != XHAL_OK || (raw != XHAL_MEMORY_HOST && raw != XHAL_MEMORY_CUDA &&
+                       raw != XHAL_MEMORY_ROCM)) {
+    clear_error();
+    return;
+  }
+  device->memory_kind = raw;
+  device->memory_ordinal = ordinal;
+}
+
 // Opens list entry `d` (caller holds the runtime mutex): the first handle
 // opens the plugin device, later ones share it.
 xhal_status_t open_entry_locked(DeviceEntry& d, xhal_device_t* out_device) {
@@ -67,6 +93,7 @@ xhal_status_t open_entry_locked(DeviceEntry& d, xhal_device_t* out_device) {
       return fail(XHAL_PLUGIN_ERROR, "%s plugin: device_open returned a NULL device",
                   d.backend.c_str());
     }
+    query_memory_kind(d, plugin_device);
     const uint64_t handle = handles().add(HandleKind::kDevice, device);
     if (handle == 0) {
       call_void_slot([&] { d.plugin->api.device_close(plugin_device); });
@@ -168,6 +195,12 @@ xhal_status_t xhal_device_release(xhal_device_t device) {
     const uint32_t open = d->open_handles.load();
     const int64_t live = d->live_objects.load();
     if (open == 1 && live != 0) {
+      if (const int64_t exports = d->live_exports.load(); exports != 0)
+        return fail(XHAL_BUSY,
+                    "cannot release device %s:%u: %lld buffers/plans/matrices still live "
+                    "(%lld DLPack exports whose deleter has not run keep theirs alive)",
+                    d->backend.c_str(), d->backend_index, static_cast<long long>(live),
+                    static_cast<long long>(exports));
       return fail(XHAL_BUSY,
                   "cannot release device %s:%u: %lld buffers/plans/matrices still live",
                   d->backend.c_str(), d->backend_index, static_cast<long long>(live));

@@ -95,6 +95,15 @@ struct Device {
   // Serialises the calls of one device: the in-order queue of docs/abi.md
   // ("Threading"), and the core's per-object metadata.
   QueueMutex queue;
+  // Interop (plugin ABI 1.3, docs/interop.md): where the device's buffers
+  // live, asked once at open (0: they have no address an app may use, and
+  // import, get_native and DLPack are XHAL_UNSUPPORTED), and its runtime's
+  // device ordinal. Written under the runtime mutex before the handle is
+  // given out.
+  uint32_t memory_kind = 0;
+  int32_t memory_ordinal = 0;
+  // DLPack exports of the device's buffers whose deleter has not run.
+  std::atomic<int64_t> live_exports{0};
 };
 
 struct Buffer {
@@ -102,7 +111,24 @@ struct Buffer {
   void* plugin_buffer = nullptr;
   uint64_t size = 0;
   uint64_t handle = 0;
+  // The handle holds one reference and each live DLPack export one more;
+  // the last drop frees the buffer (release_buffer_ref).
+  std::atomic<uint32_t> refs{1};
+  bool read_only = false;     // ops, writes, copies and fills may not write it
+  bool imported = false;      // memory the app owns (xhal_buffer_import, DLPack)
+  uint8_t base_misalign = 0;  // address of its first byte mod 8 (0 unless imported)
+  xhal_release_fn release = nullptr;  // run once, after the plugin freed the wrapper
+  void* release_user_data = nullptr;
 };
+
+// Drops one reference of `b`; the last one frees it: for imported memory the
+// device's queued work is waited for, the plugin frees its buffer (under
+// the queue lock), the release callback runs (outside it, so it may release
+// other xhal objects), and the device's live count drops. Any thread.
+void release_buffer_ref(Buffer* b) noexcept;
+// A buffer whose memory an op, write, copy or fill would change must not be
+// read-only: XHAL_INVALID_ARGUMENT naming `arg` and `what` writes it.
+xhal_status_t check_writable(const Buffer& b, const char* arg, const char* what);
 
 struct Plan {
   Device* device = nullptr;

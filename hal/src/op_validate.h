@@ -92,6 +92,10 @@ inline xhal_status_t validate_op(Device* device, const xhal_tensor_t* const* ten
     const Layout layout =
         spec.shape == ops::Shape::kAnyStrided ? Layout::kStrided : Layout::kContiguous;
     XHAL_TRY(check_tensor(device, spec.name, tensors[i], op.name, spec.dtypes, layout, &a->arg[i]));
+    if (spec.role == ops::Role::kOut && a->arg[i].read_only) [[unlikely]]
+      return fail(XHAL_INVALID_ARGUMENT,
+                  "argument '%s': the buffer is read-only (imported read-only); op %s writes it",
+                  spec.name, op.name);
   }
   // Shapes, in argument order (each rule reads what earlier ones found).
   a->rows = a->n = 0;

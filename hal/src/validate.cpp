@@ -104,10 +104,14 @@ xhal_status_t check_tensor(Device* device, const char* name, const xhal_tensor_t
                 xhal_dtype_name(t->dtype), op, dtype_list(allowed_dtypes).c_str());
   // Natural alignment, so that no backend ever issues a misaligned load
   // (a misaligned f32 access is a fault on a GPU, and faults poison it).
-  if (t->offset % esize != 0)
+  // Imported memory may start anywhere: the address is what must be aligned.
+  if ((t->offset + buf->base_misalign) % esize != 0)
     return fail(XHAL_INVALID_ARGUMENT,
-                "argument '%s': byte offset %" PRIu64 " is not a multiple of %u, the size of %s",
-                name, t->offset, esize, xhal_dtype_name(t->dtype));
+                "argument '%s': byte offset %" PRIu64 " is not a multiple of %u, the size of %s%s",
+                name, t->offset, esize, xhal_dtype_name(t->dtype),
+                buf->base_misalign ? " (counted from an aligned address: the buffer's imported "
+                                     "memory starts at one that is not)"
+                                   : "");
   if (t->rank > XHAL_MAX_RANK)
     return fail(XHAL_INVALID_ARGUMENT, "argument '%s': rank %u exceeds %d", name, t->rank,
                 XHAL_MAX_RANK);
@@ -156,6 +160,7 @@ xhal_status_t check_tensor(Device* device, const char* name, const xhal_tensor_t
   out->elements = static_cast<int64_t>(elements);
   out->begin = t->offset;
   out->end = static_cast<uint64_t>(end);
+  out->read_only = buf->read_only;
   p.buffer = buf->plugin_buffer;
   p.offset = t->offset;
   p.dtype = t->dtype;

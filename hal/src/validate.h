@@ -65,6 +65,7 @@ struct Checked {
   // Bytes the tensor touches, [begin, end); begin == end when it is empty.
   uint64_t begin, end;
   xhal_plugin_tensor_t plugin;  // explicit element strides
+  bool read_only;               // its buffer may not be written (an output must not be)
   uint32_t rank() const { return tensor->rank; }
   const int64_t* shape() const { return tensor->shape; }
   xhal_dtype_t dtype() const { return tensor->dtype; }
@@ -73,7 +74,8 @@ struct Checked {
 
 // Per-tensor checks, in this order: NULL descriptor, buffer handle (NULL,
 // released), buffer of another device, dtype known and allowed for `op`,
-// byte offset a multiple of the element size, rank <= 8, extents >= 0,
+// byte offset a multiple of the element size (the address, for imported
+// memory), rank <= 8, extents >= 0,
 // strides >= 0 (and row-major when `layout` is contiguous), bytes inside the
 // buffer. Fills `out` on success; on failure `out` is partly written and
 // must not be read.

@@ -37,7 +37,7 @@ xhal_status_t buffer_allocate(void*, uint64_t size, void** out_buffer) {
     set_error("cpu plugin: host allocation failed");
     return XHAL_OUT_OF_MEMORY;
   }
-  auto* b = new (std::nothrow) CpuBuffer{static_cast<std::byte*>(data), size};
+  auto* b = new (std::nothrow) CpuBuffer{static_cast<std::byte*>(data), size, true};
   if (b == nullptr) {
     std::free(data);
     set_error("cpu plugin: host allocation failed");
@@ -49,7 +49,7 @@ xhal_status_t buffer_allocate(void*, uint64_t size, void** out_buffer) {
 
 void buffer_free(void*, void* buffer) {
   if (buffer == nullptr) return;
-  std::free(buf(buffer)->data);
+  if (buf(buffer)->owned) std::free(buf(buffer)->data);
   delete buf(buffer);
 }
 

@@ -12,8 +12,9 @@ namespace xhal::cpu {
 
 // A buffer handle given to the core is a CpuBuffer*.
 struct CpuBuffer {
-  std::byte* data = nullptr;  // 64-byte aligned
+  std::byte* data = nullptr;  // 64-byte aligned, unless imported
   uint64_t size = 0;
+  bool owned = true;          // false: the app's memory (buffer_import), never freed here
 };
 
 // A device handle given to the core is a CpuDevice*.

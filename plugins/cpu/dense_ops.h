@@ -21,6 +21,16 @@ xhal_status_t buffer_copy(void* device, void* src, uint64_t src_offset, void* ds
 xhal_status_t buffer_fill(void* device, void* dst, uint64_t offset, uint64_t size,
                           const void* pattern, uint32_t pattern_size);
 
+// ---- interop, plugin ABI 1.3 (interop.cpp) ----
+xhal_status_t device_get_memory_kind(void* device, xhal_memory_kind_t* out_kind,
+                                     int32_t* out_ordinal);
+xhal_status_t buffer_import(void* device, xhal_memory_kind_t kind, int32_t ordinal,
+                            void* pointer, uint64_t size, void** out_buffer);
+xhal_status_t buffer_get_native(void* device, void* buffer, void** out_pointer);
+xhal_status_t device_get_native_queue(void* device, void** out_queue);
+xhal_status_t queue_signal_external(void* device, void* external_queue);
+xhal_status_t queue_wait_external(void* device, void* external_queue);
+
 // ---- index plans, gather, scatter-add (index_plan.cpp, index_select.cpp, index_add.cpp) ----
 xhal_status_t index_plan_create(void* device, const xhal_plugin_index_plan_desc_t* desc,
                                 void** out_plan);

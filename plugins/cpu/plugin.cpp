@@ -141,6 +141,12 @@ xhal_plugin_api_t make_api() {
   api.buffer_read = buffer_read;
   api.buffer_copy = buffer_copy;
   api.buffer_fill = buffer_fill;
+  api.device_get_memory_kind = device_get_memory_kind;
+  api.buffer_import = buffer_import;
+  api.buffer_get_native = buffer_get_native;
+  api.device_get_native_queue = device_get_native_queue;
+  api.queue_signal_external = queue_signal_external;
+  api.queue_wait_external = queue_wait_external;
   // Ops and their create/destroy slots: each op file registers its own.
   for (const OpRegistration& r : op_registry()) r.fill(api);
   return api;

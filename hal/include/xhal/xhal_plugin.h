@@ -17,13 +17,14 @@
 #include "xhal/types.h"
 #include "xhal/device.h"
 #include "xhal/sparse.h" /* xhal_transpose_t, xhal_triangle_t, xhal_diagonal_t */
+#include "xhal/interop.h" /* xhal_memory_kind_t */
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 #define XHAL_PLUGIN_ABI_MAJOR 1
-#define XHAL_PLUGIN_ABI_MINOR 2
+#define XHAL_PLUGIN_ABI_MINOR 3
 #define XHAL_PLUGIN_ENTRY_SYMBOL "xhal_plugin_get_api"
 
 #if defined(_WIN32)
@@ -242,6 +243,46 @@ typedef struct xhal_plugin_api {
    * truncated to `capacity`). Optional; absent means "no options". */
   xhal_status_t (*device_get_options)(void* device, char* out,
                                       size_t capacity);
+
+  /* ---- interop (optional, since 1.3; docs/interop.md) ---- */
+  /* Where the device's buffers live: the memory kind (host memory for a
+   * device whose buffers are host memory) and the device ordinal of its
+   * runtime (CUDA/HIP device number; 0 for host memory). The core asks once,
+   * when the device opens, and checks xhal_buffer_import and DLPack tensors
+   * against it. Absent: the device's buffers have no address an app may use,
+   * and every call below is XHAL_UNSUPPORTED. */
+  xhal_status_t (*device_get_memory_kind)(void* device, xhal_memory_kind_t* out_kind,
+                                          int32_t* out_ordinal);
+  /* Wraps `size` bytes at `pointer`, memory of the device's own kind and
+   * ordinal (the core has checked both against device_get_memory_kind, and
+   * that pointer is not NULL unless size is 0), as a buffer of `device`
+   * without copying. buffer_free of such a buffer frees the wrapper, never
+   * the memory; the core runs device_synchronize before it. The plugin
+   * checks what only its runtime can see (a CUDA pointer that is host memory
+   * or belongs to another device: XHAL_INVALID_ARGUMENT with a message).
+   * Optional; absent: XHAL_UNSUPPORTED. */
+  xhal_status_t (*buffer_import)(void* device, xhal_memory_kind_t kind, int32_t ordinal,
+                                 void* pointer, uint64_t size, void** out_buffer);
+  /* The address of a buffer's first byte (allocated or imported), valid
+   * while the buffer is; of the kind and ordinal device_get_memory_kind
+   * reports. Optional; absent: XHAL_UNSUPPORTED. */
+  xhal_status_t (*buffer_get_native)(void* device, void* buffer, void** out_pointer);
+  /* The runtime's handle of the device's one in-order queue (cudaStream_t,
+   * hipStream_t), or NULL for a backend whose slots complete before they
+   * return. Optional; absent: XHAL_UNSUPPORTED. */
+  xhal_status_t (*device_get_native_queue)(void* device, void** out_queue);
+  /* Makes `external_queue` (a queue of the same runtime and device; NULL:
+   * its legacy default stream) wait for the work queued on the device so far,
+   * without blocking the host (CUDA: cudaEventRecord on the device's stream,
+   * cudaStreamWaitEvent on external_queue). Optional; absent:
+   * XHAL_UNSUPPORTED. A backend whose slots complete before they return
+   * implements it as a no-op (the cpu plugin does): absence never silently
+   * means "ordered". */
+  xhal_status_t (*queue_signal_external)(void* device, void* external_queue);
+  /* The reverse: the device's queue waits for the work queued on
+   * `external_queue` so far. Optional; absent: XHAL_UNSUPPORTED (no-op in a
+   * backend whose slots complete before they return). */
+  xhal_status_t (*queue_wait_external)(void* device, void* external_queue);
 } xhal_plugin_api_t;
 
 /* The one symbol a plugin exports. */
