@@ -4,15 +4,18 @@
     PYTHONPATH=python XHAL_LIBRARY=build/lib/libxhal.so \
         python3 python/bench/call_overhead.py [--device cpu] [--n 32] [--calls 200000]
 
-Times xhal_softmax_forward on a [1, n] f32 tensor (the smallest op; the
-output is passed, as in C) four ways, in ns per call, best of 5 rounds:
+Times two calls: xhal_softmax_forward on a [1, n] f32 tensor (the smallest
+op; the output is passed, as in C) and xhal_device_synchronize (no work on
+the cpu device: the core's handle check and the slot call), each three
+ways, in ns per call, best of 5 rounds:
 
-  python   xhal.softmax_forward(dev, x, y)       the module's function
+  python   the module: xhal.softmax_forward(dev, x, y), dev.synchronize()
   ctypes   the bare ctypes function with cached arguments (no Python wrapper)
-  floor    a ctypes call of a C function that does nothing much
-           (xhal_dtype_size): the cost of crossing into C from Python
-  C        the same op called in a C loop (compiled here with cc when one
-           is found and hal/include is beside this script; skipped otherwise)
+  C        the same calls in a C loop (compiled here with cc when one is
+           found and hal/include is beside this script; skipped otherwise)
+
+and the ctypes floor: a ctypes call of xhal_dtype_size, which does nothing
+much, the cost of crossing into C from Python.
 
 Not a test: numbers depend on the machine and its load. docs/python.md has
 the figures and their date.
@@ -53,14 +56,17 @@ int main(int argc, char** argv) {
   int64_t shape[2] = {1, n}; xhal_tensor_t x, y;
   xhal_tensor_init(b, 0, XHAL_DTYPE_F32, 2, shape, &x);
   xhal_tensor_init(b, n * 4, XHAL_DTYPE_F32, 2, shape, &y);
-  double best = 1e30;
+  double best = 1e30, best_sync = 1e30;
   for (int r = 0; r < 5; ++r) {
     double t0 = now();
     for (long i = 0; i < calls; ++i) xhal_softmax_forward(dev, &x, &y);
     xhal_device_synchronize(dev);
     double per = (now() - t0) / calls; if (per < best) best = per;
+    t0 = now();
+    for (long i = 0; i < calls; ++i) xhal_device_synchronize(dev);
+    per = (now() - t0) / calls; if (per < best_sync) best_sync = per;
   }
-  printf("%.1f\n", best);
+  printf("%.1f %.1f\n", best, best_sync);
   xhal_buffer_release(b); xhal_device_release(dev); free(h); return 0;
 }
 """
@@ -92,7 +98,8 @@ def c_loop(selector, n, calls):
         r = subprocess.run([exe, selector, str(n), str(calls)], capture_output=True, text=True)
         if r.returncode:
             return None, r.stderr.strip()
-        return float(r.stdout), None
+        op, sync = (float(v) for v in r.stdout.split())
+        return {"softmax": op, "synchronize": sync}, None
 
 
 def main():
@@ -109,24 +116,24 @@ def main():
     h, xp, yp = dev.handle, x._p, y._p
     floor_fn = _lib.fn["xhal_dtype_size"]
 
-    results = {
-        "python": best_of(lambda: xhal.softmax_forward(dev, x, y), a.calls),
-        "ctypes": best_of(lambda: raw(h, xp, yp), a.calls),
-        "floor": best_of(lambda: floor_fn(1), a.calls),
-    }
+    sync_raw = _lib.fn["xhal_device_synchronize"]
+    py = {"softmax": best_of(lambda: xhal.softmax_forward(dev, x, y), a.calls),
+          "synchronize": best_of(dev.synchronize, a.calls)}
+    bare = {"softmax": best_of(lambda: raw(h, xp, yp), a.calls),
+            "synchronize": best_of(lambda: sync_raw(h), a.calls)}
+    floor = best_of(lambda: floor_fn(1), a.calls)
     dev.synchronize()
     c, why = c_loop(a.device, a.n, a.calls)
-    print(f"# xhal_softmax_forward [1, {a.n}] f32 on {dev.selector} ({dev.name}), "
-          f"{a.calls} calls x 5 rounds, best round, ns per call; "
-          f"Python {sys.version.split()[0]}, NumPy {np.__version__}, {_lib.path}")
-    for k, v in results.items():
-        print(f"{k:8s} {v:9.1f}")
+    print(f"# {dev.selector} ({dev.name}); {a.calls} calls x 5 rounds, best round, ns per call;"
+          f" Python {sys.version.split()[0]}, NumPy {np.__version__}, {_lib.path}")
+    print(f"# ctypes floor (xhal_dtype_size through ctypes): {floor:.0f} ns")
+    print(f"{'call':32s} {'python':>9s} {'ctypes':>9s} {'C':>9s} {'python-C':>9s}")
+    for k, label in (("softmax", f"xhal_softmax_forward [1, {a.n}]"),
+                     ("synchronize", "xhal_device_synchronize")):
+        cv = c[k] if c else float("nan")
+        print(f"{label:32s} {py[k]:9.0f} {bare[k]:9.0f} {cv:9.0f} {py[k] - cv:9.0f}")
     if c is None:
-        print(f"C        skipped: {why}")
-    else:
-        print(f"C        {c:9.1f}")
-        print(f"# Python module above C: {results['python'] - c:.0f} ns per call "
-              f"(bare ctypes above C: {results['ctypes'] - c:.0f} ns)")
+        print(f"# C skipped: {why}")
 
 
 if __name__ == "__main__":
