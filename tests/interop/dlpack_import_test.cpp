@@ -64,7 +64,6 @@ TEST_F(InteropTest, ReadOnlyImportRefusesWritesAndExportsReadOnly) {
   h.versioned.flags = XHAL_DLPACK_FLAG_READ_ONLY;
   xhal_tensor_t t{};
   ASSERT_EQ(xhal_tensor_import_dlpack(dev, &h.versioned, &t), XHAL_OK) << xhal_last_error();
-  buffers.push_back(t.buffer);
   const float v = 0;
   EXPECT_EQ(xhal_buffer_write(t.buffer, 0, &v, 4), XHAL_INVALID_ARGUMENT);
   xhal_buffer_t x = filled({1, 1, 1, 1});
@@ -82,6 +81,8 @@ TEST_F(InteropTest, ReadOnlyImportRefusesWritesAndExportsReadOnly) {
   EXPECT_EQ(xhal_tensor_export_dlpack_unversioned(&t, &u), XHAL_INVALID_ARGUMENT);
   EXPECT_TRUE(mentions("read-only")) << xhal_last_error();
   EXPECT_EQ(u, nullptr);
+  ASSERT_EQ(xhal_buffer_release(t.buffer), XHAL_OK);  // before h goes
+  EXPECT_EQ(h.deleted.load(), 1);
 }
 
 // Each refusal: its status, a message naming the field, the deleter run
