@@ -356,3 +356,51 @@ def test_import_memory_refused_runs_release(dev):
         xhal.Buffer.import_memory(dev, a.ctypes.data, a.nbytes, kind=2,
                                   release=lambda: calls.append(1))
     assert calls == [1]
+
+
+def test_cpu_queue_calls_are_no_ops(dev):
+    symbol_required("xhal_device_get_native_queue")
+    assert dev.native_queue is None
+    dev.signal_external_queue(None)
+    dev.wait_external_queue(None)
+
+
+def test_copy_request_to_an_old_producer(dev):
+    a = np.arange(3, dtype=np.float32)
+    if int(np.__version__.split(".")[0]) >= 2:
+        t = xhal.from_dlpack(a, device=dev, copy=True)     # NumPy 2 copies for us
+        assert native_ptr(t) != a.ctypes.data
+    else:
+        with pytest.raises(BufferError, match="copy"):
+            xhal.from_dlpack(a, device=dev, copy=True)
+
+
+def test_export_copy_of_a_strided_view(dev):
+    base = np.arange(12, dtype=np.float32).reshape(3, 4)
+    v = xhal.asarray(base, device=dev).permute_view([1, 0])
+    np.testing.assert_array_equal(np.from_dlpack(v), base.T)    # strided, no copy
+    cap = v.__dlpack__(max_version=(1, 0), copy=True)
+    u = xhal.from_dlpack(cap, device=dev)
+    assert u.is_contiguous
+    np.testing.assert_array_equal(u.numpy(), base.T)
+
+
+def test_threads_share_a_device(dev):
+    import threading
+    errors = []
+
+    def work(seed):
+        try:
+            r = np.random.default_rng(seed)
+            x = r.standard_normal((8, 16)).astype(np.float32)
+            for _ in range(50):
+                y = xhal.softmax_forward(dev, xhal.asarray(x, device=dev))
+                np.testing.assert_allclose(y.numpy().sum(1), 1, rtol=1e-5)
+        except Exception as e:  # noqa: BLE001
+            errors.append(e)
+    ts = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not errors
