@@ -200,9 +200,12 @@ class Total(torch.autograd.Function):
         return grad.expand(ctx.shape).clone(), None
 
 
-def gnn_run(device, steps=5, nodes=2000, edges=16000, width=32, lr=0.05):
+def gnn_run(device, steps=5, nodes=2000, edges=16000, width=32, lr=0.05, reference=False,
+            step_times=None):
     """Trains two message-passing layers; returns the loss bits per step and
-    the final weights' bytes."""
+    the final weights' bytes. reference=True: the same model in plain torch
+    (index_select, index_add_, sum), for checking the values within
+    tolerances (it is not bit-identical across devices)."""
     rng = np.random.default_rng(7)
     src = rng.integers(0, nodes, edges)
     dst = rng.integers(0, nodes, edges)
@@ -211,20 +214,33 @@ def gnn_run(device, steps=5, nodes=2000, edges=16000, width=32, lr=0.05):
     target = torch.randn(nodes, width, generator=gen).to(device)
     w1 = torch.rand(width, generator=gen).add_(0.5).to(device).requires_grad_()
     w2 = torch.rand(width, generator=gen).add_(0.5).to(device).requires_grad_()
-    xdev = xhal.Device("cpu" if device == "cpu" else "cuda:0")
-    g = Graph(xdev, src, dst, nodes, width)
+    if reference:
+        src_t = torch.as_tensor(src, device=device)
+        dst_t = torch.as_tensor(dst, device=device)
+
+        def layer(h, w):
+            agg = torch.zeros(nodes, width, device=device).index_add_(0, dst_t, h.index_select(0, src_t))
+            return torch.relu(agg * w)
+    else:
+        xdev = xhal.Device("cpu" if device == "cpu" else "cuda:0")
+        g = Graph(xdev, src, dst, nodes, width)
+
+        def layer(h, w):
+            return torch.relu(ScaleColumns.apply(ScatterAdd.apply(Gather.apply(h, g), g), w, g))
     losses = []
     for _ in range(steps):
-        h = torch.relu(ScaleColumns.apply(ScatterAdd.apply(Gather.apply(h0, g), g), w1, g))
-        h = torch.relu(ScaleColumns.apply(ScatterAdd.apply(Gather.apply(h, g), g), w2, g))
-        loss = Total.apply(h * target, g)
+        t0 = time.perf_counter()
+        h = layer(layer(h0, w1), w2)
+        loss = (h * target).sum() if reference else Total.apply(h * target, g)
         w1.grad = w2.grad = None
         loss.backward()
         with torch.no_grad():
             for w in (w1, w2):
                 step = w.grad * lr          # two correctly rounded ops, never fused
                 w.sub_(step)
-        losses.append(_bits(loss.item()))
+        losses.append(_bits(loss.item()))         # .item() waits for the step
+        if step_times is not None:
+            step_times.append(time.perf_counter() - t0)
     return losses, w1.detach().cpu().numpy().tobytes() + w2.detach().cpu().numpy().tobytes()
 
 
@@ -240,6 +256,27 @@ def test_gnn_bit_identical():
     print("gnn: bit-identical on cpu and cuda:0")
 
 
+
+
+def bench_gnn_step(device="cuda:0", nodes=1_000_000, edges=10_000_000, width=64, steps=10):
+    """Step time (forward, backward, update; median of `steps` after one
+    warm-up step) of the GNN with xhal's gather/scatter-add against the same
+    model with torch's own index_select / index_add_ under
+    torch.use_deterministic_algorithms(True). Prints; asserts nothing."""
+    _require_cuda()
+    for reference in (False, True):
+        torch.use_deterministic_algorithms(reference)
+        times = []
+        gnn_run(device, steps=steps + 1, nodes=nodes, edges=edges, width=width,
+                reference=reference, step_times=times)
+        name = "torch deterministic index_add_" if reference else "xhal index_select/index_add"
+        print(f"gnn step ({nodes} nodes, {edges} edges, width {width}), {name}: "
+              f"median {np.median(times[1:]) * 1e3:.2f} ms")
+    torch.use_deterministic_algorithms(False)
+
+
 if __name__ == "__main__":
     test_stream_ordering()
     test_gnn_bit_identical()
+    if "--bench" in sys.argv:
+        bench_gnn_step()
