@@ -15,7 +15,9 @@ ways, in ns per call, best of 5 rounds:
            found and hal/include is beside this script; skipped otherwise)
 
 and the ctypes floor: a ctypes call of xhal_dtype_size, which does nothing
-much, the cost of crossing into C from Python.
+much, the cost of crossing into C from Python. Where libxhal has the DLPack
+calls, also the cost of a zero-copy hand-over through the module in both
+directions with NumPy (import + release, export + the consumer's drop).
 
 Not a test: numbers depend on the machine and its load. docs/python.md has
 the figures and their date.
@@ -134,6 +136,16 @@ def main():
         print(f"{label:32s} {py[k]:9.0f} {bare[k]:9.0f} {cv:9.0f} {py[k] - cv:9.0f}")
     if c is None:
         print(f"# C skipped: {why}")
+    if xhal.dlpack_available():
+        calls = max(a.calls // 10, 1)
+        arr = np.zeros(a.n, dtype=np.float32)
+        imp = best_of(lambda: xhal.from_dlpack(arr, device=dev).buffer.release(), calls)
+        exp = best_of(lambda: np.from_dlpack(x), calls)
+        cap = best_of(lambda: x.__dlpack__(max_version=(1, 0)), calls)
+        print(f"# DLPack through the module, {calls} calls x 5 rounds, best round, ns per call:")
+        print(f"{'xhal.from_dlpack(ndarray) + release':36s} {imp:9.0f}")
+        print(f"{'np.from_dlpack(xhal tensor) + drop':36s} {exp:9.0f}")
+        print(f"{'tensor.__dlpack__(max_version) + drop':36s} {cap:9.0f}")
 
 
 if __name__ == "__main__":

@@ -39,16 +39,19 @@ USED = b"used_dltensor"
 USED_VERSIONED = b"used_dltensor_versioned"
 
 
+_AVAILABLE = all(_lib.has(n) for n in (
+    "xhal_tensor_export_dlpack", "xhal_tensor_export_dlpack_unversioned",
+    "xhal_tensor_import_dlpack", "xhal_tensor_import_dlpack_unversioned",
+    "xhal_device_signal_external_queue", "xhal_buffer_get_native"))
+
+
 def available():
     """True when the loaded libxhal has the DLPack calls (interop.h)."""
-    return all(_lib.has(n) for n in (
-        "xhal_tensor_export_dlpack", "xhal_tensor_export_dlpack_unversioned",
-        "xhal_tensor_import_dlpack", "xhal_tensor_import_dlpack_unversioned",
-        "xhal_device_signal_external_queue", "xhal_buffer_get_native"))
+    return _AVAILABLE
 
 
 def _require():
-    if not available():
+    if not _AVAILABLE:
         raise NotImplementedError(
             f"xhal: {_lib.path} has no DLPack support (xhal_tensor_export_dlpack "
             "and the other calls of xhal/interop.h are not exported)")
@@ -75,15 +78,23 @@ def _find_offsets():
 _PTR_OFF, _NAME_OFF = _find_offsets()
 
 
-def _call_deleter(ptr, versioned, _cast=ctypes.cast,
-                  _pv=ctypes.POINTER(_lib.DLManagedTensorVersioned),
-                  _pu=ctypes.POINTER(_lib.DLManagedTensor),
-                  _dv=_lib.DL_DELETER_VERSIONED, _du=_lib.DL_DELETER):
+_DELETER = ctypes.PYFUNCTYPE(None, ctypes.c_void_p)   # called with the GIL held
+_DELETER_AT = {True: _lib.DLManagedTensorVersioned.deleter.offset,
+               False: _lib.DLManagedTensor.deleter.offset}
+_deleters = {}   # deleter address -> callable (xhal's own deleter, mostly)
+
+
+def _call_deleter(ptr, versioned, _from=ctypes.c_void_p.from_address,
+                  _at=_DELETER_AT, _cache=_deleters, _proto=_DELETER):
     # Names bound as defaults: this may run late in interpreter shutdown.
-    m = _cast(ptr, _pv if versioned else _pu)
-    d = m.contents.deleter
+    d = _from(ptr + _at[versioned]).value
     if d:
-        (_dv if versioned else _du)(d)(m)
+        f = _cache.get(d)
+        if f is None:
+            f = _proto(d)
+            if len(_cache) < 64:
+                _cache[d] = f
+        f(ptr)
 
 
 def _noop():
@@ -138,8 +149,10 @@ def capsule_name(capsule):
 
 def dlpack_device(t):
     """(device_type, device_id) of a tensor, from where its bytes live."""
-    dev = t.device
+    dev = t.buffer.device
     dt = dev.dlpack_device_type
+    if dt == DL_CPU:
+        return (DL_CPU, 0)
     if dt in (DL_CUDA, DL_ROCM) and _lib.has("xhal_buffer_get_native"):
         try:
             nat = t.buffer.native()
@@ -192,18 +205,21 @@ def export(t, stream=None, max_version=None, dl_device=None, copy=None):
         if q is not False:
             call("xhal_device_signal_external_queue", t.device.handle, q)
     versioned = max_version is not None and tuple(max_version)[:2] >= (1, 0)
+    out = ctypes.c_void_p()
     if versioned:
-        out = ctypes.POINTER(_lib.DLManagedTensorVersioned)()
         call("xhal_tensor_export_dlpack", t._p, 0, ctypes.byref(out))
         if copied:
-            out.contents.flags |= FLAG_IS_COPIED
+            _lib.DLManagedTensorVersioned.from_address(out.value).flags |= FLAG_IS_COPIED
     else:
-        out = ctypes.POINTER(_lib.DLManagedTensor)()
         call("xhal_tensor_export_dlpack_unversioned", t._p, ctypes.byref(out))
-    return make_capsule(ctypes.cast(out, ctypes.c_void_p).value, versioned)
+    return make_capsule(out.value, versioned)
 
 
 # ---- import -----------------------------------------------------------------------
+
+_IMPORT_VERSIONED = _lib.fn["xhal_tensor_import_dlpack"]
+_IMPORT = _lib.fn["xhal_tensor_import_dlpack_unversioned"]
+
 
 def _is_capsule(obj):
     return type(obj).__name__ == "PyCapsule"
@@ -212,10 +228,8 @@ def _is_capsule(obj):
 def _managed_device(capsule, versioned):
     name = NAME_VERSIONED if versioned else NAME
     ptr = _lib.PyCapsule_GetPointer(capsule, name)
-    if versioned:
-        d = ctypes.cast(ptr, ctypes.POINTER(_lib.DLManagedTensorVersioned)).contents.dl_tensor.device
-    else:
-        d = ctypes.cast(ptr, ctypes.POINTER(_lib.DLManagedTensor)).contents.dl_tensor.device
+    cls = _lib.DLManagedTensorVersioned if versioned else _lib.DLManagedTensor
+    d = cls.from_address(ptr).dl_tensor.device
     return (d.device_type, d.device_id)
 
 
@@ -265,14 +279,8 @@ def from_dlpack(obj, device=None, *, copy=None):
     out = _lib.CTensor()
     device._retain()
     try:
-        if versioned:
-            f = _lib.fn["xhal_tensor_import_dlpack"]
-            status = f(device.handle, ctypes.cast(ptr, ctypes.POINTER(_lib.DLManagedTensorVersioned)),
-                       ctypes.byref(out))
-        else:
-            f = _lib.fn["xhal_tensor_import_dlpack_unversioned"]
-            status = f(device.handle, ctypes.cast(ptr, ctypes.POINTER(_lib.DLManagedTensor)),
-                       ctypes.byref(out))
+        f = _IMPORT_VERSIONED if versioned else _IMPORT
+        status = f(device.handle, ptr, ctypes.byref(out))
         # xhal owns the managed tensor now, whatever the status: it has run
         # the deleter if it refused it. The capsule must not run it again.
         _lib.PyCapsule_SetName(capsule, USED_VERSIONED if versioned else USED)

@@ -267,10 +267,12 @@ _SIGNATURES = {
     "xhal_device_get_native_queue": (S, [H, POINTER(c_void_p)], False),
     "xhal_device_signal_external_queue": (S, [H, c_void_p], False),
     "xhal_device_wait_external_queue": (S, [H, c_void_p], False),
-    "xhal_tensor_export_dlpack": (S, [T, c_uint64, POINTER(POINTER(DLManagedTensorVersioned))], False),
-    "xhal_tensor_export_dlpack_unversioned": (S, [T, POINTER(POINTER(DLManagedTensor))], False),
-    "xhal_tensor_import_dlpack": (S, [H, POINTER(DLManagedTensorVersioned), T], True),
-    "xhal_tensor_import_dlpack_unversioned": (S, [H, POINTER(DLManagedTensor), T], True),
+    # The managed tensors travel as plain addresses (c_void_p): they go to
+    # and come from capsules, which hold addresses.
+    "xhal_tensor_export_dlpack": (S, [T, c_uint64, POINTER(c_void_p)], False),
+    "xhal_tensor_export_dlpack_unversioned": (S, [T, POINTER(c_void_p)], False),
+    "xhal_tensor_import_dlpack": (S, [H, c_void_p, T], True),
+    "xhal_tensor_import_dlpack_unversioned": (S, [H, c_void_p, T], True),
 }
 
 

@@ -260,8 +260,15 @@ class Device:
 
     @property
     def dlpack_device_type(self):
-        return {"cpu": DL_CPU, "cuda": DL_CUDA, "rocm": DL_ROCM,
-                "vulkan": DL_VULKAN}.get(self.backend, DL_CPU if self.info.kind == "cpu" else -1)
+        """The DLPack device type of the device's memory (1 cpu, 2 cuda,
+        10 rocm, 7 vulkan; -1 for another backend)."""
+        try:
+            return self._dl_type
+        except AttributeError:
+            self._dl_type = {"cpu": DL_CPU, "cuda": DL_CUDA, "rocm": DL_ROCM,
+                             "vulkan": DL_VULKAN}.get(
+                self.backend, DL_CPU if self.info.kind == "cpu" else -1)
+            return self._dl_type
 
 
 _default = {}

@@ -339,11 +339,9 @@ class Tensor:
 
     # -- DLPack ------------------------------------------------------------
     def __dlpack_device__(self):
-        from . import _dlpack
         return _dlpack.dlpack_device(self)
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
-        from . import _dlpack
         return _dlpack.export(self, stream=stream, max_version=max_version,
                               dl_device=dl_device, copy=copy)
 
@@ -383,3 +381,6 @@ def asarray(array, dtype=None, device=None):
 def to_numpy(tensor):
     """tensor.numpy(): a host copy."""
     return tensor.numpy()
+
+
+from . import _dlpack  # noqa: E402  (it imports this module: last)
