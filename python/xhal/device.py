@@ -67,7 +67,7 @@ def plugins():
     return out
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class DeviceInfo:
     """xhal_device_info_t, with op and dtype masks decoded to names."""
     index: int               # position in xhal.devices() (None for a query)
@@ -84,6 +84,11 @@ class DeviceInfo:
     def selector(self):
         """"backend:index", e.g. "cuda:0"; opens this device."""
         return f"{self.backend}:{self.backend_index}"
+
+    def __repr__(self):
+        at = f"#{self.index} " if self.index is not None else ""
+        return (f"<xhal.DeviceInfo {at}{self.selector} {self.name!r} ({self.kind}, "
+                f"{len(self.supported_ops)} ops, {self.memory_bytes >> 20} MiB)>")
 
 
 def _info(c, index):
