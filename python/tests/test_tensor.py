@@ -70,3 +70,12 @@ def test_dtype_names():
     assert as_dtype(np.int64) is xhal.int64
     assert as_dtype("bfloat16") is xhal.bfloat16
     assert xhal.float16.itemsize == 2
+
+
+def test_from_numpy_to_numpy_and_copy(dev):
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    t = xhal.Tensor.from_numpy(a, device=dev)
+    np.testing.assert_array_equal(t.to_numpy(), a)
+    c = t.permute_view([1, 0]).copy()
+    assert c.is_contiguous and c.buffer is not t.buffer
+    np.testing.assert_array_equal(c.numpy(), a.T)

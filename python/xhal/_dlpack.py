@@ -194,11 +194,7 @@ def export(t, stream=None, max_version=None, dl_device=None, copy=None):
                           f"to {tuple(dl_device)}")
     copied = False
     if copy:
-        from .ops import permute
-        from .tensor import empty
-        src = t
-        t = empty(src.shape, src.dtype, src.device)
-        permute(src.device, src, list(range(src.ndim)), t)
+        t = t.copy()
         copied = True
     if own[0] in (DL_CUDA, DL_ROCM):
         q = _stream_pointer(own[0], stream)

@@ -285,6 +285,22 @@ class Tensor:
                 f"device={self.device.selector} offset={self.offset}>")
 
     # -- host copies --------------------------------------------------------
+    @classmethod
+    def from_numpy(cls, array, device=None, dtype=None):
+        """A new tensor holding a copy of a host array (xhal.asarray)."""
+        return asarray(array, dtype=dtype, device=device)
+
+    def to_numpy(self):
+        """A NumPy copy of the tensor (the same as numpy())."""
+        return self.numpy()
+
+    def copy(self):
+        """A contiguous copy on the same device (xhal_permute with the
+        identity permutation: queued, no host round trip; takes strided
+        views too)."""
+        from .ops import permute
+        return permute(self.device, self, list(range(self.ndim)))
+
     def numpy(self):
         """A NumPy copy of the tensor (blocking read). bfloat16 comes back as
         its uint16 bit patterns."""
