@@ -46,7 +46,7 @@ void buffer_free(void* device, void* buffer) {
   auto* d = static_cast<Device*>(device);
   auto* b = static_cast<Buffer*>(buffer);
   use_device(d->ordinal);
-  if (b->ptr) {
+  if (b->ptr && b->owned) {  // imported memory: the core synchronised, the app frees it
     gpuStreamSynchronize(d->stream);  // queued work may still use it
     gpuFree(b->ptr);
   }

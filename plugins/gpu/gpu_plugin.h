@@ -30,6 +30,7 @@ struct Device {
 struct Buffer {
   void* ptr = nullptr;
   uint64_t size = 0;
+  bool owned = true;  // false: the app's memory (buffer_import), never freed here
 };
 
 // Makes `ordinal` the calling thread's current device. The runtime is linked
@@ -99,6 +100,13 @@ xhal_status_t buffer_write(void*, void*, uint64_t, const void*, uint64_t);
 xhal_status_t buffer_read(void*, void*, uint64_t, void*, uint64_t);
 xhal_status_t buffer_copy(void*, void*, uint64_t, void*, uint64_t, uint64_t);
 xhal_status_t buffer_fill(void*, void*, uint64_t, uint64_t, const void*, uint32_t);
+// interop.cpp (plugin ABI 1.3)
+xhal_status_t device_get_memory_kind(void*, xhal_memory_kind_t*, int32_t*);
+xhal_status_t buffer_import(void*, xhal_memory_kind_t, int32_t, void*, uint64_t, void**);
+xhal_status_t buffer_get_native(void*, void*, void**);
+xhal_status_t device_get_native_queue(void*, void**);
+xhal_status_t queue_signal_external(void*, void*);
+xhal_status_t queue_wait_external(void*, void*);
 // index_plan.cpp, index_select.cpp, index_add.cpp, permute.cpp
 xhal_status_t index_plan_create(void*, const xhal_plugin_index_plan_desc_t*, void**);
 void index_plan_destroy(void*, void*);

@@ -38,6 +38,15 @@ using gpuDeviceProp_t = hipDeviceProp_t;
 #define gpuEventSynchronize hipEventSynchronize
 #define gpuEventElapsedTime hipEventElapsedTime
 #define gpuDeviceSynchronize hipDeviceSynchronize
+#define gpuEventCreateWithFlags hipEventCreateWithFlags
+#define gpuEventDisableTiming hipEventDisableTiming
+#define gpuStreamWaitEvent hipStreamWaitEvent
+using gpuPointerAttributes_t = hipPointerAttribute_t;
+#define gpuPointerGetAttributes hipPointerGetAttributes
+// Device memory of the runtime (plain or managed) by its pointer attributes.
+inline bool xhal_is_device_memory(const gpuPointerAttributes_t& a) {
+  return a.memoryType == hipMemoryTypeDevice || a.isManaged;
+}
 #define XHAL_GPU_BACKEND_NAME "rocm"
 #define XHAL_GPU_RUNTIME_NAME "HIP"
 
@@ -79,6 +88,15 @@ using gpuDeviceProp_t = cudaDeviceProp;
 #define gpuEventSynchronize cudaEventSynchronize
 #define gpuEventElapsedTime cudaEventElapsedTime
 #define gpuDeviceSynchronize cudaDeviceSynchronize
+#define gpuEventCreateWithFlags cudaEventCreateWithFlags
+#define gpuEventDisableTiming cudaEventDisableTiming
+#define gpuStreamWaitEvent cudaStreamWaitEvent
+using gpuPointerAttributes_t = cudaPointerAttributes;
+#define gpuPointerGetAttributes cudaPointerGetAttributes
+// Device memory of the runtime (plain or managed) by its pointer attributes.
+inline bool xhal_is_device_memory(const gpuPointerAttributes_t& a) {
+  return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
+}
 #define XHAL_GPU_BACKEND_NAME "cuda"
 #define XHAL_GPU_RUNTIME_NAME "CUDA"
 
