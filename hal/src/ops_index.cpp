@@ -3,6 +3,7 @@
 #include <cinttypes>
 #include <array>
 #include <new>
+#include <type_traits>
 #include <vector>
 
 #include "handles.h"
@@ -105,9 +106,55 @@ xhal_status_t plan_create(xhal_device_t dev_handle, const void* indices,
   return XHAL_OK;
 }
 
+// Checks `indices` as an op argument (rank 1, i32 or i64, contiguous, on
+// `device`) and reads it to the host (a counted transfer): the host path
+// then builds the plan.
+xhal_status_t plan_from_tensor(xhal_device_t dev_handle, const xhal_tensor_t* indices,
+                               uint64_t num_rows, xhal_index_plan_t* out_plan) {
+  Device* device = nullptr;
+  XHAL_TRY(get_device(dev_handle, "device", &device));
+  if (!out_plan) return fail(XHAL_INVALID_ARGUMENT, "argument 'out_plan': NULL");
+  Checked c;
+  XHAL_TRY(check_tensor(device, "indices", indices, "index_plan_create_from_tensor",
+                        dtype_bit(XHAL_DTYPE_I32) | dtype_bit(XHAL_DTYPE_I64),
+                        Layout::kContiguous, &c));
+  XHAL_TRY(check_rank(c, 1));
+  // What plan_create refuses without looking at an index is refused before
+  // the transfer (an index out of range is found after it).
+  if (num_rows > uint64_t(INT64_MAX) - 1)
+    return fail(XHAL_OUT_OF_RANGE, "argument 'num_rows': %" PRIu64 " is too large", num_rows);
+  XHAL_TRY(check_slot(device, device->api->index_plan_create != nullptr, "index plans"));
+  const uint64_t count = static_cast<uint64_t>(c.elements);
+  auto read_and_create = [&](auto* typed) -> xhal_status_t {
+    using I = std::remove_pointer_t<decltype(typed)>;
+    std::vector<I> host;
+    try {
+      host.resize(count);
+    } catch (const std::bad_alloc&) {
+      return fail(XHAL_OUT_OF_MEMORY,
+                  "argument 'indices': %" PRIu64 " indices: host memory exhausted", count);
+    }
+    if (count != 0) {
+      std::lock_guard queue(device->queue);
+      XHAL_TRY(XHAL_PLUGIN_CALL(device, buffer_read, c.plugin.buffer, c.begin, host.data(),
+                                count * sizeof(I)));
+    }
+    return plan_create(dev_handle, host.data(), c.dtype(), count, num_rows, out_plan);
+  };
+  return c.dtype() == XHAL_DTYPE_I32 ? read_and_create(static_cast<int32_t*>(nullptr))
+                                     : read_and_create(static_cast<int64_t*>(nullptr));
+}
+
 }  // namespace
 
 extern "C" {
+
+xhal_status_t xhal_index_plan_create_from_tensor(xhal_device_t device,
+                                                 const xhal_tensor_t* indices, uint64_t num_rows,
+                                                 xhal_index_plan_t* out_plan) {
+  return entry("xhal_index_plan_create_from_tensor",
+               [&] { return plan_from_tensor(device, indices, num_rows, out_plan); });
+}
 
 xhal_status_t xhal_index_plan_create(xhal_device_t device, const void* indices,
                                      xhal_dtype_t index_dtype, uint64_t count, uint64_t num_rows,

@@ -52,8 +52,9 @@ typedef struct xhal_external_memory {
  * sizeof(size_t), a kind outside xhal_memory_kind_t or not the device's
  * (host memory for the cpu device, CUDA memory for a cuda device), a NULL
  * pointer with a size, an unknown flag bit, or memory the backend sees is
- * not the device's (a host pointer given to a cuda device); XHAL_WRONG_DEVICE
- * for the right kind with another device_ordinal; XHAL_UNSUPPORTED for a
+ * not device memory (a host pointer given to a cuda device);
+ * XHAL_WRONG_DEVICE for the right kind with another device_ordinal, or
+ * memory the backend finds on another GPU; XHAL_UNSUPPORTED for a
  * backend that cannot wrap external memory (vulkan). The release callback
  * runs before a failing call returns, whenever memory is not NULL and its
  * struct_size holds `release`. */

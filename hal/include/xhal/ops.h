@@ -25,6 +25,18 @@ XHAL_API xhal_status_t xhal_index_plan_create(xhal_device_t device,
                                               xhal_index_plan_t* out_plan);
 XHAL_API xhal_status_t xhal_index_plan_release(xhal_index_plan_t plan);
 
+/* The same plan from indices already in a device tensor (rank 1, i32 or
+ * i64, contiguous, on `device`): count is indices->shape[0]; the same
+ * statuses and messages as from a host list (an index out of range names
+ * its position and value). This first version reads the indices to the host
+ * inside the call (one blocking device-to-host transfer of count elements,
+ * counted by the device's transfer counters) and builds the plan there, as
+ * xhal_index_plan_create does; docs/interop.md says so. */
+XHAL_API xhal_status_t xhal_index_plan_create_from_tensor(xhal_device_t device,
+                                                          const xhal_tensor_t* indices,
+                                                          uint64_t num_rows,
+                                                          xhal_index_plan_t* out_plan);
+
 /* out[i, :] = src[idx[i], :].  src [num_rows, w], out [count, w]; any dtype. */
 XHAL_API xhal_status_t xhal_index_select(xhal_device_t device,
                                          xhal_index_plan_t plan,
