@@ -156,8 +156,9 @@ Level Grader::finish() {
   if (bit_exact_ && !accurate_) level = Level::kNone;
   record_level(level);
   EXPECT_NE(level, Level::kNone) << "neither bit-exact nor accurate:" << details_;
-  if (require_bit_exact())
+  if (require_bit_exact()) {
     EXPECT_NE(level, Level::kAccurate) << "accurate but not bit-exact (--require-bit-exact):" << details_;
+  }
   if (level == Level::kAccurate) std::printf("  [accurate, not bit-exact]%s\n", details_.c_str());
   return level;
 }

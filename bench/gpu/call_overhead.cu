@@ -151,7 +151,8 @@ int main(int argc, char** argv) {
   void* pbuf = nullptr;
   // Static: the plugin keeps the pointer until the runtime unloads it at exit.
   static const xhal_plugin_host_t host = {sizeof(xhal_plugin_host_t), XHAL_PLUGIN_ABI_MAJOR,
-                                   XHAL_PLUGIN_ABI_MINOR, &quiet_set_error};
+                                          XHAL_PLUGIN_ABI_MINOR, &quiet_set_error,
+                                          /*options=*/nullptr};
   char note[256] = {};
   if (api && api->init(&host, &ctx, note, sizeof note) == XHAL_OK &&
       api->device_open(ctx, 0, &pdev) == XHAL_OK &&

@@ -108,8 +108,9 @@ class BadInputTest : public DeviceTest {
       EXPECT_EQ(st, c.want) << c.what << ": got " << xhal_status_name(st) << " (" << xhal_last_error() << ")";
       if (st != XHAL_OK) EXPECT_STRNE(xhal_last_error(), "") << c.what << ": no message";
       ASSERT_EQ(xhal_device_synchronize(dev), XHAL_OK);
-      for (const auto& [b, n] : outputs)
+      for (const auto& [b, n] : outputs) {
         ASSERT_TRUE(all_poison(download_f32(b, n))) << c.what << ": an output was written";
+      }
     }
   }
   // A second device, if this run has one (else nullptr).

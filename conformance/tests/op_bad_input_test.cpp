@@ -252,8 +252,9 @@ class OpBadInputTest : public DeviceTest {
                              << xhal_last_error() << ")";
       if (got != XHAL_OK) EXPECT_STRNE(xhal_last_error(), "") << what << ": no message";
       ASSERT_EQ(xhal_device_synchronize(dev), XHAL_OK) << what << ": the device is unusable";
-      for (xhal_buffer_t b : outputs)
+      for (xhal_buffer_t b : outputs) {
         ASSERT_TRUE(all_poison(download_f32(b, kBufferBytes / 4))) << what << ": an output was written";
+      }
     }
     // The unbroken call still works afterwards.
     std::vector<const xhal_tensor_t*> ptrs;

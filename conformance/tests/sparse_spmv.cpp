@@ -175,9 +175,11 @@ TEST_P(SpmvTest, OperandsAtOffsetsInOneBuffer) {
   ASSERT_EQ(run_on_device(dev, call), XHAL_OK);
   const auto all = download<float>(b, host.size());
   // Only y's range changed.
-  for (size_t i = 0; i < host.size(); ++i)
-    if (i < size_t(3 + a.cols + 5) || i >= size_t(3 + a.cols + 5 + a.rows))
+  for (size_t i = 0; i < host.size(); ++i) {
+    if (i < size_t(3 + a.cols + 5) || i >= size_t(3 + a.cols + 5 + a.rows)) {
       ASSERT_EQ(bits(all[i]), bits(host[i])) << "element " << i << " outside y was written";
+    }
+  }
   const auto got = read(yt);
   level.compare("y", got, spmm_canonical(a, XHAL_TRANSPOSE_NONE, 0.75f, x, -1.25f, y0, 1), [&] {
     rewrite(yt, y0);

@@ -10,7 +10,18 @@
 #include <cstring>
 
 #if defined(__SSE2__)
+// GCC 12's AVX-512 intrinsics take their "undefined" operand from a variable
+// initialised with itself on purpose (_mm512_undefined_ps); inlined here,
+// -Wmaybe-uninitialized reports it inside the system header (GCC PR 105593,
+// fixed in GCC 13). Ignored for the intrinsics header only.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 #endif
 
 #ifndef XHAL_CPU_ISA_NS

@@ -82,7 +82,9 @@ xhal_status_t device_get_info(void* context, uint32_t index, xhal_plugin_device_
   if (index >= static_cast<uint32_t>(ctx->device_count))
     return fail(XHAL_NOT_FOUND, "%s plugin: no device %u", XHAL_GPU_BACKEND_NAME, index);
   const gpuDeviceProp_t& p = ctx->props[index];
-  std::snprintf(info->name, sizeof info->name, "%s", p.name);
+  // The name is cut to fit (the precision says so: no -Wformat-truncation).
+  std::snprintf(info->name, sizeof info->name, "%.*s", static_cast<int>(sizeof info->name - 1),
+                p.name);
   format_uuid(p, info->stable_id, sizeof info->stable_id);
   info->kind = XHAL_DEVICE_KIND_GPU;
   info->memory_bytes = p.totalGlobalMem;

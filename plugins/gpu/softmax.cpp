@@ -70,7 +70,7 @@ struct SoftmaxBwd {
                               int64_t) const {
     return chunk_sum_of([&](int t, int q) { return xmul(comp(r.in[0][t], q), comp(r.in[1][t], q)); });
   }
-  __device__ void apply(ChunkRegs& r, const float* tot, int64_t, int64_t, int64_t i0, float4* out) const {
+  __device__ void apply(ChunkRegs& r, const float* tot, int64_t, int64_t, int64_t, float4* out) const {
 #pragma unroll
     for (int t = 0; t < 8; ++t)
 #pragma unroll

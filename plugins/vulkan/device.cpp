@@ -90,13 +90,13 @@ xhal_status_t Gpu::pipeline(ShaderId id, VkPipeline* out) {
     words = patched.data();
     bytes = patched.size() * 4;
   }
-  VkShaderModuleCreateInfo smi{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+  auto smi = vk_struct<VkShaderModuleCreateInfo>(VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO);
   smi.codeSize = bytes;
   smi.pCode = words;
   VkShaderModule module = VK_NULL_HANDLE;
   VkResult r = vk.vkCreateShaderModule(device, &smi, nullptr, &module);
   if (r != VK_SUCCESS) return vk_fail(r, "vkCreateShaderModule");
-  VkComputePipelineCreateInfo cpi{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+  auto cpi = vk_struct<VkComputePipelineCreateInfo>(VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO);
   cpi.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
   cpi.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
   cpi.stage.module = module;
@@ -134,7 +134,7 @@ xhal_status_t mem_create(Gpu& g, uint64_t size, bool host_visible, Mem* out) {
   if (rounded > g.max_buffer_size)
     return fail(XHAL_OUT_OF_MEMORY, "buffer of %" PRIu64 " bytes exceeds the device's maxBufferSize (%" PRIu64 ")",
                 size, g.max_buffer_size);
-  VkBufferCreateInfo bci{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+  auto bci = vk_struct<VkBufferCreateInfo>(VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO);
   bci.size = rounded;
   bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
               VK_BUFFER_USAGE_TRANSFER_DST_BIT | VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT;
@@ -149,10 +149,10 @@ xhal_status_t mem_create(Gpu& g, uint64_t size, bool host_visible, Mem* out) {
   // Ask whether the driver wants the buffer to own its allocation (NVIDIA
   // does for large buffers; every buffer here has its own allocation anyway,
   // and saying so lets the driver place and page it as it prefers).
-  VkMemoryDedicatedRequirements dreq{VK_STRUCTURE_TYPE_MEMORY_DEDICATED_REQUIREMENTS};
-  VkMemoryRequirements2 req2{VK_STRUCTURE_TYPE_MEMORY_REQUIREMENTS_2};
+  auto dreq = vk_struct<VkMemoryDedicatedRequirements>(VK_STRUCTURE_TYPE_MEMORY_DEDICATED_REQUIREMENTS);
+  auto req2 = vk_struct<VkMemoryRequirements2>(VK_STRUCTURE_TYPE_MEMORY_REQUIREMENTS_2);
   req2.pNext = &dreq;
-  VkBufferMemoryRequirementsInfo2 rinfo{VK_STRUCTURE_TYPE_BUFFER_MEMORY_REQUIREMENTS_INFO_2};
+  auto rinfo = vk_struct<VkBufferMemoryRequirementsInfo2>(VK_STRUCTURE_TYPE_BUFFER_MEMORY_REQUIREMENTS_INFO_2);
   rinfo.buffer = m.buffer;
   g.vk.vkGetBufferMemoryRequirements2(g.device, &rinfo, &req2);
   const VkMemoryRequirements req = req2.memoryRequirements;
@@ -180,14 +180,14 @@ xhal_status_t mem_create(Gpu& g, uint64_t size, bool host_visible, Mem* out) {
     return fail(XHAL_OUT_OF_MEMORY, "buffer of %" PRIu64 " bytes is larger than its memory heap (%" PRIu64
                 " bytes)", size, heap);
   }
-  VkMemoryAllocateFlagsInfo flags{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_FLAGS_INFO};
+  auto flags = vk_struct<VkMemoryAllocateFlagsInfo>(VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_FLAGS_INFO);
   flags.flags = VK_MEMORY_ALLOCATE_DEVICE_ADDRESS_BIT;
-  VkMemoryDedicatedAllocateInfo dedicated{VK_STRUCTURE_TYPE_MEMORY_DEDICATED_ALLOCATE_INFO};
+  auto dedicated = vk_struct<VkMemoryDedicatedAllocateInfo>(VK_STRUCTURE_TYPE_MEMORY_DEDICATED_ALLOCATE_INFO);
   dedicated.buffer = m.buffer;
   if (g.dedicated && (dreq.prefersDedicatedAllocation || dreq.requiresDedicatedAllocation ||
                       size >= (16u << 20)))
     flags.pNext = &dedicated;
-  VkMemoryAllocateInfo mai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+  auto mai = vk_struct<VkMemoryAllocateInfo>(VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO);
   mai.pNext = &flags;
   mai.allocationSize = req.size;
   mai.memoryTypeIndex = type;
@@ -206,7 +206,7 @@ xhal_status_t mem_create(Gpu& g, uint64_t size, bool host_visible, Mem* out) {
     g.vk.vkFreeMemory(g.device, m.memory, nullptr);
     return vk_fail(r, host_visible ? "vkMapMemory" : "vkBindBufferMemory");
   }
-  VkBufferDeviceAddressInfo bai{VK_STRUCTURE_TYPE_BUFFER_DEVICE_ADDRESS_INFO};
+  auto bai = vk_struct<VkBufferDeviceAddressInfo>(VK_STRUCTURE_TYPE_BUFFER_DEVICE_ADDRESS_INFO);
   bai.buffer = m.buffer;
   m.address = g.vk.vkGetBufferDeviceAddress(g.device, &bai);
   m.size = size;
@@ -228,7 +228,7 @@ xhal_status_t Device::check_lost() const {
 
 namespace {
 void full_barrier(const VolkDeviceTable& vk, VkCommandBuffer cb) {
-  VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  auto mb = vk_struct<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
   mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
   mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT |
                      VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
@@ -243,7 +243,7 @@ xhal_status_t Device::begin() {
   if (recording) abandon();
   Slot& s = ring[next_slot];
   XHAL_VK_TRY(wait(s.value));
-  VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+  auto bi = vk_struct<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
   bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
   const VkResult r = vk().vkBeginCommandBuffer(s.cb, &bi);
   if (r != VK_SUCCESS) return vk_fail(r, "vkBeginCommandBuffer");
@@ -307,10 +307,10 @@ xhal_status_t Device::submit() {
     return vk_fail(r, "vkEndCommandBuffer");
   }
   const uint64_t value = submitted + 1;
-  VkTimelineSemaphoreSubmitInfo tsi{VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO};
+  auto tsi = vk_struct<VkTimelineSemaphoreSubmitInfo>(VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO);
   tsi.signalSemaphoreValueCount = 1;
   tsi.pSignalSemaphoreValues = &value;
-  VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+  auto si = vk_struct<VkSubmitInfo>(VK_STRUCTURE_TYPE_SUBMIT_INFO);
   si.pNext = &tsi;
   si.commandBufferCount = 1;
   si.pCommandBuffers = &recording;
@@ -354,7 +354,7 @@ xhal_status_t Device::wait(uint64_t value) {
     }
     if (std::chrono::steady_clock::now() - start > std::chrono::microseconds(50)) break;
   }
-  VkSemaphoreWaitInfo wi{VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO};
+  auto wi = vk_struct<VkSemaphoreWaitInfo>(VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO);
   wi.semaphoreCount = 1;
   wi.pSemaphores = &timeline;
   wi.pValues = &value;

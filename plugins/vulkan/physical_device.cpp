@@ -51,16 +51,16 @@ void fill_op_dtypes(xhal_plugin_device_info_t* info) {
 
 std::string make_gpu(VkPhysicalDevice phys, Gpu* g) {
   g->physical = phys;
-  VkPhysicalDeviceIDProperties id{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES};
-  VkPhysicalDeviceFloatControlsProperties fc{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES};
-  VkPhysicalDevicePCIBusInfoPropertiesEXT pci{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PCI_BUS_INFO_PROPERTIES_EXT};
+  auto id = vk_struct<VkPhysicalDeviceIDProperties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES);
+  auto fc = vk_struct<VkPhysicalDeviceFloatControlsProperties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES);
+  auto pci = vk_struct<VkPhysicalDevicePCIBusInfoPropertiesEXT>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PCI_BUS_INFO_PROPERTIES_EXT);
   const bool has_pci = has_device_extension(phys, VK_EXT_PCI_BUS_INFO_EXTENSION_NAME);
-  VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
-  VkPhysicalDeviceProperties2 props2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  auto driver = vk_struct<VkPhysicalDeviceDriverProperties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES);
+  auto props2 = vk_struct<VkPhysicalDeviceProperties2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2);
   props2.pNext = &driver;
   driver.pNext = &id;
   id.pNext = &fc;
-  VkPhysicalDeviceMaintenance4Properties m4{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_4_PROPERTIES};
+  auto m4 = vk_struct<VkPhysicalDeviceMaintenance4Properties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_4_PROPERTIES);
   vkGetPhysicalDeviceProperties(phys, &g->props);
   if (g->props.apiVersion < VK_API_VERSION_1_2) return "needs Vulkan 1.2";
   // Chain: driver -> id -> float controls [-> pci] [-> maintenance4].
@@ -77,9 +77,9 @@ std::string make_gpu(VkPhysicalDevice phys, Gpu* g) {
   g->max_groups_x = g->props.limits.maxComputeWorkGroupCount[0];
   if (g->props.apiVersion >= VK_API_VERSION_1_3 && m4.maxBufferSize) g->max_buffer_size = m4.maxBufferSize;
 
-  VkPhysicalDeviceVulkan11Features f11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
-  VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
-  VkPhysicalDeviceFeatures2 f2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  auto f11 = vk_struct<VkPhysicalDeviceVulkan11Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES);
+  auto f12 = vk_struct<VkPhysicalDeviceVulkan12Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES);
+  auto f2 = vk_struct<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
   f2.pNext = &f11;
   f11.pNext = &f12;
   vkGetPhysicalDeviceFeatures2(phys, &f2);
@@ -141,13 +141,13 @@ std::string make_gpu(VkPhysicalDevice phys, Gpu* g) {
   if (g->staging_type == UINT32_MAX) return "has no host-visible coherent memory";
 
   const float priority = 1.0f;
-  VkDeviceQueueCreateInfo qci{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+  auto qci = vk_struct<VkDeviceQueueCreateInfo>(VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO);
   qci.queueFamilyIndex = g->queue_family;
   qci.queueCount = 1;
   qci.pQueuePriorities = &priority;
-  VkPhysicalDeviceVulkan11Features e11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
-  VkPhysicalDeviceVulkan12Features e12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
-  VkPhysicalDeviceFeatures2 e2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  auto e11 = vk_struct<VkPhysicalDeviceVulkan11Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES);
+  auto e12 = vk_struct<VkPhysicalDeviceVulkan12Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES);
+  auto e2 = vk_struct<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
   e2.pNext = &e11;
   e11.pNext = &e12;
   e2.features.shaderInt64 = VK_TRUE;
@@ -157,7 +157,7 @@ std::string make_gpu(VkPhysicalDevice phys, Gpu* g) {
   e12.timelineSemaphore = VK_TRUE;
   e12.storageBuffer8BitAccess = VK_TRUE;
   e12.shaderInt8 = f12.shaderInt8;
-  VkDeviceCreateInfo dci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+  auto dci = vk_struct<VkDeviceCreateInfo>(VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO);
   dci.pNext = &e2;
   dci.queueCreateInfoCount = 1;
   dci.pQueueCreateInfos = &qci;
@@ -167,7 +167,7 @@ std::string make_gpu(VkPhysicalDevice phys, Gpu* g) {
   g->vk.vkGetDeviceQueue(g->device, g->queue_family, 0, &g->queue);
 
   VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0, 128};
-  VkPipelineLayoutCreateInfo lci{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+  auto lci = vk_struct<VkPipelineLayoutCreateInfo>(VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO);
   lci.pushConstantRangeCount = 1;
   lci.pPushConstantRanges = &range;
   const VkResult lr = g->vk.vkCreatePipelineLayout(g->device, &lci, nullptr, &g->layout);
@@ -175,7 +175,9 @@ std::string make_gpu(VkPhysicalDevice phys, Gpu* g) {
 
   // Device info.
   auto& info = g->info;
-  std::snprintf(info.name, sizeof info.name, "%s", g->props.deviceName);
+  // The name is cut to fit (the precision says so: no -Wformat-truncation).
+  std::snprintf(info.name, sizeof info.name, "%.*s", static_cast<int>(sizeof info.name - 1),
+                g->props.deviceName);
   const std::string uuid = format_uuid(id.deviceUUID);
   if (g->vendor_nvidia) {
     // The text the cuda plugin reports for the same GPU (NVIDIA's Vulkan

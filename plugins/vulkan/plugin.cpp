@@ -112,17 +112,17 @@ xhal_status_t init(const xhal_plugin_host_t* host, void** out_context, char* out
     layers.push_back("VK_LAYER_KHRONOS_validation");
     if (debug_utils) extensions.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
   }
-  VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
+  auto app = vk_struct<VkApplicationInfo>(VK_STRUCTURE_TYPE_APPLICATION_INFO);
   app.pApplicationName = "xhal";
   app.pEngineName = "xhal";
   app.apiVersion = VK_API_VERSION_1_2;
-  VkInstanceCreateInfo ici{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+  auto ici = vk_struct<VkInstanceCreateInfo>(VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO);
   ici.pApplicationInfo = &app;
   ici.enabledLayerCount = static_cast<uint32_t>(layers.size());
   ici.ppEnabledLayerNames = layers.data();
   ici.enabledExtensionCount = static_cast<uint32_t>(extensions.size());
   ici.ppEnabledExtensionNames = extensions.data();
-  VkDebugUtilsMessengerCreateInfoEXT mci{VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
+  auto mci = vk_struct<VkDebugUtilsMessengerCreateInfoEXT>(VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT);
   mci.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT |
                         VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
   mci.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
@@ -226,12 +226,12 @@ xhal_status_t open_device(Gpu* g, const Options& options, Device** out) {
     destroy_device(d);
     return s;
   };
-  VkCommandPoolCreateInfo pci{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+  auto pci = vk_struct<VkCommandPoolCreateInfo>(VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO);
   pci.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
   pci.queueFamilyIndex = g->queue_family;
   VkResult r = g->vk.vkCreateCommandPool(g->device, &pci, nullptr, &d->pool);
   if (r != VK_SUCCESS) return bail(vk_fail(r, "vkCreateCommandPool"));
-  VkCommandBufferAllocateInfo cai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+  auto cai = vk_struct<VkCommandBufferAllocateInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO);
   cai.commandPool = d->pool;
   cai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
   cai.commandBufferCount = Device::kRing;
@@ -239,10 +239,10 @@ xhal_status_t open_device(Gpu* g, const Options& options, Device** out) {
   r = g->vk.vkAllocateCommandBuffers(g->device, &cai, cbs);
   if (r != VK_SUCCESS) return bail(vk_fail(r, "vkAllocateCommandBuffers"));
   for (int i = 0; i < Device::kRing; ++i) d->ring[i].cb = cbs[i];
-  VkSemaphoreTypeCreateInfo sti{VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO};
+  auto sti = vk_struct<VkSemaphoreTypeCreateInfo>(VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO);
   sti.semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE;
   sti.initialValue = 0;
-  VkSemaphoreCreateInfo sci{VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO};
+  auto sci = vk_struct<VkSemaphoreCreateInfo>(VK_STRUCTURE_TYPE_SEMAPHORE_CREATE_INFO);
   sci.pNext = &sti;
   r = g->vk.vkCreateSemaphore(g->device, &sci, nullptr, &d->timeline);
   if (r != VK_SUCCESS) return bail(vk_fail(r, "vkCreateSemaphore (timeline)"));

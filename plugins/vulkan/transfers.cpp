@@ -50,7 +50,7 @@ xhal_status_t Device::download(const Mem& src, uint64_t offset, void* dst, uint6
     XHAL_VK_TRY(begin());
     VkBufferCopy region{offset + at, half * kStagingHalf, chunk};
     vk().vkCmdCopyBuffer(recording, src.buffer, staging.buffer, 1, &region);
-    VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+    auto mb = vk_struct<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
     mb.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
     mb.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
     vk().vkCmdPipelineBarrier(recording, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT,

@@ -185,6 +185,16 @@ constexpr bool fits_push() {
   return sizeof(T) <= 128;
 }
 
+// A Vulkan info or output struct: sType set, every other member zero. The
+// same as `VkFoo x{VK_STRUCTURE_TYPE_FOO}` without the partial initializer
+// (-Wmissing-field-initializers).
+template <typename T>
+T vk_struct(VkStructureType type) {
+  T t{};
+  t.sType = type;
+  return t;
+}
+
 // Pipelines of one op, fetched (and created on first use) together so that
 // an op fails before it records anything.
 template <size_t N>
