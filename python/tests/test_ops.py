@@ -150,3 +150,19 @@ def test_norm_outputs_passed_explicitly(dev, rng):
     rstd = xhal.zeros((3,), device=dev)
     out = xhal.rms_norm_forward(dev, T(dev, x), T(dev, g), 1e-6, y, rstd)
     assert out[0] is y and out[1] is rstd
+
+
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+def test_index_plan_from_device_tensor(dev, rng, index_dtype):
+    if not xhal.has_symbol("xhal_index_plan_create_from_tensor"):
+        pytest.skip(f"{xhal.library_path} has no xhal_index_plan_create_from_tensor yet")
+    idx = np.array([4, 0, 2, 2, 1], dtype=index_dtype)
+    src = rng.standard_normal((5, 3)).astype(F32)
+    before = dev.counters()["device_to_host_transfers"]
+    plan = xhal.IndexPlan(dev, T(dev, idx), num_rows=5)
+    assert dev.counters()["device_to_host_transfers"] == before + 1   # the one documented read
+    assert plan.count == 5
+    np.testing.assert_array_equal(xhal.index_select(dev, plan, T(dev, src)).numpy(), src[idx])
+    with pytest.raises(xhal.OutOfRangeError) as ei:
+        xhal.IndexPlan(dev, T(dev, np.array([0, 7], dtype=index_dtype)), num_rows=5)
+    assert "7" in ei.value.message and "1" in ei.value.message

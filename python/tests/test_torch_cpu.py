@@ -57,3 +57,13 @@ def test_gnn_on_cpu():
     np.testing.assert_allclose(np.frombuffer(weights, np.float32),
                                np.frombuffer(ref_w, np.float32), rtol=1e-4)
     assert len(set(losses)) > 1
+
+
+def test_index_plan_from_a_torch_index_tensor(dev):
+    if not xhal.has_symbol("xhal_index_plan_create_from_tensor"):
+        pytest.skip(f"{xhal.library_path} has no xhal_index_plan_create_from_tensor yet")
+    idx = torch.tensor([2, 0, 1, 2])
+    plan = xhal.IndexPlan(dev, xhal.from_dlpack(idx, device=dev), num_rows=3)
+    src = torch.arange(6, dtype=torch.float32).reshape(3, 2)
+    out = xhal.index_select(dev, plan, xhal.from_dlpack(src, device=dev))
+    assert torch.equal(torch.from_dlpack(out), src[idx])

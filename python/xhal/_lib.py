@@ -238,6 +238,7 @@ _SIGNATURES = {
     "xhal_tensor_permute_view": (S, [T, POINTER(c_uint32), T], False),
     # dense ops
     "xhal_index_plan_create": (S, [H, c_void_p, E, c_uint64, c_uint64, POINTER(H)], False),
+    "xhal_index_plan_create_from_tensor": (S, [H, T, c_uint64, POINTER(H)], False),
     "xhal_index_plan_release": (S, [H], False),
     "xhal_index_select": (S, [H, H, T, T], False),
     "xhal_index_add": (S, [H, H, c_float, T, T], False),

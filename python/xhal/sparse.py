@@ -65,24 +65,33 @@ class _Owned:
 class IndexPlan(_Owned):
     """xhal_index_plan_t: a validated list of row indices into a table of
     `num_rows` rows, uploaded once, for index_select and index_add.
-    `indices`: host integers (int32 or int64 go as they are)."""
+    `indices`: host integers (int32 or int64 go as they are), or an xhal
+    Tensor already on the device (rank 1, int32 or int64, e.g. a torch or
+    CuPy index tensor through xhal.from_dlpack), which
+    xhal_index_plan_create_from_tensor reads (docs/interop.md)."""
     _release_fn = "xhal_index_plan_release"
 
     def __init__(self, device, indices, num_rows):
         device = _device(device)
-        a, dt = _host_index_array(indices)
         h = ctypes.c_void_p()
         device._retain()
         try:
-            call("xhal_index_plan_create", device.handle,
-                 a.ctypes.data_as(ctypes.c_void_p), int(dt), a.size,
-                 int(num_rows), ctypes.byref(h))
+            if isinstance(indices, Tensor):
+                count = indices.shape[0] if indices.ndim else 1
+                call("xhal_index_plan_create_from_tensor", device.handle, indices._p,
+                     int(num_rows), ctypes.byref(h))
+            else:
+                a, dt = _host_index_array(indices)
+                count = a.size
+                call("xhal_index_plan_create", device.handle,
+                     a.ctypes.data_as(ctypes.c_void_p), int(dt), a.size,
+                     int(num_rows), ctypes.byref(h))
         except BaseException:
             self._handle = None
             device._drop()
             raise
         self._own(device, h.value)
-        self.count = a.size
+        self.count = count
         self.num_rows = int(num_rows)
 
     def __repr__(self):
