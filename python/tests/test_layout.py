@@ -54,3 +54,56 @@ def test_structs_match_the_headers(tmp_path):
         assert got[(cname, "(sizeof)")] == ctypes.sizeof(cls), cname
         for fname, _ in cls._fields_:
             assert got[(cname, fname)] == getattr(cls, fname).offset, f"{cname}.{fname}"
+
+
+HANDLES = {"xhal_device_t", "xhal_buffer_t", "xhal_index_plan_t", "xhal_csr_t"}
+INT_SIZES = {"uint32_t": 4, "int32_t": 4, "uint64_t": 8, "int64_t": 8, "size_t": 8, "float": 4}
+
+
+def _prototypes():
+    import re
+    protos = {}
+    for name in sorted(os.listdir(os.path.join(INCLUDE, "xhal"))):
+        if not name.endswith(".h") or name == "xhal_plugin.h":
+            continue
+        text = open(os.path.join(INCLUDE, "xhal", name)).read()
+        text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
+        for m in re.finditer(r"XHAL_API\s+([\w\s\*]+?)\s*\b(xhal_\w+)\s*\(([^;]*?)\)\s*;", text):
+            params = " ".join(m.group(3).split())
+            protos[m.group(2)] = [] if params in ("", "void") else [p.strip() for p in params.split(",")]
+    return protos
+
+
+def _kind(param):
+    """("ptr", 8) for pointers and handles, ("float", 4), ("int", size)."""
+    words = param.replace("*", " * ").split()
+    if "*" in words:
+        return ("ptr", 8)
+    t = [w for w in words if w != "const"][0]
+    if t in HANDLES:
+        return ("ptr", 8)
+    if t == "float":
+        return ("float", 4)
+    return ("int", INT_SIZES.get(t, 4))      # enums are int
+
+
+def _ctypes_kind(ct):
+    if ct in (ctypes.c_void_p, ctypes.c_char_p) or hasattr(ct, "_type_") and isinstance(ct._type_, type):
+        return ("ptr", 8)
+    if ct is ctypes.c_float:
+        return ("float", 4)
+    return ("int", ctypes.sizeof(ct))
+
+
+def test_function_signatures_match_the_headers():
+    if not os.path.isdir(INCLUDE):
+        pytest.skip("no hal/include beside the package")
+    protos = _prototypes()
+    assert len(protos) > 50
+    missing = sorted(set(protos) - set(_lib._SIGNATURES))
+    assert not missing, f"not declared in _lib.py: {missing}"
+    for name, params in protos.items():
+        _, argtypes, _ = _lib._SIGNATURES[name]
+        assert len(argtypes) == len(params), f"{name}: {len(argtypes)} argtypes, header {params}"
+        for i, (p, ct) in enumerate(zip(params, argtypes)):
+            assert _kind(p) == _ctypes_kind(ct), f"{name} argument {i} ({p}): {ct}"
