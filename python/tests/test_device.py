@@ -94,3 +94,20 @@ def test_library_from_xhal_library_env():
     assert r.stdout.strip() == xhal.library_path
     r = _run("import xhal", XHAL_LIBRARY="/nonexistent/libxhal.so")
     assert r.returncode != 0 and "XHAL_LIBRARY" in r.stderr
+
+
+def test_init_and_shutdown():
+    r = _run("import xhal\n"
+             "xhal.init(device_selector='cpu')\n"
+             "print([d.selector for d in xhal.devices()])\n"
+             "try:\n    xhal.init()\nexcept xhal.BusyError:\n    print('busy init')\n"
+             "d = xhal.Device()\n"
+             "try:\n    xhal.shutdown()\nexcept xhal.BusyError as e:\n    print('busy shutdown', 'cpu' in e.message)\n"
+             "d.close()\n"
+             "xhal.shutdown()\n"
+             "print('down')\n"
+             "xhal.init(device_selector='nosuch')\n"
+             "try:\n    xhal.Device()\nexcept xhal.NotFoundError:\n    print('none after restart')\n")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split("\n")[:5] == ["['cpu:0']", "busy init", "busy shutdown True", "down",
+                                         "none after restart"]
