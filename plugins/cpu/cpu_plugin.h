@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "xhal/xhal_plugin.h"
 
@@ -22,6 +23,7 @@ struct CpuDevice {
   std::atomic<uint64_t> h2d_transfers{0}, h2d_bytes{0};
   std::atomic<uint64_t> d2h_transfers{0}, d2h_bytes{0};
   std::atomic<uint64_t> kernel_launches{0};
+  std::string options;  // in force, as device_get_options reports them
 };
 
 inline void count_launch(void* device) {

@@ -1,6 +1,7 @@
-// The CPU plugin's entry point: one device (this machine's cores), buffers in
-// host memory, ops run synchronously on the calling thread plus an OpenMP
-// team, so the in-order queue holds trivially and synchronize has no work.
+// The CPU plugin's entry point: one device (this machine's cores; the
+// option devices=N lists N virtual ones for tests), buffers in host memory,
+// ops run synchronously on the calling thread plus an OpenMP team, so the
+// in-order queue holds trivially and synchronize has no work.
 #include <omp.h>
 #include <unistd.h>
 
@@ -14,12 +15,14 @@
 
 #include "op_registry.h"
 #include "dense_ops.h"
+#include "options.h"
 
 namespace xhal::cpu {
 namespace {
 
 struct CpuContext {
   xhal_plugin_device_info_t info{};
+  Options options;
 };
 
 std::string cpu_model_name() {
@@ -61,11 +64,25 @@ void fill_device_info(xhal_plugin_device_info_t* info) {
     if (r.op >= 0 && r.op < XHAL_OP_COUNT_) info->op_dtypes[r.op] |= r.dtypes;
 }
 
+// The options' text the core passed to init (struct_size covers `options`
+// from ABI 1.2 on).
+const char* init_options(const xhal_plugin_host_t* host) {
+  const size_t end = offsetof(xhal_plugin_host_t, options) + sizeof host->options;
+  return host->struct_size >= end && host->options ? host->options : "";
+}
+
 xhal_status_t init(const xhal_plugin_host_t* host, void** out_context, char* out_note,
                    size_t note_capacity) {
   set_host(host);
+  Options options;
+  std::string error;
+  if (!parse_options(init_options(host), &options, &error)) {
+    set_error(("cpu plugin: " + error).c_str());
+    return XHAL_INVALID_ARGUMENT;
+  }
   auto* context = new (std::nothrow) CpuContext;
   if (context == nullptr) return XHAL_OUT_OF_MEMORY;
+  context->options = options;
   fill_device_info(&context->info);
   if (out_note != nullptr && note_capacity > 0) out_note[0] = '\0';
   *out_context = context;
@@ -74,18 +91,32 @@ xhal_status_t init(const xhal_plugin_host_t* host, void** out_context, char* out
 
 void shutdown(void* context) { delete static_cast<CpuContext*>(context); }
 
-xhal_status_t device_count(void*, uint32_t* out_count) {
-  *out_count = 1;
+xhal_status_t device_count(void* context, uint32_t* out_count) {
+  *out_count = static_cast<CpuContext*>(context)->options.devices;
   return XHAL_OK;
 }
 
-xhal_status_t device_get_info(void* context, uint32_t index, xhal_plugin_device_info_t* out) {
-  if (index != 0) {
-    set_error("cpu plugin: device index out of range (the CPU plugin has one device)");
-    return XHAL_OUT_OF_RANGE;
+xhal_status_t index_out_of_range(const CpuContext* context, uint32_t index) {
+  set_error(("cpu plugin: device index " + std::to_string(index) + " is out of range (" +
+             std::to_string(context->options.devices) + " device(s))")
+                .c_str());
+  return XHAL_OUT_OF_RANGE;
+}
+
+xhal_status_t device_get_info(void* context_arg, uint32_t index, xhal_plugin_device_info_t* out) {
+  const auto* context = static_cast<CpuContext*>(context_arg);
+  if (index >= context->options.devices) return index_out_of_range(context, index);
+  // Virtual device k > 0 differs from device 0 in its name and stable id
+  // only (the core lists two devices with one stable id once).
+  xhal_plugin_device_info_t info = context->info;
+  if (index > 0) {
+    const std::string name = std::string(context->info.name) + " [virtual " +
+                             std::to_string(index) + "]";
+    const std::string id = std::string(context->info.stable_id) + "/" + std::to_string(index);
+    std::snprintf(info.name, sizeof info.name, "%s", name.c_str());
+    std::snprintf(info.stable_id, sizeof info.stable_id, "%s", id.c_str());
   }
   // Copy everything after struct_size, which the core owns.
-  const auto& info = static_cast<CpuContext*>(context)->info;
   const size_t header = sizeof info.struct_size;
   const size_t limit = out->struct_size < sizeof info ? out->struct_size : sizeof info;
   if (limit > header)
@@ -94,14 +125,33 @@ xhal_status_t device_get_info(void* context, uint32_t index, xhal_plugin_device_
   return XHAL_OK;
 }
 
-xhal_status_t device_open(void*, uint32_t index, void** out_device) {
-  if (index != 0) {
-    set_error("cpu plugin: device index out of range (the CPU plugin has one device)");
-    return XHAL_OUT_OF_RANGE;
-  }
+xhal_status_t device_open(void* context_arg, uint32_t index, void** out_device) {
+  const auto* context = static_cast<CpuContext*>(context_arg);
+  if (index >= context->options.devices) return index_out_of_range(context, index);
   auto* device = new (std::nothrow) CpuDevice;
   if (device == nullptr) return XHAL_OUT_OF_MEMORY;
+  device->options = format_options(context->options);
   *out_device = device;
+  return XHAL_OK;
+}
+
+// The items are the ones init parsed (the core passes the same text), so
+// they parse again; the check keeps an unknown name an error at open too.
+xhal_status_t device_open_with_options(void* context, uint32_t index, const char* options,
+                                       void** out_device) {
+  Options parsed;
+  std::string error;
+  if (!parse_options(options, &parsed, &error)) {
+    set_error(("cpu plugin: " + error).c_str());
+    return XHAL_INVALID_ARGUMENT;
+  }
+  return device_open(context, index, out_device);
+}
+
+xhal_status_t device_get_options(void* device, char* out, size_t capacity) {
+  const std::string& text = static_cast<CpuDevice*>(device)->options;
+  if (capacity == 0) return XHAL_OK;
+  std::snprintf(out, capacity, "%s", text.c_str());
   return XHAL_OK;
 }
 
@@ -135,6 +185,8 @@ xhal_plugin_api_t make_api() {
   api.device_close = device_close;
   api.device_synchronize = device_synchronize;
   api.device_get_counters = device_get_counters;
+  api.device_open_with_options = device_open_with_options;
+  api.device_get_options = device_get_options;
   api.buffer_allocate = buffer_allocate;
   api.buffer_free = buffer_free;
   api.buffer_write = buffer_write;

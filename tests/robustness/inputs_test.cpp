@@ -5,7 +5,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include "cpu_fixture.h"
 #include "raw_calls.h"
@@ -253,10 +256,16 @@ class DeviceOptionsTest : public CpuTest {
   std::string last_message;
 };
 
-TEST_F(DeviceOptionsTest, OptionsForABackendWithoutOptionsFailTheOpen) {
+TEST_F(DeviceOptionsTest, AnOptionTheCpuPluginDoesNotKnowFailsTheOpen) {
   EXPECT_EQ(reopen_with("cpu:threads=2"), XHAL_INVALID_ARGUMENT);
-  EXPECT_THAT(last_message, HasSubstr("backend 'cpu' takes no device options (got 'threads=2')"));
+  EXPECT_THAT(last_message,
+              HasSubstr("cpu plugin: unknown option 'threads'; the cpu plugin knows: devices"));
   EXPECT_EQ(reopen_with("threads=2"), XHAL_INVALID_ARGUMENT);  // unprefixed: every backend
+  for (const char* bad : {"cpu:devices=0", "cpu:devices=17", "cpu:devices=two", "cpu:devices=",
+                          "cpu:devices=-1", "cpu:devices=2x"}) {
+    EXPECT_EQ(reopen_with(bad), XHAL_INVALID_ARGUMENT) << bad;
+    EXPECT_THAT(last_message, HasSubstr("option 'devices' has value")) << bad;
+  }
 }
 
 TEST_F(DeviceOptionsTest, OptionsOfAnotherBackendAreIgnored) {
@@ -264,8 +273,8 @@ TEST_F(DeviceOptionsTest, OptionsOfAnotherBackendAreIgnored) {
   char text[16] = "junk";
   size_t length = 99;
   ASSERT_EQ(xhal_device_get_options(dev, text, sizeof text, &length), XHAL_OK);
-  EXPECT_STREQ(text, "");
-  EXPECT_EQ(length, 0u);
+  EXPECT_STREQ(text, "devices=1");  // the cpu plugin's defaults
+  EXPECT_EQ(length, 9u);
 }
 
 TEST_F(DeviceOptionsTest, MalformedItemsAreNamed) {
@@ -302,6 +311,88 @@ TEST_F(CpuTest, CsrDescFieldCutByStructSizeIsAbsent) {
   ASSERT_EQ(xhal_csr_read(m, nullptr, nullptr, values), XHAL_OK);
   EXPECT_EQ(values[0], 0.0f);  // no values given: they start at zero
   EXPECT_EQ(values[1], 0.0f);
+}
+
+}  // namespace
+}  // namespace xhal::robustness_test
+
+namespace xhal::robustness_test {
+namespace {
+
+// ---- virtual cpu devices (cpu:devices=N) -------------------------------
+
+// Restarts the runtime on the cpu plugin under XHAL_DEVICE_OPTIONS=`options`.
+xhal_status_t restart_with(const char* options) {
+  EXPECT_EQ(xhal_runtime_shutdown(), XHAL_OK) << xhal_last_error();
+  setenv("XHAL_DEVICE_OPTIONS", options, 1);
+  xhal_runtime_options_t o{};
+  o.struct_size = sizeof o;
+  o.device_selector = "cpu";
+  o.plugin_path = XHAL_CPU_PLUGIN;
+  o.plugin_path_only = 1;
+  const xhal_status_t s = xhal_runtime_init(&o);
+  unsetenv("XHAL_DEVICE_OPTIONS");
+  return s;
+}
+
+TEST(VirtualCpuDevices, DevicesOptionListsThatManyDistinctDevices) {
+  ASSERT_EQ(restart_with("cpu:devices=3"), XHAL_OK) << xhal_last_error();
+  uint32_t n = 0;
+  ASSERT_EQ(xhal_device_count(&n), XHAL_OK);
+  ASSERT_EQ(n, 3u);
+  std::vector<std::string> ids, names;
+  for (uint32_t i = 0; i < n; ++i) {
+    xhal_device_info_t info{};
+    info.struct_size = sizeof info;
+    ASSERT_EQ(xhal_device_get_info(i, &info), XHAL_OK);
+    EXPECT_STREQ(info.backend, "cpu");
+    EXPECT_EQ(info.backend_index, i);
+    ids.push_back(info.stable_id);
+    names.push_back(info.name);
+  }
+  EXPECT_NE(ids[0], ids[1]);
+  EXPECT_NE(ids[1], ids[2]);
+  EXPECT_EQ(ids[1], ids[0] + "/1");  // device 0 keeps the id it has without the option
+  EXPECT_THAT(names[2], HasSubstr("[virtual 2]"));
+
+  xhal_device_t d0 = nullptr, d2 = nullptr;
+  ASSERT_EQ(xhal_device_open("cpu:0", &d0), XHAL_OK) << xhal_last_error();
+  ASSERT_EQ(xhal_device_open("cpu:2", &d2), XHAL_OK) << xhal_last_error();
+  EXPECT_NE(d0, d2);
+  char text[32];
+  ASSERT_EQ(xhal_device_get_options(d2, text, sizeof text, nullptr), XHAL_OK);
+  EXPECT_STREQ(text, "devices=3");
+
+  // A buffer of cpu:2 in an op on cpu:0 is another device's, and nothing is written.
+  const float ones[4] = {1, 1, 1, 1};
+  xhal_buffer_t b0 = nullptr, b2 = nullptr;
+  ASSERT_EQ(xhal_buffer_allocate(d0, 16, &b0), XHAL_OK);
+  ASSERT_EQ(xhal_buffer_allocate(d2, 16, &b2), XHAL_OK);
+  ASSERT_EQ(xhal_buffer_write(b0, 0, ones, 16), XHAL_OK);
+  const int64_t shape[] = {4};
+  xhal_tensor_t x{}, y{};
+  ASSERT_EQ(xhal_tensor_init(b2, 0, XHAL_DTYPE_F32, 1, shape, &x), XHAL_OK);
+  ASSERT_EQ(xhal_tensor_init(b0, 0, XHAL_DTYPE_F32, 1, shape, &y), XHAL_OK);
+  EXPECT_EQ(xhal_softmax_forward(d0, &x, &y), XHAL_WRONG_DEVICE);
+  float back[4] = {};
+  ASSERT_EQ(xhal_buffer_read(b0, 0, back, 16), XHAL_OK);
+  EXPECT_EQ(std::vector<float>(back, back + 4), std::vector<float>(ones, ones + 4));
+  EXPECT_EQ(xhal_buffer_release(b0), XHAL_OK);
+  EXPECT_EQ(xhal_buffer_release(b2), XHAL_OK);
+  EXPECT_EQ(xhal_device_release(d0), XHAL_OK);
+  EXPECT_EQ(xhal_device_release(d2), XHAL_OK);
+  ASSERT_EQ(restart_with(""), XHAL_OK) << xhal_last_error();
+}
+
+TEST(VirtualCpuDevices, BadDevicesValueRejectsThePluginWithTheReason) {
+  ASSERT_EQ(restart_with("cpu:devices=99"), XHAL_OK) << xhal_last_error();
+  xhal_plugin_info_t info{};
+  info.struct_size = sizeof info;
+  ASSERT_EQ(xhal_plugin_get_info(0, &info), XHAL_OK);
+  EXPECT_EQ(info.state, XHAL_PLUGIN_REJECTED);
+  EXPECT_THAT(info.reason, HasSubstr("option 'devices' has value '99'; expected a whole number "
+                                     "from 1 to 16"));
+  ASSERT_EQ(restart_with(""), XHAL_OK) << xhal_last_error();
 }
 
 }  // namespace
