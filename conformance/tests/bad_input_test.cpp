@@ -106,7 +106,9 @@ class BadInputTest : public DeviceTest {
     for (const Case& c : cases) {
       xhal_status_t st = c.call();
       EXPECT_EQ(st, c.want) << c.what << ": got " << xhal_status_name(st) << " (" << xhal_last_error() << ")";
-      if (st != XHAL_OK) EXPECT_STRNE(xhal_last_error(), "") << c.what << ": no message";
+      if (st != XHAL_OK) {
+        EXPECT_STRNE(xhal_last_error(), "") << c.what << ": no message";
+      }
       ASSERT_EQ(xhal_device_synchronize(dev), XHAL_OK);
       for (const auto& [b, n] : outputs) {
         ASSERT_TRUE(all_poison(download_f32(b, n))) << c.what << ": an output was written";

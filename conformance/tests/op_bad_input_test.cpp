@@ -250,7 +250,9 @@ class OpBadInputTest : public DeviceTest {
       const std::string what = std::string(op.name) + ", argument '" + op.args[i].name + "': " + f.what;
       EXPECT_EQ(got, f.want) << what << ": got " << xhal_status_name(got) << " ("
                              << xhal_last_error() << ")";
-      if (got != XHAL_OK) EXPECT_STRNE(xhal_last_error(), "") << what << ": no message";
+      if (got != XHAL_OK) {
+        EXPECT_STRNE(xhal_last_error(), "") << what << ": no message";
+      }
       ASSERT_EQ(xhal_device_synchronize(dev), XHAL_OK) << what << ": the device is unusable";
       for (xhal_buffer_t b : outputs) {
         ASSERT_TRUE(all_poison(download_f32(b, kBufferBytes / 4))) << what << ": an output was written";

@@ -155,8 +155,11 @@ class PlanTest : public ::testing::Test {
   void TearDown() override {
     for (xhal_index_plan_t p : plans) EXPECT_EQ(xhal_index_plan_release(p), XHAL_OK);
     for (xhal_buffer_t b : buffers) EXPECT_EQ(xhal_buffer_release(b), XHAL_OK);
-    for (xhal_device_t d : {old_dev, compact_dev, cpu})
-      if (d) EXPECT_EQ(xhal_device_release(d), XHAL_OK) << xhal_last_error();
+    for (xhal_device_t d : {old_dev, compact_dev, cpu}) {
+      if (d) {
+        EXPECT_EQ(xhal_device_release(d), XHAL_OK) << xhal_last_error();
+      }
+    }
   }
 
   xhal_status_t make_plan(xhal_device_t d, const std::vector<int64_t>& idx, uint64_t num_rows,

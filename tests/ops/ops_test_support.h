@@ -77,8 +77,11 @@ class OpsTest : public ::testing::Test {
     for (xhal_csr_t m : matrices_) EXPECT_EQ(xhal_csr_release(m), XHAL_OK);
     for (xhal_index_plan_t p : plans_) EXPECT_EQ(xhal_index_plan_release(p), XHAL_OK);
     for (xhal_buffer_t b : buffers_) EXPECT_EQ(xhal_buffer_release(b), XHAL_OK);
-    for (xhal_device_t d : {dev, dev1, devmin})
-      if (d) EXPECT_EQ(xhal_device_release(d), XHAL_OK) << xhal_last_error();
+    for (xhal_device_t d : {dev, dev1, devmin}) {
+      if (d) {
+        EXPECT_EQ(xhal_device_release(d), XHAL_OK) << xhal_last_error();
+      }
+    }
   }
 
   // A zero-filled buffer of `bytes` on `d` (dev by default), released in TearDown.
@@ -95,14 +98,17 @@ class OpsTest : public ::testing::Test {
   template <typename T>
   xhal_buffer_t upload(const std::vector<T>& v, xhal_device_t d = nullptr) {
     xhal_buffer_t b = buffer(v.size() * sizeof(T), d);
-    if (!v.empty()) EXPECT_EQ(xhal_buffer_write(b, 0, v.data(), v.size() * sizeof(T)), XHAL_OK);
+    if (!v.empty()) {
+      EXPECT_EQ(xhal_buffer_write(b, 0, v.data(), v.size() * sizeof(T)), XHAL_OK);
+    }
     return b;
   }
   template <typename T>
   std::vector<T> download(xhal_buffer_t b, size_t n, uint64_t offset = 0) {
     std::vector<T> v(n);
-    if (n)
+    if (n) {
       EXPECT_EQ(xhal_buffer_read(b, offset, v.data(), n * sizeof(T)), XHAL_OK) << xhal_last_error();
+    }
     return v;
   }
   static xhal_tensor_t tensor(xhal_buffer_t b, xhal_dtype_t dtype, std::vector<int64_t> shape,
