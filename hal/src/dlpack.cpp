@@ -2,16 +2,16 @@
 // xhal tensor that holds a reference to its buffer until the consumer's
 // deleter call; an import wraps the producer's memory as a new buffer whose
 // release callback is the producer's deleter.
-#include <utility>
 #include <cinttypes>
 #include <memory>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include "entry.h"
 #include "handles.h"
-#include "interop_internal.h"
 #include "internal.h"
+#include "interop_internal.h"
 #include "validate.h"
 
 namespace xhal {
@@ -25,9 +25,9 @@ struct DtypeMap {
   uint8_t code, bits;
 };
 constexpr DtypeMap kDtypes[] = {
-    {XHAL_DTYPE_F32, XHAL_DLPACK_DTYPE_FLOAT, 32}, {XHAL_DTYPE_F16, XHAL_DLPACK_DTYPE_FLOAT, 16},
+    {XHAL_DTYPE_F32, XHAL_DLPACK_DTYPE_FLOAT, 32},   {XHAL_DTYPE_F16, XHAL_DLPACK_DTYPE_FLOAT, 16},
     {XHAL_DTYPE_BF16, XHAL_DLPACK_DTYPE_BFLOAT, 16}, {XHAL_DTYPE_F64, XHAL_DLPACK_DTYPE_FLOAT, 64},
-    {XHAL_DTYPE_I32, XHAL_DLPACK_DTYPE_INT, 32},    {XHAL_DTYPE_I64, XHAL_DLPACK_DTYPE_INT, 64},
+    {XHAL_DTYPE_I32, XHAL_DLPACK_DTYPE_INT, 32},     {XHAL_DTYPE_I64, XHAL_DLPACK_DTYPE_INT, 64},
     {XHAL_DTYPE_U8, XHAL_DLPACK_DTYPE_UINT, 8},
 };
 
@@ -196,8 +196,7 @@ bool row_major_ignoring_ones(uint32_t rank, const int64_t* shape, const int64_t*
 }
 
 template <typename Managed>
-xhal_status_t import_tensor(xhal_device_t device, Managed* managed,
-                            xhal_tensor_t* out) {
+xhal_status_t import_tensor(xhal_device_t device, Managed* managed, xhal_tensor_t* out) {
   if (!managed) return fail(XHAL_INVALID_ARGUMENT, "argument 'managed' is NULL");
   DeleteOnFailure<Managed> guard(managed);
   bool read_only = false;
@@ -234,15 +233,17 @@ xhal_status_t import_tensor(xhal_device_t device, Managed* managed,
   XHAL_TRY(from_dlpack(t.dtype, &dtype));
   const uint32_t esize = dtype_size(dtype);
   if (rank > 0 && !t.shape)
-    return fail(XHAL_INVALID_ARGUMENT,
-                "argument 'managed->dl_tensor.shape' is NULL with ndim %u", rank);
+    return fail(XHAL_INVALID_ARGUMENT, "argument 'managed->dl_tensor.shape' is NULL with ndim %u",
+                rank);
   int64_t shape[XHAL_MAX_RANK] = {}, strides[XHAL_MAX_RANK] = {};
   u128 elements = 1;
   for (uint32_t k = 0; k < rank; ++k) {
     shape[k] = t.shape[k];
     if (shape[k] < 0)
-      return fail(XHAL_INVALID_ARGUMENT, "argument 'managed->dl_tensor.shape': shape %s has a "
-                  "negative extent", shape_string(rank, t.shape).c_str());
+      return fail(XHAL_INVALID_ARGUMENT,
+                  "argument 'managed->dl_tensor.shape': shape %s has a "
+                  "negative extent",
+                  shape_string(rank, t.shape).c_str());
     elements *= static_cast<uint64_t>(shape[k]);
     if (elements > (u128(1) << 62))
       return fail(XHAL_OUT_OF_RANGE,
@@ -281,8 +282,7 @@ xhal_status_t import_tensor(xhal_device_t device, Managed* managed,
                 " + the bytes of shape %s overflow the address space",
                 t.data, t.byte_offset, shape_string(rank, shape).c_str());
   if (!t.data && bytes > 0)
-    return fail(XHAL_INVALID_ARGUMENT,
-                "argument 'managed->dl_tensor.data' is NULL for shape %s",
+    return fail(XHAL_INVALID_ARGUMENT, "argument 'managed->dl_tensor.data' is NULL for shape %s",
                 shape_string(rank, shape).c_str());
   const uintptr_t first = data + t.byte_offset;
   if (first % esize != 0)

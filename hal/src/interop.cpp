@@ -8,18 +8,22 @@
 
 #include "entry.h"
 #include "handles.h"
-#include "interop_internal.h"
 #include "internal.h"
+#include "interop_internal.h"
 #include "validate.h"
 
 namespace xhal {
 
 const char* memory_kind_name(uint32_t kind) {
   switch (kind) {
-    case XHAL_MEMORY_HOST: return "XHAL_MEMORY_HOST";
-    case XHAL_MEMORY_CUDA: return "XHAL_MEMORY_CUDA";
-    case XHAL_MEMORY_ROCM: return "XHAL_MEMORY_ROCM";
-    default: return "not a memory kind";
+    case XHAL_MEMORY_HOST:
+      return "XHAL_MEMORY_HOST";
+    case XHAL_MEMORY_CUDA:
+      return "XHAL_MEMORY_CUDA";
+    case XHAL_MEMORY_ROCM:
+      return "XHAL_MEMORY_ROCM";
+    default:
+      return "not a memory kind";
   }
 }
 
@@ -29,12 +33,11 @@ xhal_status_t check_interop(const Device* d, bool slot_present, const char* what
   return fail(XHAL_UNSUPPORTED,
               "%s: device %s:%u does not support it (its %s plugin, ABI 1.%u, %s)", what,
               d->backend.c_str(), d->backend_index, d->backend.c_str(), d->plugin_abi_minor,
-              d->memory_kind == 0 ? "reports no memory an app may address"
-                                  : "lacks the slot");
+              d->memory_kind == 0 ? "reports no memory an app may address" : "lacks the slot");
 }
 
-xhal_status_t check_memory_of(const Device* d, uint32_t kind, int64_t ordinal,
-                              const char* kind_arg, const char* ordinal_arg) {
+xhal_status_t check_memory_of(const Device* d, uint32_t kind, int64_t ordinal, const char* kind_arg,
+                              const char* ordinal_arg) {
   if (kind != d->memory_kind)
     return fail(XHAL_INVALID_ARGUMENT, "argument '%s' is %u (%s); device %s:%u takes %s (%u)",
                 kind_arg, kind, memory_kind_name(kind), d->backend.c_str(), d->backend_index,
@@ -108,8 +111,7 @@ xhal_status_t get_slot_device(xhal_device_t device, bool (*present)(const xhal_p
     return XHAL_OK;
   const Device* d = *out;
   return fail(XHAL_UNSUPPORTED, "%s: device %s:%u does not support it (its %s plugin, ABI 1.%u)",
-              what, d->backend.c_str(), d->backend_index, d->backend.c_str(),
-              d->plugin_abi_minor);
+              what, d->backend.c_str(), d->backend_index, d->backend.c_str(), d->plugin_abi_minor);
 }
 
 }  // namespace
@@ -193,9 +195,9 @@ xhal_status_t xhal_buffer_get_native(xhal_buffer_t buffer, xhal_native_memory_t*
     n.size = b->size;
     using N = xhal_native_memory_t;
     // Out: the fields inside the caller's struct_size; struct_size stays.
-#define XHAL_COPY_OUT_(field)                                                                  \
-  if (offsetof(N, field) + sizeof n.field <= size)                                            \
-    std::memcpy(reinterpret_cast<char*>(out_memory) + offsetof(N, field), &n.field, sizeof n.field)
+#define XHAL_COPY_OUT_(field)                      \
+  if (offsetof(N, field) + sizeof n.field <= size) \
+  std::memcpy(reinterpret_cast<char*>(out_memory) + offsetof(N, field), &n.field, sizeof n.field)
     XHAL_COPY_OUT_(kind);
     XHAL_COPY_OUT_(device_ordinal);
     XHAL_COPY_OUT_(pointer);

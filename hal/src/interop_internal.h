@@ -20,8 +20,8 @@ xhal_status_t check_interop(const Device* d, bool slot_present, const char* what
 // `kind` and `ordinal` (named kind_arg, ordinal_arg in messages) are the
 // device's: another kind is XHAL_INVALID_ARGUMENT, another ordinal of the
 // right kind XHAL_WRONG_DEVICE.
-xhal_status_t check_memory_of(const Device* d, uint32_t kind, int64_t ordinal,
-                              const char* kind_arg, const char* ordinal_arg);
+xhal_status_t check_memory_of(const Device* d, uint32_t kind, int64_t ordinal, const char* kind_arg,
+                              const char* ordinal_arg);
 
 struct ImportRequest {
   void* pointer = nullptr;
@@ -38,8 +38,7 @@ xhal_status_t import_memory(Device* d, const ImportRequest& r, Buffer** out);
 
 // Copies the `size` bytes at `offset` of a caller's struct that ends at
 // `struct_size` (a field it cuts is left as it was: zero in a zeroed copy).
-inline void copy_in(const void* from, size_t struct_size, size_t offset, size_t size,
-                    void* to) {
+inline void copy_in(const void* from, size_t struct_size, size_t offset, size_t size, void* to) {
   if (offset + size <= struct_size)
     std::memcpy(static_cast<char*>(to) + offset, static_cast<const char*>(from) + offset, size);
 }

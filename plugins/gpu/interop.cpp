@@ -10,8 +10,8 @@
 namespace xhal::gpu {
 namespace {
 
-constexpr xhal_memory_kind_t kMemoryKind = kBackend == GpuBackend::kRocm ? XHAL_MEMORY_ROCM
-                                                                         : XHAL_MEMORY_CUDA;
+constexpr xhal_memory_kind_t kMemoryKind =
+    kBackend == GpuBackend::kRocm ? XHAL_MEMORY_ROCM : XHAL_MEMORY_CUDA;
 
 // `to` waits for the work queued on `from` so far. The event is destroyed
 // at once: the wait keeps what it recorded (CUDA and HIP semantics).
@@ -34,8 +34,8 @@ xhal_status_t device_get_memory_kind(void* device, xhal_memory_kind_t* out_kind,
   return XHAL_OK;
 }
 
-xhal_status_t buffer_import(void* device, xhal_memory_kind_t, int32_t, void* pointer,
-                            uint64_t size, void** out_buffer) {
+xhal_status_t buffer_import(void* device, xhal_memory_kind_t, int32_t, void* pointer, uint64_t size,
+                            void** out_buffer) {
   Device* d = enter(device);
   if (pointer) {
     gpuPointerAttributes_t attributes{};
@@ -84,8 +84,7 @@ xhal_status_t queue_signal_external(void* device, void* external_queue) {
 
 xhal_status_t queue_wait_external(void* device, void* external_queue) {
   Device* d = enter(device);
-  return order_streams(static_cast<gpuStream_t>(external_queue), d->stream,
-                       "queue_wait_external");
+  return order_streams(static_cast<gpuStream_t>(external_queue), d->stream, "queue_wait_external");
 }
 
 }  // namespace xhal::gpu

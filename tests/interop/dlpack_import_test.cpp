@@ -96,13 +96,25 @@ TEST_F(InteropTest, BadDlpackTensorsAreRefusedAndDeletedOnce) {
     const char* message;
   };
   const Case cases[] = {
-      {"major version 2", [](HostTensor* h) { h->versioned.version = {2, 0}; },
+      {"major version 2",
+       [](HostTensor* h) {
+         h->versioned.version = {2, 0};
+       },
        XHAL_UNSUPPORTED, "DLPack version 2.0"},
-      {"negative stride", [](HostTensor* h) { h->strides = {-4, 1}; }, XHAL_UNSUPPORTED,
-       "negative stride"},
-      {"overlapping strides (0 on extent 2)", [](HostTensor* h) { h->strides = {0, 1}; },
+      {"negative stride",
+       [](HostTensor* h) {
+         h->strides = {-4, 1};
+       },
+       XHAL_UNSUPPORTED, "negative stride"},
+      {"overlapping strides (0 on extent 2)",
+       [](HostTensor* h) {
+         h->strides = {0, 1};
+       },
        XHAL_UNSUPPORTED, "overlap"},
-      {"overlapping strides (2 under extent 4)", [](HostTensor* h) { h->strides = {2, 1}; },
+      {"overlapping strides (2 under extent 4)",
+       [](HostTensor* h) {
+         h->strides = {2, 1};
+       },
        XHAL_UNSUPPORTED, "overlap"},
       {"cuda device type",
        [](HostTensor* h) { h->versioned.dl_tensor.device.device_type = XHAL_DLPACK_DEVICE_CUDA; },
@@ -116,16 +128,25 @@ TEST_F(InteropTest, BadDlpackTensorsAreRefusedAndDeletedOnce) {
        XHAL_UNSUPPORTED, "not aligned to 4 bytes"},
       {"misaligned byte_offset", [](HostTensor* h) { h->versioned.dl_tensor.byte_offset = 6; },
        XHAL_UNSUPPORTED, "not aligned"},
-      {"complex64", [](HostTensor* h) { h->versioned.dl_tensor.dtype = {5, 64, 1}; },
+      {"complex64",
+       [](HostTensor* h) {
+         h->versioned.dl_tensor.dtype = {5, 64, 1};
+       },
        XHAL_UNSUPPORTED, "code 5, bits 64, lanes 1"},
-      {"float32 x2 lanes", [](HostTensor* h) { h->versioned.dl_tensor.dtype = {2, 32, 2}; },
+      {"float32 x2 lanes",
+       [](HostTensor* h) {
+         h->versioned.dl_tensor.dtype = {2, 32, 2};
+       },
        XHAL_UNSUPPORTED, "lanes 2"},
-      {"bool", [](HostTensor* h) { h->versioned.dl_tensor.dtype = {6, 8, 1}; }, XHAL_UNSUPPORTED,
-       "code 6"},
+      {"bool",
+       [](HostTensor* h) {
+         h->versioned.dl_tensor.dtype = {6, 8, 1};
+       },
+       XHAL_UNSUPPORTED, "code 6"},
       {"ndim 9", [](HostTensor* h) { h->versioned.dl_tensor.ndim = 9; }, XHAL_UNSUPPORTED,
        "ndim' is 9"},
-      {"ndim -1", [](HostTensor* h) { h->versioned.dl_tensor.ndim = -1; },
-       XHAL_INVALID_ARGUMENT, "ndim' is -1"},
+      {"ndim -1", [](HostTensor* h) { h->versioned.dl_tensor.ndim = -1; }, XHAL_INVALID_ARGUMENT,
+       "ndim' is -1"},
       {"negative extent", [](HostTensor* h) { h->shape[1] = -1; }, XHAL_INVALID_ARGUMENT,
        "negative extent"},
       {"null shape", [](HostTensor* h) { h->versioned.dl_tensor.shape = nullptr; },

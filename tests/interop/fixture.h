@@ -61,9 +61,7 @@ class InteropTest : public ::testing::Test {
     ASSERT_TRUE(s == XHAL_OK || s == XHAL_BUSY) << xhal_last_error();
   }
 
-  void SetUp() override {
-    ASSERT_EQ(xhal_device_open("cpu", &dev), XHAL_OK) << xhal_last_error();
-  }
+  void SetUp() override { ASSERT_EQ(xhal_device_open("cpu", &dev), XHAL_OK) << xhal_last_error(); }
   void TearDown() override {
     for (xhal_buffer_t b : buffers) xhal_buffer_release(b);
     EXPECT_EQ(xhal_device_release(dev), XHAL_OK) << xhal_last_error();
@@ -110,7 +108,9 @@ class InteropTest : public ::testing::Test {
     for (int64_t e : shape) t.shape[k++] = e;
     return t;
   }
-  void forget(xhal_buffer_t b) { buffers.erase(std::remove(buffers.begin(), buffers.end(), b), buffers.end()); }
+  void forget(xhal_buffer_t b) {
+    buffers.erase(std::remove(buffers.begin(), buffers.end(), b), buffers.end());
+  }
   static bool mentions(const char* text) { return std::strstr(xhal_last_error(), text) != nullptr; }
 
   xhal_device_t dev = nullptr;

@@ -47,8 +47,7 @@ TEST_F(InteropTest, PlanFromTensorMatchesTheHostPath) {
     xhal_counters_t before{}, after{};
     ASSERT_EQ(xhal_device_get_counters(dev, &before), XHAL_OK);
     xhal_index_plan_t plan = nullptr;
-    ASSERT_EQ(xhal_index_plan_create_from_tensor(dev, &it, 4, &plan), XHAL_OK)
-        << xhal_last_error();
+    ASSERT_EQ(xhal_index_plan_create_from_tensor(dev, &it, 4, &plan), XHAL_OK) << xhal_last_error();
     ASSERT_EQ(xhal_device_get_counters(dev, &after), XHAL_OK);
     // The documented cost of this first version: one read of the indices.
     EXPECT_EQ(after.device_to_host_transfers - before.device_to_host_transfers, 1u);
@@ -92,11 +91,9 @@ TEST_F(InteropTest, PlanFromAnImportedTensor) {
   xhal_tensor_t it{};
   ASSERT_EQ(xhal_tensor_import_dlpack(dev, &h.versioned, &it), XHAL_OK) << xhal_last_error();
   xhal_index_plan_t plan = nullptr;
-  ASSERT_EQ(xhal_index_plan_create_from_tensor(dev, &it, 3, &plan), XHAL_OK)
-      << xhal_last_error();
+  ASSERT_EQ(xhal_index_plan_create_from_tensor(dev, &it, 3, &plan), XHAL_OK) << xhal_last_error();
   xhal_buffer_t table = filled({0, 1, 10, 11, 20, 21});
-  EXPECT_EQ(gather(dev, plan, table, 3, 4),
-            (std::vector<float>{10, 11, 10, 11, 0, 1, 20, 21}));
+  EXPECT_EQ(gather(dev, plan, table, 3, 4), (std::vector<float>{10, 11, 10, 11, 0, 1, 20, 21}));
   ASSERT_EQ(xhal_index_plan_release(plan), XHAL_OK);
   ASSERT_EQ(xhal_buffer_release(it.buffer), XHAL_OK);
   EXPECT_EQ(h.deleted.load(), 1);
