@@ -85,6 +85,34 @@ TEST_F(InteropTest, ManyExportsOfOneBuffer) {
   for (auto& th : threads) th.join();
 }
 
+// Deleters on other threads while this one runs ops on the same device:
+// the frees take the device's queue lock like any call.
+TEST_F(InteropTest, DeletersRaceWithOps) {
+  xhal_buffer_t x = filled(std::vector<float>(256, 1.0f));
+  xhal_buffer_t y = buffer(256 * sizeof(float));
+  const xhal_tensor_t xt = tensor(x, {16, 16}), yt = tensor(y, {16, 16});
+  std::vector<xhal_dlpack_managed_tensor_versioned_t*> exports;
+  for (int i = 0; i < 32; ++i) {
+    xhal_buffer_t b = buffer(64);
+    forget(b);
+    const xhal_tensor_t t = tensor(b, {16});
+    xhal_dlpack_managed_tensor_versioned_t* m = nullptr;
+    ASSERT_EQ(xhal_tensor_export_dlpack(&t, 0, &m), XHAL_OK);
+    ASSERT_EQ(xhal_buffer_release(b), XHAL_OK);  // the export holds the last reference
+    exports.push_back(m);
+  }
+  std::vector<std::thread> threads;
+  for (int k = 0; k < 4; ++k)
+    threads.emplace_back([&exports, k] {
+      for (size_t i = static_cast<size_t>(k); i < exports.size(); i += 4)
+        exports[i]->deleter(exports[i]);
+    });
+  xhal_status_t s = XHAL_OK;
+  for (int i = 0; i < 200 && s == XHAL_OK; ++i) s = xhal_softmax_forward(dev, &xt, &yt);
+  for (auto& th : threads) th.join();  // before any assertion returns
+  EXPECT_EQ(s, XHAL_OK) << xhal_last_error();
+}
+
 TEST_F(InteropTest, ExportDtypesAndRankZero) {
   const struct {
     xhal_dtype_t dtype;
