@@ -3,6 +3,8 @@
 // import released (which runs the export's deleter), so each iteration is
 // one complete hand-over in each direction with nothing left alive. The two
 // halves are timed alone too.
+#include <vector>
+
 #include "bench_common.h"
 
 namespace xhal_bench {
@@ -56,6 +58,60 @@ void BM_DlpackImport(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_DlpackImport);
+
+// Issue 12's plan comparison: an index plan of 10^6 random i64 indices from
+// a device tensor (xhal_index_plan_create_from_tensor) against the same
+// list from host memory (xhal_index_plan_create). Arg: num_rows. The first
+// version of the tensor path reads the indices to the host and takes the
+// host path, so the difference is that read.
+constexpr uint64_t kPlanIndices = 1000000;
+
+std::vector<int64_t> random_indices(uint64_t count, uint64_t num_rows) {
+  std::vector<int64_t> idx(count);
+  uint64_t state = 0x9e3779b97f4a7c15u;
+  for (int64_t& v : idx) {
+    state = state * 6364136223846793005u + 1442695040888963407u;
+    v = static_cast<int64_t>((state >> 11) % num_rows);
+  }
+  return idx;
+}
+
+void BM_IndexPlanFromHost(benchmark::State& state) {
+  const uint64_t num_rows = static_cast<uint64_t>(state.range(0));
+  const std::vector<int64_t> idx = random_indices(kPlanIndices, num_rows);
+  for (auto _ : state) {
+    xhal_index_plan_t plan = nullptr;
+    check(
+        xhal_index_plan_create(device(), idx.data(), XHAL_DTYPE_I64, kPlanIndices, num_rows, &plan),
+        "xhal_index_plan_create");
+    check(xhal_index_plan_release(plan), "xhal_index_plan_release");
+  }
+}
+BENCHMARK(BM_IndexPlanFromHost)
+    ->Arg(1000000)
+    ->Arg(100000000)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
+void BM_IndexPlanFromTensor(benchmark::State& state) {
+  const uint64_t num_rows = static_cast<uint64_t>(state.range(0));
+  const std::vector<int64_t> idx = random_indices(kPlanIndices, num_rows);
+  Buffer indices(kPlanIndices * sizeof(int64_t));
+  check(xhal_buffer_write(indices.get(), 0, idx.data(), kPlanIndices * sizeof(int64_t)),
+        "xhal_buffer_write");
+  const xhal_tensor_t t = tensor(indices, {static_cast<int64_t>(kPlanIndices)}, XHAL_DTYPE_I64);
+  for (auto _ : state) {
+    xhal_index_plan_t plan = nullptr;
+    check(xhal_index_plan_create_from_tensor(device(), &t, num_rows, &plan),
+          "xhal_index_plan_create_from_tensor");
+    check(xhal_index_plan_release(plan), "xhal_index_plan_release");
+  }
+}
+BENCHMARK(BM_IndexPlanFromTensor)
+    ->Arg(1000000)
+    ->Arg(100000000)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace xhal_bench
