@@ -93,10 +93,8 @@ TEST_P(PermuteTest, EveryRankWithStridedViews) {
   for (size_t rank = 1; rank <= XHAL_MAX_RANK; ++rank) {
     for (int trial = 0; trial < 3; ++trial) {
       std::vector<int64_t> shape(rank), pad(rank), start(rank);
-      size_t total = 1;
       for (size_t k = 0; k < rank; ++k) {
         shape[k] = 1 + static_cast<int64_t>(rng() % (rank <= 3 ? 9 : 4));
-        total *= shape[k];
         pad[k] = trial == 0 ? 0 : static_cast<int64_t>(rng() % 3);
         start[k] = pad[k] ? static_cast<int64_t>(rng() % (pad[k] + 1)) : 0;
       }
