@@ -9,7 +9,8 @@
 // "bits": fails with --require-bit-exact; without it the op's
 // level drops to "accurate" in the report (checked for segsum chunk 16).
 //  Canonical / float64 references (reference/sparse_reference.cpp):
-//   segsum chunk 16 instead of 32           bits: Spmv, Spmm, Csr*, Solve, SolveBackward, Spgemm usable
+//   segsum chunk 16 instead of 32           bits: Spmv, Spmm, Csr*, Solve, SolveBackward,
+//                                           Spgemm usable
 //   segsum without chunks                   bits: same set
 //   tree_sum as a sequential sum            bits: Spmv, Spmm, Solve, SolveBackward (>= 4 chunks)
 //   a CSR row summed in descending column   bits: Spmv, Spmm, Csr*, Spgemm usable
@@ -26,7 +27,8 @@
 //   float64 solve: upper in ascending rows  SolveBackward FD
 //   float64 spmm ignores beta * y           Spmv/Spmm AlphaBeta (bound)
 //  Device side (a private copy of plugins/cpu, run with --plugin):
-//   spmv reads y when beta == 0 (NaN leaks) Spmv, Spmm, Csr*, EmptyRowsGiveSignedZero, SolveThenMultiply
+//   spmv reads y when beta == 0 (NaN leaks) Spmv, Spmm, Csr*, EmptyRowsGiveSignedZero,
+//                                           SolveThenMultiply
 //   A^T without the entry permutation       Spmv, Spmm, Adjoint, SolveThenMultiply, Spgemm usable
 //   ga's (i, j) not swapped for op = A^T    SolveBackward FD, bits, river
 //   unit-diagonal ga by the formula         SolveBackward FD, bits

@@ -73,6 +73,7 @@ struct Op {
 
 #define XHAL_SLOT_OF(member) offsetof(xhal_plugin_api_t, member)
 
+// clang-format off: one row per op, as the table reads best
 inline constexpr Op kOps[] = {
     {XHAL_OP_INDEX_SELECT, "index_select", XHAL_SLOT_OF(index_select), Needs::kPlan, 2,
      {{"src", Role::kIn, Shape::kTable, kAnyDtype},
@@ -140,6 +141,7 @@ inline constexpr Op kOps[] = {
       {"ga", Role::kOut, Shape::kNnz, kF32, kNone, kNone, true}}},
     {XHAL_OP_SPGEMM, "spgemm", XHAL_SLOT_OF(spgemm_numeric), Needs::kMatrix, 0, {}},
 };
+// clang-format on
 
 #undef XHAL_SLOT_OF
 

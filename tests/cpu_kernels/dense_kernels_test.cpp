@@ -172,9 +172,11 @@ void for_each_isa(F&& body) {
 TEST(CpuDense, VectorExpMatchesScalarBits) {
   for_each_isa([&] {
     std::vector<float> x = random_floats(1 << 16, 1, -110.0f, 95.0f);
+    // clang-format off
     const float specials[] = {0.0f, -0.0f, 88.72283f, 0x1.62e42ep+6f, 0x1.62e430p+6f,
                               -0x1.9fe368p+6f, -0x1.9fe36ap+6f, -87.5f, -100.0f, -103.9f,
                               INFINITY, -INFINITY, NAN, 1e-30f, -1e-40f, 0.5f};
+    // clang-format on
     x.insert(x.begin(), std::begin(specials), std::end(specials));
     while (x.size() % 16) x.push_back(1.0f);
     for (size_t i = 0; i < x.size(); i += 16) {
