@@ -177,10 +177,13 @@ bool non_overlapping(uint32_t rank, const int64_t* shape, const int64_t* strides
   for (uint32_t i = 1; i < n; ++i)  // insertion sort: at most 8 dims
     for (uint32_t j = i; j > 0 && dims[j].stride < dims[j - 1].stride; --j)
       std::swap(dims[j], dims[j - 1]);
-  u128 span = 1;  // elements covered by the dims so far
+  // Offsets the dims so far reach lie in [0, span): a dim whose stride is at
+  // least span puts each step past all of them (a[:, ::2] of a [4, 5] array:
+  // strides 2 then 5, spans 1, 5, 20).
+  u128 span = 1;
   for (uint32_t k = 0; k < n; ++k) {
     if (u128(static_cast<uint64_t>(dims[k].stride)) < span) return false;
-    span = u128(static_cast<uint64_t>(dims[k].stride)) * static_cast<uint64_t>(dims[k].extent);
+    span += u128(static_cast<uint64_t>(dims[k].stride)) * static_cast<uint64_t>(dims[k].extent - 1);
   }
   return true;
 }

@@ -46,6 +46,18 @@ TEST_F(InteropTest, ImportWithByteOffsetAndStrides) {
   for (int i = 0; i < 12; ++i) EXPECT_EQ(got[i], static_cast<float>(i));
   ASSERT_EQ(xhal_buffer_release(t.buffer), XHAL_OK);
 
+  // Every other column of rows 5 apart, a[:2, ::2] of a [2, 5] array:
+  // strides (5, 2) for shape [2, 3]. The elements are distinct although
+  // 5 < 2 * 3: the inner dim reaches offsets 0, 2, 4 only.
+  HostTensor c(host, {2, 3}, {2, 32, 1}, {5, 2});
+  ASSERT_EQ(xhal_tensor_import_dlpack(dev, &c.versioned, &t), XHAL_OK) << xhal_last_error();
+  xhal_buffer_t cols = buffer(6 * sizeof(float));
+  const uint32_t same[] = {0, 1};
+  const xhal_tensor_t ct = tensor(cols, {2, 3});
+  ASSERT_EQ(xhal_permute(dev, &t, same, &ct), XHAL_OK) << xhal_last_error();
+  EXPECT_EQ(read(cols, 6), (std::vector<float>{0, 2, 4, 5, 7, 9}));
+  ASSERT_EQ(xhal_buffer_release(t.buffer), XHAL_OK);
+
   // byte_offset: the buffer starts there; extent-1 dims' strides do not
   // matter for compactness.
   HostTensor o(host, {1, 2}, {2, 32, 1}, {99, 1});
