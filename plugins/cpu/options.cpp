@@ -24,12 +24,16 @@ bool parse_options(const char* text, Options* out, std::string* error) {
       *error = "unknown option '" + name + "'; the cpu plugin knows: devices";
       return false;
     }
-    char* stop = nullptr;
-    errno = 0;
-    const unsigned long n = value.empty() || value[0] == '-' || value[0] == '+'
-                                ? 0
-                                : std::strtoul(value.c_str(), &stop, 10);
-    if (value.empty() || errno != 0 || *stop != '\0' || n < 1 || n > kMaxVirtualDevices) {
+    // Digits only: strtoul alone would take "-1", " 2" and "+2".
+    bool ok = !value.empty() && value[0] >= '0' && value[0] <= '9';
+    unsigned long n = 0;
+    if (ok) {
+      char* stop = nullptr;
+      errno = 0;
+      n = std::strtoul(value.c_str(), &stop, 10);
+      ok = errno == 0 && *stop == '\0' && n >= 1 && n <= kMaxVirtualDevices;
+    }
+    if (!ok) {
       *error = "option 'devices' has value '" + value + "'; expected a whole number from 1 to " +
                std::to_string(kMaxVirtualDevices);
       return false;

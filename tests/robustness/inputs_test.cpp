@@ -1,6 +1,7 @@
 // Inputs outside the bad-input catalogue: misaligned offsets, struct_size
 // cutting a field, enum values outside their enum, extents whose product
 // overflows, rows of length 0, and the index dtype of a matrix.
+#include <dlfcn.h>
 #include <gmock/gmock.h>
 
 #include <cstddef>
@@ -132,8 +133,8 @@ TEST_F(CpuTest, EnumArgumentsOutsideTheirRangeAreStatuses) {
   EXPECT_EQ(raw_csr_solve(dev, m, XHAL_TRANSPOSE_NONE, bad, XHAL_DIAGONAL_STORED, &tx, &ty),
             XHAL_INVALID_ARGUMENT);
   EXPECT_THAT(xhal_last_error(), HasSubstr("argument 'triangle'"));
-  EXPECT_EQ(raw_csr_solve_backward(dev, m, XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_LOWER, bad, &tx,
-                                    &tx, &ty, nullptr),
+  EXPECT_EQ(raw_csr_solve_backward(dev, m, XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_LOWER, bad, &tx, &tx,
+                                   &ty, nullptr),
             XHAL_INVALID_ARGUMENT);
   EXPECT_THAT(xhal_last_error(), HasSubstr("argument 'diagonal'"));
   EXPECT_EQ(read(y, 2), (std::vector<float>{5, 5}));
@@ -193,8 +194,7 @@ TEST_F(CpuTest, NormRowsOfLengthZeroAreAShapeError) {
   EXPECT_EQ(read(st2, 3), (std::vector<float>{4, 4, 4}));
   // No rows at all: nothing to do.
   const xhal_tensor_t tx0 = tensor(x, {0, 0}), ty0 = tensor(y, {0, 0}), ts0 = tensor(st, {0});
-  EXPECT_EQ(xhal_rms_norm_forward(dev, &tx0, &tg, 1e-5f, &ty0, &ts0), XHAL_OK)
-      << xhal_last_error();
+  EXPECT_EQ(xhal_rms_norm_forward(dev, &tx0, &tg, 1e-5f, &ty0, &ts0), XHAL_OK) << xhal_last_error();
 }
 
 // ---- index dtype of a matrix -------------------------------------------
@@ -261,8 +261,8 @@ TEST_F(DeviceOptionsTest, AnOptionTheCpuPluginDoesNotKnowFailsTheOpen) {
   EXPECT_THAT(last_message,
               HasSubstr("cpu plugin: unknown option 'threads'; the cpu plugin knows: devices"));
   EXPECT_EQ(reopen_with("threads=2"), XHAL_INVALID_ARGUMENT);  // unprefixed: every backend
-  for (const char* bad : {"cpu:devices=0", "cpu:devices=17", "cpu:devices=two", "cpu:devices=",
-                          "cpu:devices=-1", "cpu:devices=2x"}) {
+  for (const char* bad : {"cpu:devices=0", "cpu:devices=17", "cpu:devices=two",
+                          "cpu:devices=", "cpu:devices=-1", "cpu:devices=2x"}) {
     EXPECT_EQ(reopen_with(bad), XHAL_INVALID_ARGUMENT) << bad;
     EXPECT_THAT(last_message, HasSubstr("option 'devices' has value")) << bad;
   }
@@ -385,6 +385,11 @@ TEST(VirtualCpuDevices, DevicesOptionListsThatManyDistinctDevices) {
 }
 
 TEST(VirtualCpuDevices, BadDevicesValueRejectsThePluginWithTheReason) {
+  // A rejected plugin is unloaded, and with it the libgomp it pulled in,
+  // whose own start-up allocation LeakSanitizer would then report: the test
+  // holds a reference so that the plugin (and libgomp) stay mapped.
+  void* keep = dlopen(XHAL_CPU_PLUGIN, RTLD_NOW);
+  ASSERT_NE(keep, nullptr) << dlerror();
   ASSERT_EQ(restart_with("cpu:devices=99"), XHAL_OK) << xhal_last_error();
   xhal_plugin_info_t info{};
   info.struct_size = sizeof info;
@@ -393,6 +398,7 @@ TEST(VirtualCpuDevices, BadDevicesValueRejectsThePluginWithTheReason) {
   EXPECT_THAT(info.reason, HasSubstr("option 'devices' has value '99'; expected a whole number "
                                      "from 1 to 16"));
   ASSERT_EQ(restart_with(""), XHAL_OK) << xhal_last_error();
+  dlclose(keep);
 }
 
 }  // namespace
