@@ -63,9 +63,9 @@ xhal_tensor_t tensor(const Buffer& buffer, std::initializer_list<int64_t> shape,
                      xhal_dtype_t dtype) {
   xhal_tensor_t t{};
   const std::vector<int64_t> dims(shape);
-  check(xhal_tensor_init(buffer.get(), 0, dtype, static_cast<uint32_t>(dims.size()), dims.data(),
-                         &t),
-        "xhal_tensor_init");
+  check(
+      xhal_tensor_init(buffer.get(), 0, dtype, static_cast<uint32_t>(dims.size()), dims.data(), &t),
+      "xhal_tensor_init");
   return t;
 }
 
@@ -121,7 +121,8 @@ double copy_gbps(uint64_t bytes_moved) {
 void report_bytes(benchmark::State& state, uint64_t bytes_per_iteration, double seconds) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes_per_iteration));
   if (seconds <= 0.0) return;
-  const double gbps = static_cast<double>(state.iterations()) * bytes_per_iteration * 1e-9 / seconds;
+  const double gbps =
+      static_cast<double>(state.iterations()) * bytes_per_iteration * 1e-9 / seconds;
   state.counters["GB/s"] = gbps;
   state.counters["copy_ratio"] = gbps / copy_gbps(bytes_per_iteration);
 }

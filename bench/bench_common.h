@@ -40,8 +40,7 @@ class Buffer {
 // Uniform floats with |x| in [lo, hi) and a random sign (never zero), as
 // host data or written into a buffer (in slices, so host memory stays small).
 std::vector<float> random_floats(uint64_t count, uint64_t seed, float lo = 0.5f, float hi = 1.5f);
-void fill_random(Buffer& buffer, uint64_t count, uint64_t seed, float lo = 0.5f,
-                 float hi = 1.5f);
+void fill_random(Buffer& buffer, uint64_t count, uint64_t seed, float lo = 0.5f, float hi = 1.5f);
 
 // A contiguous f32 (or `dtype`) tensor over the start of `buffer`.
 xhal_tensor_t tensor(const Buffer& buffer, std::initializer_list<int64_t> shape,

@@ -13,7 +13,8 @@ void BM_Copy(benchmark::State& state) {
     check(xhal_buffer_copy(src.get(), 0, dst.get(), 0, bytes), "xhal_buffer_copy");
   });
 }
-BENCHMARK(BM_Copy)->Arg(64 << 20)->Arg(256 << 20)->Arg(1 << 30)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Copy)->Arg(64 << 20)->Arg(256 << 20)->Arg(1 << 30)->UseRealTime()->Unit(
+    benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace xhal_bench

@@ -49,9 +49,8 @@ void BM_IndexSelect(benchmark::State& state) {
   Buffer src(c.rows * row_bytes), out(c.rows * row_bytes);
   fill_random(src, c.rows * c.width, 2);
   const xhal_tensor_t s = tensor(src, {c.rows, c.width}), o = tensor(out, {c.rows, c.width});
-  run_timed(state, 2 * c.rows * row_bytes, [&] {
-    check(xhal_index_select(device(), c.plan, &s, &o), "xhal_index_select");
-  });
+  run_timed(state, 2 * c.rows * row_bytes,
+            [&] { check(xhal_index_select(device(), c.plan, &s, &o), "xhal_index_select"); });
 }
 
 void BM_IndexAdd(benchmark::State& state) {
@@ -63,16 +62,15 @@ void BM_IndexAdd(benchmark::State& state) {
   const xhal_tensor_t s = tensor(src, {c.rows, c.width}), d = tensor(dst, {c.rows, c.width});
   // Reads every source row, reads and writes every touched destination row.
   const uint64_t moved = c.rows * row_bytes + 2 * c.touched_rows() * row_bytes;
-  run_timed(state, moved, [&] {
-    check(xhal_index_add(device(), c.plan, 0.5f, &s, &d), "xhal_index_add");
-  });
+  run_timed(state, moved,
+            [&] { check(xhal_index_add(device(), c.plan, 0.5f, &s, &d), "xhal_index_add"); });
 }
 
 // {rows (= number of indices), width, pattern}
 void index_sizes(benchmark::internal::Benchmark* b) {
   for (int64_t pattern : {kRandom, kHalfOnRowZero}) {
-    b->Args({100000, 256, pattern});    // finishes fast on small machines
-    b->Args({1000000, 256, pattern});   // 10^6 x 256: 1 GiB per tensor
+    b->Args({100000, 256, pattern});   // finishes fast on small machines
+    b->Args({1000000, 256, pattern});  // 10^6 x 256: 1 GiB per tensor
   }
   b->UseRealTime()->Unit(benchmark::kMillisecond);
 }

@@ -10,7 +10,8 @@ void BM_Transpose2D(benchmark::State& state) {
   fill_random(src, r * c, 5);
   const xhal_tensor_t s = tensor(src, {r, c}), d = tensor(dst, {c, r});
   const uint32_t perm[] = {1, 0};
-  run_timed(state, 2 * r * c * 4, [&] { check(xhal_permute(device(), &s, perm, &d), "xhal_permute"); });
+  run_timed(state, 2 * r * c * 4,
+            [&] { check(xhal_permute(device(), &s, perm, &d), "xhal_permute"); });
 }
 BENCHMARK(BM_Transpose2D)->Args({8192, 8192})->UseRealTime()->Unit(benchmark::kMillisecond);
 
@@ -20,7 +21,8 @@ void BM_PermuteLastTwo(benchmark::State& state) {
   fill_random(src, b * r * c, 6);
   const xhal_tensor_t s = tensor(src, {b, r, c}), d = tensor(dst, {b, c, r});
   const uint32_t perm[] = {0, 2, 1};
-  run_timed(state, 2 * b * r * c * 4, [&] { check(xhal_permute(device(), &s, perm, &d), "xhal_permute"); });
+  run_timed(state, 2 * b * r * c * 4,
+            [&] { check(xhal_permute(device(), &s, perm, &d), "xhal_permute"); });
 }
 BENCHMARK(BM_PermuteLastTwo)->Args({64, 512, 512})->UseRealTime()->Unit(benchmark::kMillisecond);
 

@@ -64,8 +64,8 @@ void BM_RmsNormBackward(benchmark::State& state) {
 
 void BM_LayerNormForward(benchmark::State& state) {
   RowCase c(state);
-  Buffer x(c.matrix_bytes()), y(c.matrix_bytes()), gamma(c.n * 4), beta(c.n * 4),
-      mean(c.rows * 4), rstd(c.rows * 4);
+  Buffer x(c.matrix_bytes()), y(c.matrix_bytes()), gamma(c.n * 4), beta(c.n * 4), mean(c.rows * 4),
+      rstd(c.rows * 4);
   fill_random(x, c.rows * c.n, 15);
   fill_random(gamma, c.n, 16);
   fill_random(beta, c.n, 17);

@@ -62,13 +62,16 @@ void BM_IndexAddFewRows(benchmark::State& state) {
     const xhal_tensor_t s = tensor(src, {kIndices, w}), d = tensor(dst, {rows, w});
     // Reads every source row, reads and writes each touched row (about
     // kIndices of them).
-    run_timed(state, 3 * kIndices * w * 4, [&] {
-      check(xhal_index_add(device(), plan, 0.5f, &s, &d), "xhal_index_add");
-    });
+    run_timed(state, 3 * kIndices * w * 4,
+              [&] { check(xhal_index_add(device(), plan, 0.5f, &s, &d), "xhal_index_add"); });
   }
   check(xhal_index_plan_release(plan), "xhal_index_plan_release");
 }
-BENCHMARK(BM_IndexAddFewRows)->Arg(10000)->Arg(1000000)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_IndexAddFewRows)
+    ->Arg(10000)
+    ->Arg(1000000)
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace xhal_bench

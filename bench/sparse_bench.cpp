@@ -54,8 +54,8 @@ HostCsr make_river() {
     a.values.push_back(1.0f);
     a.row_ptr.push_back(static_cast<int32_t>(a.col_idx.size()));
   }
-  a.label = "river 1e6 reaches, " + std::to_string(*std::max_element(depth.begin(), depth.end()) + 1) +
-            " levels";
+  a.label = "river 1e6 reaches, " +
+            std::to_string(*std::max_element(depth.begin(), depth.end()) + 1) + " levels";
   return a;
 }
 
@@ -139,9 +139,8 @@ void BM_SparseSpmv(benchmark::State& state) {
   fill_random(xb, a.n, 1);
   const xhal_tensor_t x = tensor(xb, {a.n}), y = tensor(yb, {a.n});
   state.SetLabel(a.label);
-  run_timed(state, spmv_bytes(a), [&] {
-    check(xhal_spmv(device(), m.csr, trans, 1.0f, &x, 0.0f, &y), "xhal_spmv");
-  });
+  run_timed(state, spmv_bytes(a),
+            [&] { check(xhal_spmv(device(), m.csr, trans, 1.0f, &x, 0.0f, &y), "xhal_spmv"); });
 }
 
 void BM_SparseSolve(benchmark::State& state) {
@@ -220,10 +219,8 @@ void BM_EigenSpmv(benchmark::State& state) {
   const Eigen::VectorXf x = random_vector(a.n, 1);
   Eigen::VectorXf y(a.n);
   state.SetLabel(a.label);
-  if (state.range(1) == 0)
-    run_timed_host(state, spmv_bytes(a), [&] { y.noalias() = m * x; });
-  else
-    run_timed_host(state, spmv_bytes(a), [&] { y.noalias() = m.transpose() * x; });
+  if (state.range(1) == 0) run_timed_host(state, spmv_bytes(a), [&] { y.noalias() = m * x; });
+  else run_timed_host(state, spmv_bytes(a), [&] { y.noalias() = m.transpose() * x; });
   benchmark::DoNotOptimize(y.data());
 }
 

@@ -77,7 +77,8 @@ BitCompare compare_bits(const std::vector<float>& got, const std::vector<float>&
     if (same) continue;
     if (c.mismatches++ == 0) {
       std::ostringstream s;
-      s << describe(i, got[i], want[i]) << " (0x" << std::hex << std::bit_cast<uint32_t>(want[i]) << ")";
+      s << describe(i, got[i], want[i]) << " (0x" << std::hex << std::bit_cast<uint32_t>(want[i])
+        << ")";
       c.first = s.str();
     }
     c.equal = false;
@@ -92,13 +93,15 @@ bool same_bytes(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b, st
   }
   for (size_t i = 0; i < a.size(); ++i)
     if (a[i] != b[i]) {
-      *first = "byte " + std::to_string(i) + ": " + std::to_string(a[i]) + " vs " + std::to_string(b[i]);
+      *first =
+          "byte " + std::to_string(i) + ": " + std::to_string(a[i]) + " vs " + std::to_string(b[i]);
       return false;
     }
   return true;
 }
 
-AccuracyCompare compare_f64(const std::vector<float>& got, const ref64::Values& ref, tol::Bound bound) {
+AccuracyCompare compare_f64(const std::vector<float>& got, const ref64::Values& ref,
+                            tol::Bound bound) {
   AccuracyCompare c;
   if (got.size() != ref.v.size()) {
     c.ok = false;
@@ -130,34 +133,41 @@ AccuracyCompare compare_f64(const std::vector<float>& got, const ref64::Values& 
   return c;
 }
 
-void Grader::output(const std::string& name, const std::vector<float>& got, const std::vector<float>& rerun,
-                    const std::vector<float>& canonical, const ref64::Values& ref, tol::Bound bound) {
+void Grader::output(const std::string& name, const std::vector<float>& got,
+                    const std::vector<float>& rerun, const std::vector<float>& canonical,
+                    const ref64::Values& ref, tol::Bound bound) {
   BitCompare exact = compare_bits(got, canonical);
   BitCompare again = compare_bits(got, rerun);
   AccuracyCompare acc = compare_f64(got, ref, bound);
   if (!exact.equal) {
     bit_exact_ = false;
-    details_ += "\n  " + name + ": " + std::to_string(exact.mismatches) + " element(s) differ from the canonical float32 reference; first " + exact.first;
+    details_ += "\n  " + name + ": " + std::to_string(exact.mismatches) +
+                " element(s) differ from the canonical float32 reference; first " + exact.first;
   }
   if (!again.equal) {
     accurate_ = false;
-    details_ += "\n  " + name + ": not deterministic, a second identical call differs; first " + again.first;
+    details_ += "\n  " + name + ": not deterministic, a second identical call differs; first " +
+                again.first;
   }
   if (!acc.ok) {
     accurate_ = false;
-    details_ += "\n  " + name + ": " + std::to_string(acc.failures) + " element(s) outside the float64 bound; first " + acc.first;
+    details_ += "\n  " + name + ": " + std::to_string(acc.failures) +
+                " element(s) outside the float64 bound; first " + acc.first;
   }
 }
 
 Level Grader::finish() {
-  Level level = bit_exact_ && accurate_ ? Level::kBitExact : accurate_ ? Level::kAccurate : Level::kNone;
+  Level level = bit_exact_ && accurate_ ? Level::kBitExact
+                : accurate_             ? Level::kAccurate
+                                        : Level::kNone;
   // A bit-exact result that misses the float64 bound means the reference or
   // the bound is wrong; report it rather than hide it.
   if (bit_exact_ && !accurate_) level = Level::kNone;
   record_level(level);
   EXPECT_NE(level, Level::kNone) << "neither bit-exact nor accurate:" << details_;
   if (require_bit_exact()) {
-    EXPECT_NE(level, Level::kAccurate) << "accurate but not bit-exact (--require-bit-exact):" << details_;
+    EXPECT_NE(level, Level::kAccurate)
+        << "accurate but not bit-exact (--require-bit-exact):" << details_;
   }
   if (level == Level::kAccurate) std::printf("  [accurate, not bit-exact]%s\n", details_.c_str());
   return level;
@@ -175,11 +185,12 @@ bool all_poison(const std::vector<float>& v) {
 }
 
 namespace {
-void make_plan_into(xhal_device_t dev, const std::vector<int64_t>& idx, uint64_t num_rows, xhal_dtype_t dtype,
-                    xhal_index_plan_t* out) {
+void make_plan_into(xhal_device_t dev, const std::vector<int64_t>& idx, uint64_t num_rows,
+                    xhal_dtype_t dtype, xhal_index_plan_t* out) {
   std::vector<int32_t> idx32(idx.begin(), idx.end());
   const void* data = dtype == XHAL_DTYPE_I32 ? static_cast<const void*>(idx32.data()) : idx.data();
-  ASSERT_EQ(xhal_index_plan_create(dev, data, dtype, idx.size(), num_rows, out), XHAL_OK) << xhal_last_error();
+  ASSERT_EQ(xhal_index_plan_create(dev, data, dtype, idx.size(), num_rows, out), XHAL_OK)
+      << xhal_last_error();
 }
 }  // namespace
 

@@ -39,7 +39,8 @@ struct AccuracyCompare {
   double worst = 0;  // max |got - ref| / (rel * scale + abs)
   std::string first;
 };
-AccuracyCompare compare_f64(const std::vector<float>& got, const ref64::Values& ref, tol::Bound bound);
+AccuracyCompare compare_f64(const std::vector<float>& got, const ref64::Values& ref,
+                            tol::Bound bound);
 
 // Grades the outputs of one op call. For each output give the device result,
 // the device result of an identical second call, the canonical float32
@@ -49,8 +50,9 @@ AccuracyCompare compare_f64(const std::vector<float>& got, const ref64::Values& 
 // none) and fails the test with the details when the level is none.
 class Grader {
  public:
-  void output(const std::string& name, const std::vector<float>& got, const std::vector<float>& rerun,
-              const std::vector<float>& canonical, const ref64::Values& ref, tol::Bound bound);
+  void output(const std::string& name, const std::vector<float>& got,
+              const std::vector<float>& rerun, const std::vector<float>& canonical,
+              const ref64::Values& ref, tol::Bound bound);
   Level finish();
 
  private:
@@ -71,7 +73,9 @@ bool all_poison(const std::vector<float>& v);
 // RAII index plan.
 struct PlanGuard {
   xhal_index_plan_t plan = nullptr;
-  ~PlanGuard() { if (plan) xhal_index_plan_release(plan); }
+  ~PlanGuard() {
+    if (plan) xhal_index_plan_release(plan);
+  }
 };
 // Builds a plan from int64 indices (or int32 when `dtype` says so); ASSERTs.
 xhal_index_plan_t make_plan(xhal_device_t dev, const std::vector<int64_t>& idx, uint64_t num_rows,
@@ -85,12 +89,12 @@ const char* op_name(xhal_op_t op);
 
 // Records `op` for the running test and skips the test as "unsupported"
 // when the fixture's device does not implement it (an absent plugin slot).
-#define XHAL_CONF_REQUIRE_OP(op)                                                          \
-  do {                                                                                    \
-    ::xhal::conf::record_op(op);                                                          \
-    if (!::xhal::conf::device_supports(dev, op))                                          \
-      XHAL_CONF_UNSUPPORTED(std::string("the device does not implement ") +               \
-                            ::xhal::conf::op_name(op));                                   \
+#define XHAL_CONF_REQUIRE_OP(op)                                            \
+  do {                                                                      \
+    ::xhal::conf::record_op(op);                                            \
+    if (!::xhal::conf::device_supports(dev, op))                            \
+      XHAL_CONF_UNSUPPORTED(std::string("the device does not implement ") + \
+                            ::xhal::conf::op_name(op));                     \
   } while (0)
 
 // True when the device implements `op` for `dtype`.

@@ -33,8 +33,8 @@ bool ExpectedFailures::parse(const std::string& text, std::string* error) {
     if (!(words >> e.device_glob)) e.device_glob = "*";
     std::string extra;
     if (words >> extra) {
-      *error = source + ":" + std::to_string(number) + ": expected `<test-glob> [device-glob]`, found extra word '" +
-               extra + "'";
+      *error = source + ":" + std::to_string(number) +
+               ": expected `<test-glob> [device-glob]`, found extra word '" + extra + "'";
       return false;
     }
     entries_.push_back(std::move(e));

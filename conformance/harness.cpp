@@ -89,7 +89,8 @@ std::vector<uint8_t> download_bytes(xhal_buffer_t buf, uint64_t offset, uint64_t
   std::vector<uint8_t> v(bytes);
   if (bytes == 0) return v;
   xhal_status_t st = xhal_buffer_read(buf, offset, v.data(), bytes);
-  EXPECT_EQ(st, XHAL_OK) << "reading " << bytes << " bytes at " << offset << ": " << xhal_last_error();
+  EXPECT_EQ(st, XHAL_OK) << "reading " << bytes << " bytes at " << offset << ": "
+                         << xhal_last_error();
   return v;
 }
 

@@ -38,13 +38,13 @@ class DeviceTest : public ::testing::TestWithParam<DeviceParam> {
 };
 
 // Report bookkeeping for the running test.
-void record_op(xhal_op_t op);     // the op this test exercises
-void record_level(Level level);   // level this test demonstrated
+void record_op(xhal_op_t op);    // the op this test exercises
+void record_level(Level level);  // level this test demonstrated
 // Marks the running test as "unsupported" and skips it (GTEST_SKIP).
-#define XHAL_CONF_UNSUPPORTED(why)               \
-  do {                                           \
-    ::xhal::conf::mark_unsupported(why);         \
-    GTEST_SKIP() << "unsupported: " << (why);    \
+#define XHAL_CONF_UNSUPPORTED(why)            \
+  do {                                        \
+    ::xhal::conf::mark_unsupported(why);      \
+    GTEST_SKIP() << "unsupported: " << (why); \
   } while (0)
 void mark_unsupported(const std::string& why);
 
@@ -63,8 +63,8 @@ std::vector<T> download(xhal_buffer_t buf, size_t count, uint64_t offset = 0) {
   return v;
 }
 // A contiguous tensor over `buf` at byte `offset`.
-xhal_tensor_t tensor(xhal_buffer_t buf, xhal_dtype_t dtype,
-                     std::vector<int64_t> shape, uint64_t offset = 0);
+xhal_tensor_t tensor(xhal_buffer_t buf, xhal_dtype_t dtype, std::vector<int64_t> shape,
+                     uint64_t offset = 0);
 // Fills a buffer with a poison pattern (0x7fc0dead NaN) so unwritten or
 // wrongly written outputs are caught.
 void poison(xhal_buffer_t buf);
@@ -72,8 +72,8 @@ bool is_poison(float v);
 
 // Counters of the device; ops must not move the transfer counters.
 xhal_counters_t counters(xhal_device_t dev);
-#define XHAL_CONF_EXPECT_NO_HOST_TRANSFER(before, after)                      \
-  do {                                                                        \
+#define XHAL_CONF_EXPECT_NO_HOST_TRANSFER(before, after)                            \
+  do {                                                                              \
     EXPECT_EQ((before).host_to_device_transfers, (after).host_to_device_transfers); \
     EXPECT_EQ((before).device_to_host_transfers, (after).device_to_host_transfers); \
   } while (0)
@@ -81,13 +81,17 @@ xhal_counters_t counters(xhal_device_t dev);
 // Release helper for gtest bodies.
 struct BufferGuard {
   std::vector<xhal_buffer_t> bufs;
-  ~BufferGuard() { for (auto b : bufs) xhal_buffer_release(b); }
-  xhal_buffer_t add(xhal_buffer_t b) { bufs.push_back(b); return b; }
+  ~BufferGuard() {
+    for (auto b : bufs) xhal_buffer_release(b);
+  }
+  xhal_buffer_t add(xhal_buffer_t b) {
+    bufs.push_back(b);
+    return b;
+  }
 };
 
 }  // namespace xhal::conf
 
-#define XHAL_CONF_INSTANTIATE(Suite)                                       \
-  INSTANTIATE_TEST_SUITE_P(Devices, Suite,                                \
-                           ::testing::ValuesIn(::xhal::conf::selected_devices()), \
+#define XHAL_CONF_INSTANTIATE(Suite)                                                              \
+  INSTANTIATE_TEST_SUITE_P(Devices, Suite, ::testing::ValuesIn(::xhal::conf::selected_devices()), \
                            ::xhal::conf::device_param_name)

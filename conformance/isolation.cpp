@@ -77,7 +77,8 @@ void handle_line(const std::string& line, ChildRun* run, std::vector<std::string
   }
   const std::string event = j.value("event", "");
   if (event == "start") {
-    run->in_flight = InFlight{j.value("name", ""), j.value("test", ""), j.value("device", "host"), {}};
+    run->in_flight =
+        InFlight{j.value("name", ""), j.value("test", ""), j.value("device", "host"), {}};
     ++run->started;
   } else if (event == "op" && run->in_flight) {
     run->in_flight->op = static_cast<xhal_op_t>(j.value("op", 0));

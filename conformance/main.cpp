@@ -99,7 +99,8 @@ bool parse_options(int* argc, char** argv, Options* o) {
       char* end = nullptr;
       o->test_timeout_s = std::strtod(v, &end);
       if (end == v || *end != '\0' || !(o->test_timeout_s >= 0)) {
-        std::fprintf(stderr, "xhal-conformance: --test-timeout '%s' is not a number of seconds\n", v);
+        std::fprintf(stderr, "xhal-conformance: --test-timeout '%s' is not a number of seconds\n",
+                     v);
         return false;
       }
     } else if ((r = value("--isolated-child", &v)) != 0) {
@@ -138,16 +139,20 @@ PluginSummary list_plugins(const Options& o, bool print) {
     xhal_plugin_info_t p{};
     p.struct_size = sizeof p;
     if (xhal_plugin_get_info(i, &p) != XHAL_OK) continue;
-    const char* state = p.state == XHAL_PLUGIN_LOADED ? "loaded" : p.state == XHAL_PLUGIN_REJECTED ? "rejected" : "skipped";
+    const char* state = p.state == XHAL_PLUGIN_LOADED     ? "loaded"
+                        : p.state == XHAL_PLUGIN_REJECTED ? "rejected"
+                                                          : "skipped";
     if (print)
-      std::printf("plugin %-8s %-8s %s%s%s\n", p.backend ? p.backend : "?", state, p.path ? p.path : "?",
-                  p.reason && *p.reason ? ": " : "", p.reason ? p.reason : "");
+      std::printf("plugin %-8s %-8s %s%s%s\n", p.backend ? p.backend : "?", state,
+                  p.path ? p.path : "?", p.reason && *p.reason ? ": " : "",
+                  p.reason ? p.reason : "");
     if (p.state == XHAL_PLUGIN_LOADED) {
       ++s.loaded;
       s.loaded_devices += p.device_count;
     } else if (p.state == XHAL_PLUGIN_SKIPPED) {
       ++s.skipped;
-      s.skipped_names += std::string(s.skipped_names.empty() ? "" : ", ") + (p.backend ? p.backend : "?");
+      s.skipped_names +=
+          std::string(s.skipped_names.empty() ? "" : ", ") + (p.backend ? p.backend : "?");
     } else if (p.state == XHAL_PLUGIN_REJECTED) {
       ++s.rejected;
       if (o.plugin && s.plugin_rejection.empty())
@@ -204,7 +209,8 @@ int main(int argc, char** argv) {
   ro.plugin_path = o.plugin;
   ro.plugin_path_only = o.plugin ? 1 : 0;
   if (xhal_status_t st = xhal_runtime_init(&ro); st != XHAL_OK) {
-    std::fprintf(stderr, "xhal-conformance: runtime init failed (%s): %s\n", xhal_status_name(st), xhal_last_error());
+    std::fprintf(stderr, "xhal-conformance: runtime init failed (%s): %s\n", xhal_status_name(st),
+                 xhal_last_error());
     return kExitSetup;
   }
   PluginSummary plugins = list_plugins(o, !test_process);
@@ -212,7 +218,8 @@ int main(int argc, char** argv) {
   uint32_t count = 0;
   xhal_status_t st = xhal_device_count(&count);
   if (st != XHAL_OK && st != XHAL_NOT_FOUND) {
-    std::fprintf(stderr, "xhal-conformance: device enumeration failed (%s): %s\n", xhal_status_name(st), xhal_last_error());
+    std::fprintf(stderr, "xhal-conformance: device enumeration failed (%s): %s\n",
+                 xhal_status_name(st), xhal_last_error());
     return kExitSetup;
   }
   if (st == XHAL_NOT_FOUND) count = 0;
@@ -232,7 +239,8 @@ int main(int argc, char** argv) {
     d.stable_id = info.stable_id ? info.stable_id : "";
     plugin_of(d.backend, &d);
     if (!test_process)
-      std::printf("device %s: %s (%s)\n", d.name.c_str(), d.device_name.c_str(), d.stable_id.c_str());
+      std::printf("device %s: %s (%s)\n", d.name.c_str(), d.device_name.c_str(),
+                  d.stable_id.c_str());
     devices.push_back(DeviceParam{i, d.name});
     report().add_device(std::move(d));
   }
@@ -247,14 +255,15 @@ int main(int argc, char** argv) {
       why = "the plugin was rejected: " + plugins.plugin_rejection;
       code = kExitSetup;
     } else if (plugins.loaded == 0 && plugins.skipped > 0) {
-      why = "the selector '" + selector + "' needs none of the plugins found (skipped: " + plugins.skipped_names + ")";
+      why = "the selector '" + selector +
+            "' needs none of the plugins found (skipped: " + plugins.skipped_names + ")";
       code = kExitSetup;
     } else if (plugins.loaded == 0) {
       why = "no plugin loaded";
       code = kExitSetup;
     } else if (plugins.loaded_devices > 0) {
-      why = "the selector '" + selector + "' matches none of the " + std::to_string(plugins.loaded_devices) +
-            " devices";
+      why = "the selector '" + selector + "' matches none of the " +
+            std::to_string(plugins.loaded_devices) + " devices";
       code = kExitSetup;
     } else {
       why = "no device: the loaded plugins report 0 devices";
@@ -268,7 +277,8 @@ int main(int argc, char** argv) {
   set_require_bit_exact(o.require_bit_exact);
   if (!test_process)
     std::printf("data seed base: %llu (XHAL_CONF_SEED=%llu reproduces this run's data)\n",
-                static_cast<unsigned long long>(seed_base()), static_cast<unsigned long long>(seed_base()));
+                static_cast<unsigned long long>(seed_base()),
+                static_cast<unsigned long long>(seed_base()));
 
   ::testing::InitGoogleTest(&argc, argv);
   if (test_process) {
@@ -308,7 +318,8 @@ int main(int argc, char** argv) {
       std::any_of(report().records().begin(), report().records().end(),
                   [](const TestRecord& r) { return r.status == "expected-failure"; });
   if ((gtest_rc != 0 || any_expected_failure) && !failed)
-    std::printf("(gtest's FAILED lines above are expected failures listed in %s)\n", xfail.source.c_str());
+    std::printf("(gtest's FAILED lines above are expected failures listed in %s)\n",
+                xfail.source.c_str());
   int code = failed ? kExitFailed : kExitOk;
   if (!o.report_path.empty() && !report().write_json(o.report_path)) code = kExitSetup;
   xhal_runtime_shutdown();

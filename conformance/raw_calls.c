@@ -13,8 +13,10 @@ uint32_t raw_dtype_size(uint32_t dtype) { return xhal_dtype_size((xhal_dtype_t)d
 const char* raw_dtype_name(uint32_t dtype) { return xhal_dtype_name((xhal_dtype_t)dtype); }
 
 xhal_status_t raw_index_plan_create(xhal_device_t device, const void* indices, uint32_t index_dtype,
-                                    uint64_t count, uint64_t num_rows, xhal_index_plan_t* out_plan) {
-  return xhal_index_plan_create(device, indices, (xhal_dtype_t)index_dtype, count, num_rows, out_plan);
+                                    uint64_t count, uint64_t num_rows,
+                                    xhal_index_plan_t* out_plan) {
+  return xhal_index_plan_create(device, indices, (xhal_dtype_t)index_dtype, count, num_rows,
+                                out_plan);
 }
 
 xhal_status_t raw_tensor_init(xhal_buffer_t buffer, uint64_t offset, uint32_t dtype, uint32_t rank,

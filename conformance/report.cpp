@@ -41,9 +41,12 @@ std::string utc_now() {
 
 const char* level_name(Level level) {
   switch (level) {
-    case Level::kBitExact: return "bit-exact";
-    case Level::kAccurate: return "accurate";
-    case Level::kNone: break;
+    case Level::kBitExact:
+      return "bit-exact";
+    case Level::kAccurate:
+      return "accurate";
+    case Level::kNone:
+      break;
   }
   return "none";
 }
@@ -73,7 +76,8 @@ void Report::begin(const ::testing::TestInfo& info) {
 }
 
 void Report::note_op(xhal_op_t op) {
-  if (journal_fd_ >= 0) journal(nlohmann::json{{"event", "op"}, {"op", static_cast<int>(op)}}.dump());
+  if (journal_fd_ >= 0)
+    journal(nlohmann::json{{"event", "op"}, {"op", static_cast<int>(op)}}.dump());
 }
 
 void Report::journal_finished(bool ad_hoc_failed) {
@@ -103,7 +107,8 @@ void Report::add_died(const std::string& test, const std::string& device,
   r.message = message;
   if (const ExpectedFailures::Entry* expected = xfail.match(r.test, r.device)) {
     r.status = "expected-failure";
-    r.message = "expected failure (" + xfail.source + ":" + std::to_string(expected->line) + "): " + r.message;
+    r.message = "expected failure (" + xfail.source + ":" + std::to_string(expected->line) +
+                "): " + r.message;
   } else {
     r.status = "fail";
   }
@@ -112,8 +117,8 @@ void Report::add_died(const std::string& test, const std::string& device,
 }
 
 std::string record_to_json(const TestRecord& r) {
-  nlohmann::json j = {{"test", r.test},       {"device", r.device},   {"unsupported", r.unsupported},
-                      {"status", r.status},   {"message", r.message}, {"seed_count", r.seed_count}};
+  nlohmann::json j = {{"test", r.test},     {"device", r.device},   {"unsupported", r.unsupported},
+                      {"status", r.status}, {"message", r.message}, {"seed_count", r.seed_count}};
   if (r.op) j["op"] = static_cast<int>(*r.op);
   if (r.level) j["level"] = static_cast<int>(*r.level);
   return j.dump();
@@ -149,7 +154,8 @@ void Report::end(const ::testing::TestInfo& info, const ExpectedFailures& xfail)
   if (result.Failed()) {
     r.status = expected ? "expected-failure" : "fail";
     if (expected)
-      r.message = "expected failure (" + xfail.source + ":" + std::to_string(expected->line) + "): " + r.message;
+      r.message = "expected failure (" + xfail.source + ":" + std::to_string(expected->line) +
+                  "): " + r.message;
   } else if (result.Skipped()) {
     r.status = r.unsupported ? "unsupported" : "skipped";
   } else if (expected) {
@@ -180,7 +186,8 @@ bool Report::write_json(const std::string& path) const {
   uint32_t major = 0, minor = 0, patch = 0;
   xhal_version(&major, &minor, &patch);
   json j;
-  j["xhal_version"] = std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
+  j["xhal_version"] =
+      std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
   j["date"] = utc_now();
   j["devices"] = json::array();
   for (const auto& d : devices_)
@@ -201,12 +208,15 @@ bool Report::write_json(const std::string& path) const {
     j["results"].push_back(std::move(e));
     if (!r.op || r.status == "skipped") continue;
     auto& slot = ops[{op_name(*r.op), r.device}];
-    std::optional<Level> lv = r.status == "unsupported" ? std::optional<Level>(Level::kNone) : r.level;
+    std::optional<Level> lv =
+        r.status == "unsupported" ? std::optional<Level>(Level::kNone) : r.level;
     if (lv && (!slot || *lv < *slot)) slot = lv;
   }
   j["ops"] = json::array();
   for (const auto& [key, lv] : ops)
-    j["ops"].push_back({{"op", key.first}, {"device", key.second}, {"level", level_name(lv.value_or(Level::kNone))}});
+    j["ops"].push_back({{"op", key.first},
+                        {"device", key.second},
+                        {"level", level_name(lv.value_or(Level::kNone))}});
   std::ofstream out(path);
   if (!out) {
     std::fprintf(stderr, "xhal-conformance: cannot write report '%s'\n", path.c_str());
@@ -231,7 +241,9 @@ void ReportListener::OnTestStart(const ::testing::TestInfo& info) { report().beg
 
 void ReportListener::OnTestPartResult(const ::testing::TestPartResult& result) {
   if (result.failed() || result.skipped()) {
-    std::string where = result.file_name() ? std::string(result.file_name()) + ":" + std::to_string(result.line_number()) + ": " : "";
+    std::string where = result.file_name() ? std::string(result.file_name()) + ":" +
+                                                 std::to_string(result.line_number()) + ": "
+                                           : "";
     report().add_failure_text(where + result.message());
   }
 }

@@ -40,18 +40,20 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "not JSON: %s\n", e.what());
     return 1;
   }
-  const std::set<std::string> statuses = {"pass", "fail", "unsupported", "skipped", "expected-failure",
-                                          "unexpected-pass"};
+  const std::set<std::string> statuses = {
+      "pass", "fail", "unsupported", "skipped", "expected-failure", "unexpected-pass"};
   const std::set<std::string> levels = {"bit-exact", "accurate", "none"};
   has_string(j, "xhal_version", "top level");
   has_string(j, "date", "top level");
   for (const char* key : {"devices", "results", "ops"})
-    if (!j.contains(key) || !j[key].is_array()) bad(std::string("top level: missing array '") + key + "'");
+    if (!j.contains(key) || !j[key].is_array())
+      bad(std::string("top level: missing array '") + key + "'");
   if (errors) return 1;
 
   std::set<std::string> device_names;
   for (const auto& d : j["devices"]) {
-    for (const char* k : {"name", "device_name", "backend", "stable_id", "plugin_path", "plugin_version"})
+    for (const char* k :
+         {"name", "device_name", "backend", "stable_id", "plugin_path", "plugin_version"})
       has_string(d, k, "device");
     if (d.contains("name") && d["name"].is_string()) device_names.insert(d["name"]);
   }
@@ -62,22 +64,27 @@ int main(int argc, char** argv) {
     std::string where = "result " + r.value("test", std::string("?"));
     for (const char* k : {"test", "device", "status", "message"}) has_string(r, k, where);
     std::string status = r.value("status", std::string());
-    if (!statuses.count(status)) bad(where + ": status '" + status + "' is not one of the documented values");
-    if (r.contains("level") && !levels.count(r["level"].get<std::string>())) bad(where + ": bad level");
+    if (!statuses.count(status))
+      bad(where + ": status '" + status + "' is not one of the documented values");
+    if (r.contains("level") && !levels.count(r["level"].get<std::string>()))
+      bad(where + ": bad level");
     if (r.contains("op") && !r["op"].is_string()) bad(where + ": op is not a string");
     std::string device = r.value("device", std::string());
-    if (device != "host" && !device_names.count(device)) bad(where + ": unknown device '" + device + "'");
+    if (device != "host" && !device_names.count(device))
+      bad(where + ": unknown device '" + device + "'");
     if (status == "pass") devices_with_pass.insert(device);
-    if (r.contains("op") && r.contains("level")) ops_seen.insert(r["op"].get<std::string>() + "@" + device);
+    if (r.contains("op") && r.contains("level"))
+      ops_seen.insert(r["op"].get<std::string>() + "@" + device);
   }
   for (const auto& d : device_names)
     if (!devices_with_pass.count(d)) bad("device " + d + " has no passing test");
   for (const auto& o : j["ops"]) {
     for (const char* k : {"op", "device", "level"}) has_string(o, k, "ops entry");
-    if (o.contains("level") && !levels.count(o["level"].get<std::string>())) bad("ops entry: bad level");
+    if (o.contains("level") && !levels.count(o["level"].get<std::string>()))
+      bad("ops entry: bad level");
   }
   if (j["ops"].empty() && !ops_seen.empty()) bad("results carry op levels but 'ops' is empty");
-  std::printf("report %s: %zu devices, %zu results, %zu op levels, %d problems\n", argv[1], device_names.size(),
-              j["results"].size(), j["ops"].size(), errors);
+  std::printf("report %s: %zu devices, %zu results, %zu op levels, %d problems\n", argv[1],
+              device_names.size(), j["results"].size(), j["ops"].size(), errors);
   return errors ? 1 : 0;
 }

@@ -36,7 +36,8 @@ constexpr Bound kNorm{1e-5, kFloatMin};
 // the chunk tree) plus alpha * T and the final add; scale = |dst| + |alpha| sum|src|.
 inline Bound index_add(uint64_t m) {
   double chunks = std::ceil(static_cast<double>(m) / 32.0);
-  double depth = static_cast<double>(std::min<uint64_t>(m, 32)) + (chunks > 1 ? std::ceil(std::log2(chunks)) : 0) + 2;
+  double depth = static_cast<double>(std::min<uint64_t>(m, 32)) +
+                 (chunks > 1 ? std::ceil(std::log2(chunks)) : 0) + 2;
   return {2 * kU * depth, kFloatMin};
 }
 

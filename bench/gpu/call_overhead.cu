@@ -28,7 +28,6 @@
 #include "xhal/xhal.h"
 #include "xhal/xhal_plugin.h"
 
-
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -36,9 +35,9 @@ double us_since(Clock::time_point t) {
   return std::chrono::duration<double, std::micro>(Clock::now() - t).count();
 }
 
-constexpr int kBatch = 64;       // far below the driver's launch queue depth
+constexpr int kBatch = 64;  // far below the driver's launch queue depth
 constexpr int kBatches = 400;
-constexpr int kQueued = 20000;   // as cusparse_compare
+constexpr int kQueued = 20000;  // as cusparse_compare
 constexpr int kSync = 2000;
 
 __global__ void empty_kernel(float*) {}

@@ -28,13 +28,13 @@
 #include "check.h"
 #include "xhal/xhal.h"
 
-#define CS(x)                                                                               \
-  do {                                                                                      \
-    cusparseStatus_t s_ = (x);                                                              \
-    if (s_ != CUSPARSE_STATUS_SUCCESS) {                                                    \
+#define CS(x)                                                                                \
+  do {                                                                                       \
+    cusparseStatus_t s_ = (x);                                                               \
+    if (s_ != CUSPARSE_STATUS_SUCCESS) {                                                     \
       std::fprintf(stderr, "%s:%d cusparse %d\n", __FILE__, __LINE__, static_cast<int>(s_)); \
-      std::exit(1);                                                                         \
-    }                                                                                       \
+      std::exit(1);                                                                          \
+    }                                                                                        \
   } while (0)
 
 using Clock = std::chrono::steady_clock;
@@ -211,8 +211,8 @@ static std::vector<Result> g_results;
 static int g_differing = 0;  // solve results whose bits differ from the host solve
 
 static void report(const std::string& name, double x, double c, const std::string& note) {
-  std::printf("%-34s xhal %9.4f ms   cuSPARSE %9.4f ms   speedup %5.2fx  %s\n", name.c_str(), x,
-              c, c / x, note.c_str());
+  std::printf("%-34s xhal %9.4f ms   cuSPARSE %9.4f ms   speedup %5.2fx  %s\n", name.c_str(), x, c,
+              c / x, note.c_str());
   g_results.push_back({name, x, c, note});
 }
 
@@ -308,9 +308,9 @@ static void compare(const char* label, const Csr& a, bool solve, cusparseHandle_
       char text[512] = {};
       XK(xhal_device_get_options(s.dev, text, sizeof text, nullptr));
       std::printf("  options in force: %s\n", text);
-      x_spmv = time_xhal(s.dev, [&] {
-        XK(xhal_spmv(s.dev, s.m, XHAL_TRANSPOSE_NONE, 1.0f, &s.tx, 0.0f, &s.ty));
-      }, 50);
+      x_spmv = time_xhal(
+          s.dev, [&] { XK(xhal_spmv(s.dev, s.m, XHAL_TRANSPOSE_NONE, 1.0f, &s.tx, 0.0f, &s.ty)); },
+          50);
     }
     if (!solve) {
       close_session(s);
@@ -319,9 +319,13 @@ static void compare(const char* label, const Csr& a, bool solve, cusparseHandle_
     // Every schedule must give the canonical bits (the host solve).
     for (int tr = 0; tr < 2; ++tr) {
       const xhal_transpose_t t = tr ? XHAL_TRANSPOSE : XHAL_TRANSPOSE_NONE;
-      const double ms = time_xhal(s.dev, [&] {
-        XK(xhal_csr_solve(s.dev, s.m, t, XHAL_TRIANGLE_LOWER, XHAL_DIAGONAL_STORED, &s.tx, &s.ty));
-      }, 100);
+      const double ms = time_xhal(
+          s.dev,
+          [&] {
+            XK(xhal_csr_solve(s.dev, s.m, t, XHAL_TRIANGLE_LOWER, XHAL_DIAGONAL_STORED, &s.tx,
+                              &s.ty));
+          },
+          100);
       XK(xhal_buffer_read(s.by, 0, got.data(), n * 4));
       const long long diff = differing(got, want[tr]);
       if (v == 0) (tr ? x_solve_t : x_solve) = ms;
@@ -330,10 +334,11 @@ static void compare(const char* label, const Csr& a, bool solve, cusparseHandle_
                     kVariants[v].name, ms, s.create_ms,
                     diff ? (" (" + std::to_string(diff) + " DIFFERENT)").c_str() : "");
       variant_note[tr] += buf;
-      std::printf("  %s %-28s %9.4f ms (csr_create %.1f ms)%s\n", tr ? "A^T" : "A  ",
-                  kVariants[v].name, ms, s.create_ms,
-                  diff ? ("  " + std::to_string(diff) + " ELEMENTS DIFFER FROM THE HOST SOLVE").c_str()
-                       : "");
+      std::printf(
+          "  %s %-28s %9.4f ms (csr_create %.1f ms)%s\n", tr ? "A^T" : "A  ", kVariants[v].name, ms,
+          s.create_ms,
+          diff ? ("  " + std::to_string(diff) + " ELEMENTS DIFFER FROM THE HOST SOLVE").c_str()
+               : "");
       if (diff) ++g_differing;
     }
     if (v == 0) {
@@ -341,10 +346,13 @@ static void compare(const char* label, const Csr& a, bool solve, cusparseHandle_
       XK(xhal_buffer_allocate(s.dev, n * 4, &bg));
       XK(xhal_buffer_allocate(s.dev, nnz * 4, &bga));
       xhal_tensor_t tg = vec(bg, n), tga = vec(bga, nnz);
-      x_bwd = time_xhal(s.dev, [&] {
-        XK(xhal_csr_solve_backward(s.dev, s.m, XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_LOWER,
-                                   XHAL_DIAGONAL_STORED, &s.ty, &s.tx, &tg, &tga));
-      }, 50);
+      x_bwd = time_xhal(
+          s.dev,
+          [&] {
+            XK(xhal_csr_solve_backward(s.dev, s.m, XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_LOWER,
+                                       XHAL_DIAGONAL_STORED, &s.ty, &s.tx, &tg, &tga));
+          },
+          50);
       XK(xhal_buffer_release(bg));
       XK(xhal_buffer_release(bga));
     }
@@ -385,10 +393,12 @@ static void compare(const char* label, const Csr& a, bool solve, cusparseHandle_
     CK(cudaDeviceSynchronize());
     return ms_since(t) / reps;
   };
-  const double c_spmv = time_cuda([&] {
-    CS(cusparseSpMV(h, CUSPARSE_OPERATION_NON_TRANSPOSE, &one, A, X, &zero, Y, CUDA_R_32F,
-                    CUSPARSE_SPMV_ALG_DEFAULT, buf));
-  }, 50);
+  const double c_spmv = time_cuda(
+      [&] {
+        CS(cusparseSpMV(h, CUSPARSE_OPERATION_NON_TRANSPOSE, &one, A, X, &zero, Y, CUDA_R_32F,
+                        CUSPARSE_SPMV_ALG_DEFAULT, buf));
+      },
+      50);
   const double bytes = nnz * 8.0 + (n + 1) * 4.0 + 2.0 * n * 4;  // values+cols, row_ptr, x, y
   char note[1600];
   std::snprintf(note, sizeof note, "(xhal %.2f TB/s counting nnz*8 + x + y)",
@@ -404,17 +414,21 @@ static void compare(const char* label, const Csr& a, bool solve, cusparseHandle_
       CS(cusparseSpMatSetAttribute(A, CUSPARSE_SPMAT_FILL_MODE, &fill, sizeof fill));
       CS(cusparseSpMatSetAttribute(A, CUSPARSE_SPMAT_DIAG_TYPE, &diag, sizeof diag));
       size_t ssz = 0;
-      CS(cusparseSpSV_bufferSize(h, op, &one, A, X, Y, CUDA_R_32F, CUSPARSE_SPSV_ALG_DEFAULT, sv, &ssz));
+      CS(cusparseSpSV_bufferSize(h, op, &one, A, X, Y, CUDA_R_32F, CUSPARSE_SPSV_ALG_DEFAULT, sv,
+                                 &ssz));
       void* sbuf;
       CK(cudaMalloc(&sbuf, std::max<size_t>(ssz, 16)));
       CK(cudaDeviceSynchronize());
       auto t = Clock::now();
-      CS(cusparseSpSV_analysis(h, op, &one, A, X, Y, CUDA_R_32F, CUSPARSE_SPSV_ALG_DEFAULT, sv, sbuf));
+      CS(cusparseSpSV_analysis(h, op, &one, A, X, Y, CUDA_R_32F, CUSPARSE_SPSV_ALG_DEFAULT, sv,
+                               sbuf));
       CK(cudaDeviceSynchronize());
       const double analysis = ms_since(t);
-      const double c_solve = time_cuda([&] {
-        CS(cusparseSpSV_solve(h, op, &one, A, X, Y, CUDA_R_32F, CUSPARSE_SPSV_ALG_DEFAULT, sv));
-      }, 100);
+      const double c_solve = time_cuda(
+          [&] {
+            CS(cusparseSpSV_solve(h, op, &one, A, X, Y, CUDA_R_32F, CUSPARSE_SPSV_ALG_DEFAULT, sv));
+          },
+          100);
       const double xs = tr ? x_solve_t : x_solve;
       std::snprintf(note, sizeof note,
                     "(default schedule; amortised /100: xhal %.4f incl. csr_create %.1f ms "
@@ -422,9 +436,11 @@ static void compare(const char* label, const Csr& a, bool solve, cusparseHandle_
                     "analysis %.1f ms; variants: %s)",
                     xs + create_ms / 100, create_ms, upload_ms, c_solve + analysis / 100, analysis,
                     variant_note[tr].c_str());
-      report(std::string(label) + (tr ? " SpSV A^T" : " SpSV A"), xs, c_solve + analysis / 100, note);
+      report(std::string(label) + (tr ? " SpSV A^T" : " SpSV A"), xs, c_solve + analysis / 100,
+             note);
       if (tr) {
-        std::snprintf(note, sizeof note, "(xhal: gb solve + ga on device; cuSPARSE: A^T SpSV only)");
+        std::snprintf(note, sizeof note,
+                      "(xhal: gb solve + ga on device; cuSPARSE: A^T SpSV only)");
         report(std::string(label) + " solve backward", x_bwd, c_solve + analysis / 100, note);
       }
       CS(cusparseSpSV_destroyDescr(sv));
@@ -463,13 +479,15 @@ int main(int argc, char** argv) {
     FILE* f = std::fopen(argv[1], "w");
     std::fprintf(f, "[\n");
     for (size_t i = 0; i < g_results.size(); ++i)
-      std::fprintf(f, "  {\"name\": \"%s\", \"xhal_ms\": %.6f, \"cusparse_ms\": %.6f, \"note\": \"%s\"}%s\n",
-                   g_results[i].name.c_str(), g_results[i].xhal_ms, g_results[i].cusparse_ms,
-                   g_results[i].note.c_str(), i + 1 < g_results.size() ? "," : "");
+      std::fprintf(
+          f, "  {\"name\": \"%s\", \"xhal_ms\": %.6f, \"cusparse_ms\": %.6f, \"note\": \"%s\"}%s\n",
+          g_results[i].name.c_str(), g_results[i].xhal_ms, g_results[i].cusparse_ms,
+          g_results[i].note.c_str(), i + 1 < g_results.size() ? "," : "");
     std::fprintf(f, "]\n");
     std::fclose(f);
   }
   cusparseDestroy(h);
-  if (g_differing) std::printf("FAIL: %d solve result(s) differ from the host solve\n", g_differing);
+  if (g_differing)
+    std::printf("FAIL: %d solve result(s) differ from the host solve\n", g_differing);
   return g_differing ? 1 : 0;
 }

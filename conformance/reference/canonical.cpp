@@ -184,7 +184,8 @@ void softmax_forward(const float* x, size_t rows, size_t n, float* y) {
     for (size_t c = 0; c < row.chunk_max.size(); ++c) {
       // One scale per chunk; its outputs reuse the chunk's exponentials.
       float scale = xhal_exp(row.chunk_max[c] - row.m) * inv;
-      for (size_t i = c * kChunk; i < n && i < (c + 1) * kChunk; ++i) y[r * n + i] = row.e[i] * scale;
+      for (size_t i = c * kChunk; i < n && i < (c + 1) * kChunk; ++i)
+        y[r * n + i] = row.e[i] * scale;
     }
   }
 }
@@ -294,12 +295,14 @@ std::vector<uint8_t> index_select(const uint8_t* src, const std::vector<int64_t>
                                   size_t row_bytes) {
   std::vector<uint8_t> out(idx.size() * row_bytes);
   for (size_t i = 0; i < idx.size(); ++i)
-    std::memcpy(out.data() + i * row_bytes, src + static_cast<size_t>(idx[i]) * row_bytes, row_bytes);
+    std::memcpy(out.data() + i * row_bytes, src + static_cast<size_t>(idx[i]) * row_bytes,
+                row_bytes);
   return out;
 }
 
-std::vector<uint8_t> permute(const uint8_t* src, size_t elem_size, const std::vector<int64_t>& shape,
-                             const std::vector<int64_t>& strides, const std::vector<uint32_t>& perm) {
+std::vector<uint8_t> permute(const uint8_t* src, size_t elem_size,
+                             const std::vector<int64_t>& shape, const std::vector<int64_t>& strides,
+                             const std::vector<uint32_t>& perm) {
   size_t rank = shape.size();
   size_t total = 1;
   for (int64_t d : shape) total *= static_cast<size_t>(d);

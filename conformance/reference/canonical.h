@@ -10,11 +10,11 @@
 
 namespace xhal::conf::canon {
 
-constexpr size_t kLanes = 128;   // rowsum lanes (3.2)
-constexpr size_t kSteps = 8;     // rowsum steps per lane
-constexpr size_t kChunk = 1024;  // rowsum chunk = kLanes * kSteps
-constexpr size_t kColBlock = 32; // colsum rows per block R (3.5)
-constexpr size_t kSegChunk = 32; // segsum terms per chunk G (3.7)
+constexpr size_t kLanes = 128;    // rowsum lanes (3.2)
+constexpr size_t kSteps = 8;      // rowsum steps per lane
+constexpr size_t kChunk = 1024;   // rowsum chunk = kLanes * kSteps
+constexpr size_t kColBlock = 32;  // colsum rows per block R (3.5)
+constexpr size_t kSegChunk = 32;  // segsum terms per chunk G (3.7)
 
 // Section 2.
 float xhal_exp(float x);
@@ -60,7 +60,8 @@ std::vector<uint8_t> index_select(const uint8_t* src, const std::vector<int64_t>
 
 // permute (section 4): src is an element array read through `strides`
 // (elements) from element offset 0; returns the contiguous dst bytes.
-std::vector<uint8_t> permute(const uint8_t* src, size_t elem_size, const std::vector<int64_t>& shape,
-                             const std::vector<int64_t>& strides, const std::vector<uint32_t>& perm);
+std::vector<uint8_t> permute(const uint8_t* src, size_t elem_size,
+                             const std::vector<int64_t>& shape, const std::vector<int64_t>& strides,
+                             const std::vector<uint32_t>& perm);
 
 }  // namespace xhal::conf::canon

@@ -103,7 +103,8 @@ NormForward layer_norm_forward(const float* x, const float* gamma, const float* 
       double y = (xr[i] - mean) * rstd * gamma[i] + beta[i];
       f.y.v[r * n + i] = y;
       // x - mean cancels: its rounding is relative to |x| + |mean|.
-      f.y.scale[r * n + i] = (std::fabs(xr[i]) + std::fabs(mean)) * rstd * std::fabs(gamma[i]) + std::fabs(beta[i]);
+      f.y.scale[r * n + i] =
+          (std::fabs(xr[i]) + std::fabs(mean)) * rstd * std::fabs(gamma[i]) + std::fabs(beta[i]);
     }
   }
   return f;
@@ -137,7 +138,8 @@ NormBackward norm_backward(const float* x, const float* gamma, const float* mean
     for (size_t i = 0; i < n; ++i) {
       b.dx.v[r * n + i] = (g[i] - a - xh[i] * c) * rs;
       b.dx.scale[r * n + i] =
-          (std::fabs(g[i]) + (layer ? sum_g_abs / nn : 0.0) + std::fabs(xh[i]) * sum_gx_abs / nn) * rs;
+          (std::fabs(g[i]) + (layer ? sum_g_abs / nn : 0.0) + std::fabs(xh[i]) * sum_gx_abs / nn) *
+          rs;
       double t = dy[r * n + i] * xh[i];
       b.dgamma.v[i] += t;
       b.dgamma.scale[i] += std::fabs(t);
@@ -149,8 +151,8 @@ NormBackward norm_backward(const float* x, const float* gamma, const float* mean
 }
 }  // namespace
 
-NormBackward rms_norm_backward(const float* x, const float* gamma, const float* rstd, const float* dy,
-                               size_t rows, size_t n) {
+NormBackward rms_norm_backward(const float* x, const float* gamma, const float* rstd,
+                               const float* dy, size_t rows, size_t n) {
   NormBackward b = norm_backward(x, gamma, nullptr, rstd, dy, rows, n, false);
   b.dbeta = {};
   return b;
@@ -177,7 +179,8 @@ Values index_add(const float* dst_old, size_t num_rows, const float* src,
   return out;
 }
 
-double softmax_loss(const std::vector<double>& x, const std::vector<double>& dy, size_t rows, size_t n) {
+double softmax_loss(const std::vector<double>& x, const std::vector<double>& dy, size_t rows,
+                    size_t n) {
   double loss = 0;
   for (size_t r = 0; r < rows; ++r) {
     double m = -INFINITY, s = 0;
@@ -211,7 +214,8 @@ double layer_norm_loss(const std::vector<double>& x, const std::vector<double>& 
     for (size_t i = 0; i < n; ++i) var += (x[r * n + i] - mean) * (x[r * n + i] - mean);
     var /= static_cast<double>(n);
     double rstd = 1.0 / std::sqrt(var + eps);
-    for (size_t i = 0; i < n; ++i) loss += dy[r * n + i] * ((x[r * n + i] - mean) * rstd * gamma[i] + beta[i]);
+    for (size_t i = 0; i < n; ++i)
+      loss += dy[r * n + i] * ((x[r * n + i] - mean) * rstd * gamma[i] + beta[i]);
   }
   return loss;
 }

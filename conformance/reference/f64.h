@@ -30,8 +30,8 @@ struct NormBackward {
   Values dx, dgamma, dbeta;  // dbeta only for layer norm
 };
 // The backward as a function of the op's own inputs (saved mean/rstd as given).
-NormBackward rms_norm_backward(const float* x, const float* gamma, const float* rstd, const float* dy,
-                               size_t rows, size_t n);
+NormBackward rms_norm_backward(const float* x, const float* gamma, const float* rstd,
+                               const float* dy, size_t rows, size_t n);
 NormBackward layer_norm_backward(const float* x, const float* gamma, const float* mean,
                                  const float* rstd, const float* dy, size_t rows, size_t n);
 
@@ -41,7 +41,8 @@ Values index_add(const float* dst_old, size_t num_rows, const float* src,
 
 // Pure double forward functions (for central finite differences): the loss
 // sum(dy * y(x, gamma, beta)) where y is the op's forward output.
-double softmax_loss(const std::vector<double>& x, const std::vector<double>& dy, size_t rows, size_t n);
+double softmax_loss(const std::vector<double>& x, const std::vector<double>& dy, size_t rows,
+                    size_t n);
 double rms_norm_loss(const std::vector<double>& x, const std::vector<double>& gamma,
                      const std::vector<double>& dy, size_t rows, size_t n, double eps);
 double layer_norm_loss(const std::vector<double>& x, const std::vector<double>& gamma,

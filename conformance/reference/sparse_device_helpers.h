@@ -34,7 +34,10 @@ class Matrix {
     m_ = nullptr;
   }
   xhal_csr_t get() const { return m_; }
-  xhal_csr_t* out() { reset(); return &m_; }
+  xhal_csr_t* out() {
+    reset();
+    return &m_;
+  }
 
  private:
   xhal_csr_t m_ = nullptr;
@@ -60,17 +63,15 @@ struct HostDesc {
   }
 };
 
-inline xhal_status_t create_from_host(xhal_device_t dev, const Csr& a,
-                                      xhal_dtype_t index_dtype, Matrix& m) {
+inline xhal_status_t create_from_host(xhal_device_t dev, const Csr& a, xhal_dtype_t index_dtype,
+                                      Matrix& m) {
   HostDesc h(a, index_dtype);
   return xhal_csr_create(dev, &h.desc, m.out());
 }
 
 // Pattern and values uploaded to device buffers first (held by `guard`).
-inline xhal_status_t create_from_buffers(xhal_device_t dev, const Csr& a,
-                                         xhal_dtype_t index_dtype,
-                                         BufferGuard& guard, Matrix& m,
-                                         bool with_values = true) {
+inline xhal_status_t create_from_buffers(xhal_device_t dev, const Csr& a, xhal_dtype_t index_dtype,
+                                         BufferGuard& guard, Matrix& m, bool with_values = true) {
   const auto rp = index_bytes(a.row_ptr, index_dtype);
   const auto ci = index_bytes(a.col_idx, index_dtype);
   xhal_csr_desc_t d{};
@@ -90,8 +91,8 @@ inline std::vector<int64_t> dense_shape(int64_t n, int64_t k, bool as_vector) {
 }
 
 // Device copy of `v` viewed with `shape`.
-inline xhal_tensor_t dense(xhal_device_t dev, BufferGuard& guard,
-                           const std::vector<float>& v, std::vector<int64_t> shape) {
+inline xhal_tensor_t dense(xhal_device_t dev, BufferGuard& guard, const std::vector<float>& v,
+                           std::vector<int64_t> shape) {
   xhal_buffer_t b = guard.add(upload(dev, v.data(), v.size() * sizeof(float)));
   return tensor(b, XHAL_DTYPE_F32, std::move(shape));
 }
@@ -123,8 +124,7 @@ inline void rewrite(const xhal_tensor_t& t, const std::vector<float>& v) {
 // Runs `op` between two counter snapshots (after a synchronize) and expects
 // no host transfer. d2h_only: host-to-device uploads are allowed (spgemm
 // uploads the pattern it computed on the host).
-inline xhal_status_t run_on_device(xhal_device_t dev,
-                                   const std::function<xhal_status_t()>& op,
+inline xhal_status_t run_on_device(xhal_device_t dev, const std::function<xhal_status_t()>& op,
                                    bool d2h_only = false) {
   EXPECT_EQ(xhal_device_synchronize(dev), XHAL_OK);
   const xhal_counters_t before = counters(dev);
@@ -158,8 +158,7 @@ inline bool same_bits(const std::vector<float>& a, const std::vector<float>& b) 
          (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
 }
 
-inline std::string first_difference(const std::vector<float>& got,
-                                    const std::vector<float>& want) {
+inline std::string first_difference(const std::vector<float>& got, const std::vector<float>& want) {
   if (got.size() != want.size())
     return "sizes " + std::to_string(got.size()) + " vs " + std::to_string(want.size());
   size_t count = 0, first = 0;
@@ -188,9 +187,7 @@ inline uint64_t test_seed() { return ::xhal::conf::fresh_seed(); }
 class LevelTracker {
  public:
   explicit LevelTracker(xhal_op_t op) { record_op(op); }
-  ~LevelTracker() {
-    record_level(::testing::Test::HasFailure() ? Level::kNone : level_);
-  }
+  ~LevelTracker() { record_level(::testing::Test::HasFailure() ? Level::kNone : level_); }
   void compare(const std::string& what, const std::vector<float>& got,
                const std::vector<float>& canonical,
                const std::function<std::vector<float>()>& rerun) {
@@ -220,8 +217,8 @@ inline void expect_within(const std::string& what, const std::vector<float>& got
     const double err = std::fabs(double(got[i]) - ref[i]);
     if (!(err <= bound[i])) {
       if (reported++ < 5)
-        ADD_FAILURE() << what << "[" << i << "]: got " << describe(got[i]) << " float64 "
-                      << ref[i] << " error " << err << " > bound " << bound[i];
+        ADD_FAILURE() << what << "[" << i << "]: got " << describe(got[i]) << " float64 " << ref[i]
+                      << " error " << err << " > bound " << bound[i];
     }
   }
 }
@@ -235,16 +232,14 @@ inline std::vector<double> spmm_bound(const Csr& a, xhal_transpose_t trans, floa
   auto mag = spmm_magnitude(a, trans, alpha, to_f64(x), beta,
                             beta == 0.0f ? std::vector<double>() : to_f64(y), k, &terms);
   for (int64_t i = 0; i < op_rows(a, trans); ++i)
-    for (int64_t c = 0; c < k; ++c)
-      mag[i * k + c] *= double(terms[i] + 2) * 0x1p-23;
+    for (int64_t c = 0; c < k; ++c) mag[i * k + c] *= double(terms[i] + 2) * 0x1p-23;
   return mag;
 }
 
 // Section 5 residual bound of a solve: |op(A) x - b| <= 1e-5 (|op(A)||x| + |b|).
-inline void expect_solve_residual(const std::string& what, const Csr& a,
-                                  xhal_transpose_t trans, xhal_diagonal_t diagonal,
-                                  const std::vector<float>& x, const std::vector<float>& b,
-                                  int64_t k) {
+inline void expect_solve_residual(const std::string& what, const Csr& a, xhal_transpose_t trans,
+                                  xhal_diagonal_t diagonal, const std::vector<float>& x,
+                                  const std::vector<float>& b, int64_t k) {
   const auto xd = to_f64(x);
   const auto ax = triangular_apply_f64(a, trans, diagonal, xd, k, false);
   const auto mag = triangular_apply_f64(a, trans, diagonal, xd, k, true);
@@ -260,8 +255,8 @@ inline void expect_solve_residual(const std::string& what, const Csr& a,
 
 // SCOPED_TRACE text for a seed.
 inline std::string seed_note(const Rng& rng) {
-  return "seed " + std::to_string(rng.seed()) + " (replay the run: XHAL_CONF_SEED=" +
-         std::to_string(::xhal::conf::seed_base()) + ")";
+  return "seed " + std::to_string(rng.seed()) +
+         " (replay the run: XHAL_CONF_SEED=" + std::to_string(::xhal::conf::seed_base()) + ")";
 }
 
 inline const char* index_name(xhal_dtype_t d) { return d == XHAL_DTYPE_I32 ? "i32" : "i64"; }

@@ -25,8 +25,7 @@ std::vector<float> random_values(Rng& rng, size_t n, float lo, float hi) {
   return v;
 }
 
-Csr from_row_lists(int64_t rows, int64_t cols,
-                   std::vector<std::vector<int64_t>> row_cols) {
+Csr from_row_lists(int64_t rows, int64_t cols, std::vector<std::vector<int64_t>> row_cols) {
   Csr a;
   a.rows = rows;
   a.cols = cols;
@@ -132,12 +131,18 @@ Csr random_matrix(int64_t rows, int64_t cols, Rng& rng, const RandomShape& shape
     for (int64_t h = 0; h < std::min(shape.hub_cols, cols); ++h) {
       if (rng.chance(shape.hub_col_fill)) {
         const int64_t c = (h * 13) % cols;  // fixed hub columns
-        if (!used[c]) { used[c] = 1; lists[i].push_back(c); }
+        if (!used[c]) {
+          used[c] = 1;
+          lists[i].push_back(c);
+        }
       }
     }
     for (int64_t t = 0; t < std::min(want, cols); ++t) {
       const int64_t c = rng.integer(0, cols - 1);
-      if (!used[c]) { used[c] = 1; lists[i].push_back(c); }
+      if (!used[c]) {
+        used[c] = 1;
+        lists[i].push_back(c);
+      }
     }
   }
   Csr a = from_row_lists(rows, cols, std::move(lists));
@@ -145,8 +150,8 @@ Csr random_matrix(int64_t rows, int64_t cols, Rng& rng, const RandomShape& shape
   return a;
 }
 
-Csr random_triangular(int64_t n, Rng& rng, xhal_triangle_t triangle,
-                      double mean_off, bool with_diagonal) {
+Csr random_triangular(int64_t n, Rng& rng, xhal_triangle_t triangle, double mean_off,
+                      bool with_diagonal) {
   std::vector<std::vector<int64_t>> lists(n);
   const bool lower = triangle == XHAL_TRIANGLE_LOWER;
   // Off-diagonal candidates of row i: [0, i) for lower, (i, n) for upper.

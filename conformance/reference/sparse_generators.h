@@ -27,12 +27,10 @@ class Rng {
   std::mt19937_64 gen_;
 };
 
-std::vector<float> random_values(Rng& rng, size_t n, float lo = 0.25f,
-                                 float hi = 2.0f);
+std::vector<float> random_values(Rng& rng, size_t n, float lo = 0.25f, float hi = 2.0f);
 
 // A CSR from each row's column list (sorted here; must be unique).
-Csr from_row_lists(int64_t rows, int64_t cols,
-                   std::vector<std::vector<int64_t>> row_cols);
+Csr from_row_lists(int64_t rows, int64_t cols, std::vector<std::vector<int64_t>> row_cols);
 
 // Values that keep a triangular solve well conditioned for op = A and A^T:
 // diagonal |v| in [1, 2], off-diagonal |v| in [0.05, 0.5] / max(off-diagonal
@@ -59,7 +57,7 @@ struct RandomShape {
   double empty_row_fraction = 0.1;  // rows forced empty
   int64_t hub_rows = 2;             // rows with hub_row_fill of the columns
   double hub_row_fill = 0.5;
-  int64_t hub_cols = 1;             // columns present in hub_col_fill of rows
+  int64_t hub_cols = 1;  // columns present in hub_col_fill of rows
   double hub_col_fill = 0.6;
 };
 // Random rows x cols matrix with empty rows and hub rows/columns (so both A
@@ -69,8 +67,8 @@ Csr random_matrix(int64_t rows, int64_t cols, Rng& rng, const RandomShape& shape
 // Random n x n triangular matrix with a full diagonal (unless
 // with_diagonal is false), mean_off off-diagonals per row, one hub row and
 // one hub column longer than a 32-term chunk; dominant_values.
-Csr random_triangular(int64_t n, Rng& rng, xhal_triangle_t triangle,
-                      double mean_off = 3.0, bool with_diagonal = true);
+Csr random_triangular(int64_t n, Rng& rng, xhal_triangle_t triangle, double mean_off = 3.0,
+                      bool with_diagonal = true);
 
 // Index array in the matrix's index dtype (I32 or I64), as raw bytes.
 std::vector<uint8_t> index_bytes(const std::vector<int64_t>& v, xhal_dtype_t dtype);

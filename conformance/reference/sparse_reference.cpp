@@ -78,10 +78,9 @@ float segsum(std::span<const float> terms) {
   return tree_sum(chunk_sums);
 }
 
-std::vector<float> spmm_canonical(const Csr& a, xhal_transpose_t trans,
-                                  float alpha, const std::vector<float>& x,
-                                  float beta, const std::vector<float>& y,
-                                  int64_t k) {
+std::vector<float> spmm_canonical(const Csr& a, xhal_transpose_t trans, float alpha,
+                                  const std::vector<float>& x, float beta,
+                                  const std::vector<float>& y, int64_t k) {
   const Csr m = op_matrix(a, trans);
   std::vector<float> out(m.rows * k);
   std::vector<float> terms;
@@ -97,10 +96,9 @@ std::vector<float> spmm_canonical(const Csr& a, xhal_transpose_t trans,
   return out;
 }
 
-std::vector<float> solve_canonical(const Csr& a, xhal_transpose_t trans,
-                                   xhal_triangle_t triangle,
-                                   xhal_diagonal_t diagonal,
-                                   const std::vector<float>& b, int64_t k) {
+std::vector<float> solve_canonical(const Csr& a, xhal_transpose_t trans, xhal_triangle_t triangle,
+                                   xhal_diagonal_t diagonal, const std::vector<float>& b,
+                                   int64_t k) {
   const Csr m = op_matrix(a, trans);
   const int64_t n = m.rows;
   std::vector<float> x(n * k, +0.0f);
@@ -133,10 +131,8 @@ std::vector<float> solve_canonical(const Csr& a, xhal_transpose_t trans,
   return x;
 }
 
-SolveGrads solve_backward_canonical(const Csr& a, xhal_transpose_t trans,
-                                    xhal_triangle_t triangle,
-                                    xhal_diagonal_t diagonal,
-                                    const std::vector<float>& x,
+SolveGrads solve_backward_canonical(const Csr& a, xhal_transpose_t trans, xhal_triangle_t triangle,
+                                    xhal_diagonal_t diagonal, const std::vector<float>& x,
                                     const std::vector<float>& dx, int64_t k) {
   SolveGrads g;
   // op(A)^T is A seen through the other transpose; the stored triangle stays.
@@ -209,10 +205,9 @@ std::vector<double> to_f64(const std::vector<float>& v) {
   return std::vector<double>(v.begin(), v.end());
 }
 
-static std::vector<double> spmm_generic(const Csr& a, xhal_transpose_t trans,
-                                        double alpha, const std::vector<double>& x,
-                                        double beta, const std::vector<double>& y,
-                                        int64_t k, bool absolute,
+static std::vector<double> spmm_generic(const Csr& a, xhal_transpose_t trans, double alpha,
+                                        const std::vector<double>& x, double beta,
+                                        const std::vector<double>& y, int64_t k, bool absolute,
                                         std::vector<int64_t>* terms) {
   const Csr m = op_matrix(a, trans);
   std::vector<double> out(m.rows * k);
@@ -238,17 +233,16 @@ std::vector<double> spmm_f64(const Csr& a, xhal_transpose_t trans, double alpha,
   return spmm_generic(a, trans, alpha, x, beta, y, k, false, nullptr);
 }
 
-std::vector<double> spmm_magnitude(const Csr& a, xhal_transpose_t trans,
-                                   double alpha, const std::vector<double>& x,
-                                   double beta, const std::vector<double>& y,
-                                   int64_t k, std::vector<int64_t>* terms) {
+std::vector<double> spmm_magnitude(const Csr& a, xhal_transpose_t trans, double alpha,
+                                   const std::vector<double>& x, double beta,
+                                   const std::vector<double>& y, int64_t k,
+                                   std::vector<int64_t>* terms) {
   return spmm_generic(a, trans, alpha, x, beta, y, k, true, terms);
 }
 
 std::vector<double> solve_f64(const Csr& a, const std::vector<double>& values,
                               xhal_transpose_t trans, xhal_triangle_t triangle,
-                              xhal_diagonal_t diagonal,
-                              const std::vector<double>& b, int64_t k) {
+                              xhal_diagonal_t diagonal, const std::vector<double>& b, int64_t k) {
   std::vector<int64_t> perm;
   Csr m = trans == XHAL_TRANSPOSE_NONE ? a : transpose(a, &perm);
   std::vector<double> mv(values.size());
@@ -274,15 +268,13 @@ std::vector<double> solve_f64(const Csr& a, const std::vector<double>& values,
   return x;
 }
 
-std::vector<double> solve_f64(const Csr& a, xhal_transpose_t trans,
-                              xhal_triangle_t triangle, xhal_diagonal_t diagonal,
-                              const std::vector<double>& b, int64_t k) {
+std::vector<double> solve_f64(const Csr& a, xhal_transpose_t trans, xhal_triangle_t triangle,
+                              xhal_diagonal_t diagonal, const std::vector<double>& b, int64_t k) {
   return solve_f64(a, to_f64(a.values), trans, triangle, diagonal, b, k);
 }
 
 std::vector<double> triangular_apply_f64(const Csr& a, xhal_transpose_t trans,
-                                         xhal_diagonal_t diagonal,
-                                         const std::vector<double>& x,
+                                         xhal_diagonal_t diagonal, const std::vector<double>& x,
                                          int64_t k, bool absolute) {
   const Csr m = op_matrix(a, trans);
   std::vector<double> out(m.rows * k, 0.0);
@@ -307,11 +299,9 @@ std::vector<double> triangular_apply_f64(const Csr& a, xhal_transpose_t trans,
   return out;
 }
 
-std::vector<double> solve_ga_f64(const Csr& a, xhal_transpose_t trans,
-                                 xhal_diagonal_t diagonal,
-                                 const std::vector<double>& gb,
-                                 const std::vector<double>& x, int64_t k,
-                                 std::vector<double>* magnitude) {
+std::vector<double> solve_ga_f64(const Csr& a, xhal_transpose_t trans, xhal_diagonal_t diagonal,
+                                 const std::vector<double>& gb, const std::vector<double>& x,
+                                 int64_t k, std::vector<double>* magnitude) {
   std::vector<double> ga(a.nnz(), 0.0);
   if (magnitude) magnitude->assign(a.nnz(), 0.0);
   for (int64_t r = 0; r < a.rows; ++r) {
@@ -332,10 +322,8 @@ std::vector<double> solve_ga_f64(const Csr& a, xhal_transpose_t trans,
   return ga;
 }
 
-SolveGradsF64 solve_backward_f64(const Csr& a, xhal_transpose_t trans,
-                                 xhal_triangle_t triangle,
-                                 xhal_diagonal_t diagonal,
-                                 const std::vector<double>& x,
+SolveGradsF64 solve_backward_f64(const Csr& a, xhal_transpose_t trans, xhal_triangle_t triangle,
+                                 xhal_diagonal_t diagonal, const std::vector<double>& x,
                                  const std::vector<double>& dx, int64_t k) {
   SolveGradsF64 g;
   g.gb = solve_f64(a, flip(trans), triangle, diagonal, dx, k);
@@ -343,8 +331,7 @@ SolveGradsF64 solve_backward_f64(const Csr& a, xhal_transpose_t trans,
   return g;
 }
 
-std::vector<double> spgemm_f64(const Csr& a, const Csr& b,
-                               std::vector<double>* magnitude,
+std::vector<double> spgemm_f64(const Csr& a, const Csr& b, std::vector<double>* magnitude,
                                std::vector<int64_t>* terms) {
   const Csr c = spgemm_pattern(a, b);
   std::vector<double> out(c.nnz(), 0.0);

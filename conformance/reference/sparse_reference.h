@@ -48,18 +48,16 @@ float segsum(std::span<const float> terms);
 
 // Y = alpha * op(A) X + beta * Y as (alpha*t) + (beta*y); beta == 0 never
 // reads y (y may then be empty). X [op_cols, k], Y [op_rows, k].
-std::vector<float> spmm_canonical(const Csr& a, xhal_transpose_t trans,
-                                  float alpha, const std::vector<float>& x,
-                                  float beta, const std::vector<float>& y,
-                                  int64_t k);
+std::vector<float> spmm_canonical(const Csr& a, xhal_transpose_t trans, float alpha,
+                                  const std::vector<float>& x, float beta,
+                                  const std::vector<float>& y, int64_t k);
 
 // op(A) x = b: lower ascending rows, upper descending; s = segsum of the
 // off-diagonal products in ascending column of op(A); x = (b - s) / diag or
 // b - s (unit).
-std::vector<float> solve_canonical(const Csr& a, xhal_transpose_t trans,
-                                   xhal_triangle_t triangle,
-                                   xhal_diagonal_t diagonal,
-                                   const std::vector<float>& b, int64_t k);
+std::vector<float> solve_canonical(const Csr& a, xhal_transpose_t trans, xhal_triangle_t triangle,
+                                   xhal_diagonal_t diagonal, const std::vector<float>& b,
+                                   int64_t k);
 
 struct SolveGrads {
   std::vector<float> gb;  // [n, k]
@@ -68,10 +66,8 @@ struct SolveGrads {
 // gb = solve(op(A)^T, dx); ga[e] = -segsum_c(gb[i,c] * x[j,c]), (i, j) =
 // (row, col) of entry e for op = A, (col, row) for op = A^T; a unit
 // diagonal's entries get +0.
-SolveGrads solve_backward_canonical(const Csr& a, xhal_transpose_t trans,
-                                    xhal_triangle_t triangle,
-                                    xhal_diagonal_t diagonal,
-                                    const std::vector<float>& x,
+SolveGrads solve_backward_canonical(const Csr& a, xhal_transpose_t trans, xhal_triangle_t triangle,
+                                    xhal_diagonal_t diagonal, const std::vector<float>& x,
                                     const std::vector<float>& dx, int64_t k);
 
 // C = A B: pattern holds every structural product (columns ascending);
@@ -83,56 +79,46 @@ Csr spgemm_canonical(const Csr& a, const Csr& b);
 
 std::vector<double> to_f64(const std::vector<float>& v);
 
-std::vector<double> spmm_f64(const Csr& a, xhal_transpose_t trans,
-                             double alpha, const std::vector<double>& x,
-                             double beta, const std::vector<double>& y,
-                             int64_t k);
+std::vector<double> spmm_f64(const Csr& a, xhal_transpose_t trans, double alpha,
+                             const std::vector<double>& x, double beta,
+                             const std::vector<double>& y, int64_t k);
 // Same with |alpha| * sum |A_ij x_j| + |beta y_i|: the magnitude an error
 // bound scales with; terms[i] receives the number of products of row i.
-std::vector<double> spmm_magnitude(const Csr& a, xhal_transpose_t trans,
-                                   double alpha, const std::vector<double>& x,
-                                   double beta, const std::vector<double>& y,
-                                   int64_t k, std::vector<int64_t>* terms);
+std::vector<double> spmm_magnitude(const Csr& a, xhal_transpose_t trans, double alpha,
+                                   const std::vector<double>& x, double beta,
+                                   const std::vector<double>& y, int64_t k,
+                                   std::vector<int64_t>* terms);
 
 // Solve in double with the matrix values given explicitly (so a finite
 // difference can perturb them); the first form uses a.values.
 std::vector<double> solve_f64(const Csr& a, const std::vector<double>& values,
                               xhal_transpose_t trans, xhal_triangle_t triangle,
-                              xhal_diagonal_t diagonal,
-                              const std::vector<double>& b, int64_t k);
-std::vector<double> solve_f64(const Csr& a, xhal_transpose_t trans,
-                              xhal_triangle_t triangle,
-                              xhal_diagonal_t diagonal,
-                              const std::vector<double>& b, int64_t k);
+                              xhal_diagonal_t diagonal, const std::vector<double>& b, int64_t k);
+std::vector<double> solve_f64(const Csr& a, xhal_transpose_t trans, xhal_triangle_t triangle,
+                              xhal_diagonal_t diagonal, const std::vector<double>& b, int64_t k);
 
 // op(A) x in double with the diagonal as the solve sees it (unit: 1), and
 // the matching magnitude |op(A)| |x|: the residual check of section 5.
 std::vector<double> triangular_apply_f64(const Csr& a, xhal_transpose_t trans,
-                                         xhal_diagonal_t diagonal,
-                                         const std::vector<double>& x,
+                                         xhal_diagonal_t diagonal, const std::vector<double>& x,
                                          int64_t k, bool absolute);
 
 struct SolveGradsF64 {
   std::vector<double> gb;
   std::vector<double> ga;
 };
-SolveGradsF64 solve_backward_f64(const Csr& a, xhal_transpose_t trans,
-                                 xhal_triangle_t triangle,
-                                 xhal_diagonal_t diagonal,
-                                 const std::vector<double>& x,
+SolveGradsF64 solve_backward_f64(const Csr& a, xhal_transpose_t trans, xhal_triangle_t triangle,
+                                 xhal_diagonal_t diagonal, const std::vector<double>& x,
                                  const std::vector<double>& dx, int64_t k);
 // ga from given gb and x in double (checks ga consistently with the gb a
 // device produced); magnitude[e] = sum_c |gb x|.
-std::vector<double> solve_ga_f64(const Csr& a, xhal_transpose_t trans,
-                                 xhal_diagonal_t diagonal,
-                                 const std::vector<double>& gb,
-                                 const std::vector<double>& x, int64_t k,
-                                 std::vector<double>* magnitude);
+std::vector<double> solve_ga_f64(const Csr& a, xhal_transpose_t trans, xhal_diagonal_t diagonal,
+                                 const std::vector<double>& gb, const std::vector<double>& x,
+                                 int64_t k, std::vector<double>* magnitude);
 
 // Values of A B in double on spgemm_pattern(a, b); magnitude[e] = sum |A B|
 // terms, terms[e] their count.
-std::vector<double> spgemm_f64(const Csr& a, const Csr& b,
-                               std::vector<double>* magnitude,
+std::vector<double> spgemm_f64(const Csr& a, const Csr& b, std::vector<double>* magnitude,
                                std::vector<int64_t>* terms);
 
 }  // namespace xhal::conf::sparse

@@ -64,7 +64,8 @@ TEST_P(BufferTest, OffsetsReadAndWriteOnlyTheirRange) {
   for (uint64_t off : {uint64_t{0}, uint64_t{1}, uint64_t{17}, uint64_t{999}}) {
     uint64_t len = size - off;
     std::vector<uint8_t> part(want.begin() + off, want.end());
-    EXPECT_TRUE(same_bytes(download_bytes(b, off, len), part, &first)) << "offset " << off << ": " << first;
+    EXPECT_TRUE(same_bytes(download_bytes(b, off, len), part, &first))
+        << "offset " << off << ": " << first;
   }
   EXPECT_EQ(xhal_buffer_read(b, size, nullptr, 0), XHAL_OK) << xhal_last_error();
 }
@@ -138,7 +139,8 @@ TEST_P(BufferTest, OutOfRangeWritesNothing) {
       {"read past the end", xhal_buffer_read(b, size - 3, host.data(), 8)},
       {"read whose end overflows", xhal_buffer_read(b, huge - 1, host.data(), 4)},
   };
-  for (const Case& c : cases) EXPECT_EQ(c.st, XHAL_OUT_OF_RANGE) << c.what << ": " << xhal_status_name(c.st);
+  for (const Case& c : cases)
+    EXPECT_EQ(c.st, XHAL_OUT_OF_RANGE) << c.what << ": " << xhal_status_name(c.st);
   std::string first;
   EXPECT_TRUE(same_bytes(download_bytes(b, 0, size), base, &first)) << "buffer changed: " << first;
   EXPECT_TRUE(host == host_before) << "a failed read wrote host memory";
@@ -151,7 +153,8 @@ TEST_P(BufferTest, BadFillAndOverlapArguments) {
   ASSERT_NE(b, nullptr);
   uint64_t pattern = 0xfeedfacecafebeefull;
   EXPECT_EQ(xhal_buffer_fill(b, 0, 12, &pattern, 3), XHAL_INVALID_ARGUMENT) << "pattern size 3";
-  EXPECT_EQ(xhal_buffer_fill(b, 2, 8, &pattern, 4), XHAL_INVALID_ARGUMENT) << "offset not a multiple";
+  EXPECT_EQ(xhal_buffer_fill(b, 2, 8, &pattern, 4), XHAL_INVALID_ARGUMENT)
+      << "offset not a multiple";
   EXPECT_EQ(xhal_buffer_fill(b, 0, 6, &pattern, 4), XHAL_INVALID_ARGUMENT) << "size not a multiple";
   EXPECT_EQ(xhal_buffer_fill(b, 0, 8, nullptr, 4), XHAL_INVALID_ARGUMENT) << "null pattern";
   EXPECT_EQ(xhal_buffer_copy(b, 0, b, 8, 16), XHAL_ALIASING) << "overlapping copy in one buffer";
@@ -163,7 +166,8 @@ TEST_P(BufferTest, BadFillAndOverlapArguments) {
   EXPECT_TRUE(same_bytes(download_bytes(b, 0, 64), base, &first)) << "buffer changed: " << first;
   // The failing call names its argument.
   EXPECT_EQ(xhal_buffer_fill(b, 0, 12, &pattern, 3), XHAL_INVALID_ARGUMENT);
-  EXPECT_NE(std::string(xhal_last_error()).find("pattern_size"), std::string::npos) << xhal_last_error();
+  EXPECT_NE(std::string(xhal_last_error()).find("pattern_size"), std::string::npos)
+      << xhal_last_error();
 }
 
 TEST_P(BufferTest, CountersMoveByTheTransferredBytes) {
@@ -207,11 +211,12 @@ TEST_P(BufferTest, EightThreadsOnOneDevice) {
       std::vector<uint8_t> data = random_bytes(size, rng()), back(size);
       xhal_buffer_t a = nullptr, b = nullptr;
       auto fail = [&](const std::string& what) {
-        errors[t] = "thread " + std::to_string(t) + " iteration " + std::to_string(it) + ": " + what + " " +
-                    xhal_last_error();
+        errors[t] = "thread " + std::to_string(t) + " iteration " + std::to_string(it) + ": " +
+                    what + " " + xhal_last_error();
         ++failures;
       };
-      if (xhal_buffer_allocate(dev, size, &a) != XHAL_OK || xhal_buffer_allocate(dev, size, &b) != XHAL_OK) {
+      if (xhal_buffer_allocate(dev, size, &a) != XHAL_OK ||
+          xhal_buffer_allocate(dev, size, &b) != XHAL_OK) {
         fail("allocate");
       } else if (xhal_buffer_write(a, 0, data.data(), size) != XHAL_OK ||
                  xhal_buffer_copy(a, 0, b, 0, size) != XHAL_OK ||
@@ -221,7 +226,8 @@ TEST_P(BufferTest, EightThreadsOnOneDevice) {
         fail("copied data differ");
       } else {
         uint8_t p = static_cast<uint8_t>(t * 31 + it);
-        if (xhal_buffer_fill(a, 0, size, &p, 1) != XHAL_OK || xhal_buffer_read(a, 0, back.data(), size) != XHAL_OK)
+        if (xhal_buffer_fill(a, 0, size, &p, 1) != XHAL_OK ||
+            xhal_buffer_read(a, 0, back.data(), size) != XHAL_OK)
           fail("fill/read");
         else if (std::any_of(back.begin(), back.end(), [&](uint8_t v) { return v != p; }))
           fail("filled data differ");

@@ -23,14 +23,16 @@ std::vector<uint8_t> random_bytes(size_t n, uint64_t seed) {
 
 // Gathers `idx` rows of width w of every dtype the device claims, through
 // int32 and int64 plans; the result must equal the reference bytes.
-void check_gather(xhal_device_t dev, const std::vector<int64_t>& idx, uint64_t num_rows, int64_t w) {
+void check_gather(xhal_device_t dev, const std::vector<int64_t>& idx, uint64_t num_rows,
+                  int64_t w) {
   uint32_t dtypes = device_dtypes(dev, XHAL_OP_INDEX_SELECT);
   ASSERT_TRUE(dtypes >> XHAL_DTYPE_F32 & 1) << "index_select must support f32";
   for (int d = 1; d < XHAL_DTYPE_COUNT_; ++d) {
     if (!(dtypes >> d & 1)) continue;
     auto dtype = static_cast<xhal_dtype_t>(d);
     for (xhal_dtype_t index_dtype : {XHAL_DTYPE_I32, XHAL_DTYPE_I64}) {
-      SCOPED_TRACE(std::string("dtype ") + xhal_dtype_name(dtype) + ", indices " + xhal_dtype_name(index_dtype));
+      SCOPED_TRACE(std::string("dtype ") + xhal_dtype_name(dtype) + ", indices " +
+                   xhal_dtype_name(index_dtype));
       size_t es = xhal_dtype_size(dtype);
       std::vector<uint8_t> src = random_bytes(num_rows * w * es, fresh_seed());
       BufferGuard g;
@@ -53,7 +55,8 @@ void check_gather(xhal_device_t dev, const std::vector<int64_t>& idx, uint64_t n
       std::string first;
       bool ok = same_bytes(download_bytes(ob, 0, out_bytes), want, &first);
       EXPECT_TRUE(ok) << first;
-      EXPECT_TRUE(same_bytes(download_bytes(ob, out_bytes, 64), guard, &first)) << "wrote past out: " << first;
+      EXPECT_TRUE(same_bytes(download_bytes(ob, out_bytes, 64), guard, &first))
+          << "wrote past out: " << first;
       record_level(ok ? Level::kBitExact : Level::kNone);
     }
   }
@@ -99,7 +102,8 @@ struct ScatterCase {
 
 // Runs index_add twice on identical inputs and grades against both
 // references; rows without sources hold the poison pattern and must keep it.
-void check_scatter(xhal_device_t dev, const ScatterCase& c, xhal_dtype_t index_dtype = XHAL_DTYPE_I64) {
+void check_scatter(xhal_device_t dev, const ScatterCase& c,
+                   xhal_dtype_t index_dtype = XHAL_DTYPE_I64) {
   const size_t count = c.idx.size(), w = static_cast<size_t>(c.w);
   std::vector<float> src = random_floats(count * w, fresh_seed());
   std::vector<float> dst = random_floats(c.num_rows * w, fresh_seed());
@@ -125,7 +129,8 @@ void check_scatter(xhal_device_t dev, const ScatterCase& c, xhal_dtype_t index_d
   ASSERT_EQ(xhal_device_synchronize(dev), XHAL_OK);
   xhal_counters_t after = counters(dev);
   XHAL_CONF_EXPECT_NO_HOST_TRANSFER(before, after);
-  std::vector<float> got = download_f32(d1, c.num_rows * w), again = download_f32(d2, c.num_rows * w);
+  std::vector<float> got = download_f32(d1, c.num_rows * w),
+                     again = download_f32(d2, c.num_rows * w);
 
   std::vector<float> canonical = dst;
   canon::index_add(canonical.data(), c.num_rows, src.data(), c.idx, w, c.alpha);
@@ -209,8 +214,10 @@ TEST_P(IndexAddTest, AdjointIdentityWithGather) {
   int64_t count = static_cast<int64_t>(idx.size());
   xhal_buffer_t xb = g.add(upload(dev, x)), yb = g.add(upload(dev, y)), db = g.add(upload(dev, d0));
   xhal_buffer_t sxb = g.add(poisoned_buffer(dev, count * w * 4));
-  xhal_tensor_t xt = tensor(xb, XHAL_DTYPE_F32, {num_rows, w}), yt = tensor(yb, XHAL_DTYPE_F32, {count, w});
-  xhal_tensor_t dt = tensor(db, XHAL_DTYPE_F32, {num_rows, w}), sxt = tensor(sxb, XHAL_DTYPE_F32, {count, w});
+  xhal_tensor_t xt = tensor(xb, XHAL_DTYPE_F32, {num_rows, w}),
+                yt = tensor(yb, XHAL_DTYPE_F32, {count, w});
+  xhal_tensor_t dt = tensor(db, XHAL_DTYPE_F32, {num_rows, w}),
+                sxt = tensor(sxb, XHAL_DTYPE_F32, {count, w});
   ASSERT_EQ(xhal_index_select(dev, p.plan, &xt, &sxt), XHAL_OK) << xhal_last_error();
   ASSERT_EQ(xhal_index_add(dev, p.plan, 1.0f, &yt, &dt), XHAL_OK) << xhal_last_error();
   std::vector<float> sx = download_f32(sxb, count * w), sty = download_f32(db, num_rows * w);
@@ -219,7 +226,8 @@ TEST_P(IndexAddTest, AdjointIdentityWithGather) {
     lhs += static_cast<double>(sx[k]) * y[k];
     mag += std::fabs(static_cast<double>(sx[k]) * y[k]);
   }
-  for (size_t k = 0; k < sty.size(); ++k) rhs += static_cast<double>(x[k]) * (static_cast<double>(sty[k]) - d0[k]);
+  for (size_t k = 0; k < sty.size(); ++k)
+    rhs += static_cast<double>(x[k]) * (static_cast<double>(sty[k]) - d0[k]);
   // S^T y went through float32 sums and the add to d0: a few ulps per entry.
   EXPECT_NEAR(lhs, rhs, 1e-5 * mag) << "<Sx,y> = " << lhs << ", <x,S^T y> = " << rhs;
 }

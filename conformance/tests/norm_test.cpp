@@ -23,16 +23,16 @@ struct Shape {
 // The last two have over 4,096 rows (ragged in rows and in n): a GPU that
 // fuses the dgamma/dbeta column sums into its row walk only from there on
 // (the cuda plugin does) is checked in that form too.
-const Shape kShapes[] = {{45, 7},   {70, 1024}, {33, 1500}, {5, 4099},   {3, 20000},
-                         {100, 33}, {1, 1},     {1, 5},     {64, 1},     {4100, 40},
-                         {4127, 300}};
+const Shape kShapes[] = {{45, 7}, {70, 1024}, {33, 1500}, {5, 4099},  {3, 20000}, {100, 33},
+                         {1, 1},  {1, 5},     {64, 1},    {4100, 40}, {4127, 300}};
 
 struct Data {
   std::vector<float> x, gamma, beta, dy;
 };
 Data make_data(const Shape& s) {
-  return {random_floats(s.rows * s.n, fresh_seed(), -3.0f, 3.0f), random_floats(s.n, fresh_seed(), 0.5f, 2.0f),
-          random_floats(s.n, fresh_seed()), random_floats(s.rows * s.n, fresh_seed())};
+  return {random_floats(s.rows * s.n, fresh_seed(), -3.0f, 3.0f),
+          random_floats(s.n, fresh_seed(), 0.5f, 2.0f), random_floats(s.n, fresh_seed()),
+          random_floats(s.rows * s.n, fresh_seed())};
 }
 
 // Two poisoned outputs of `count` floats for the two identical runs.
@@ -59,11 +59,14 @@ TEST_P(RmsNormTest, Forward) {
     Data d = make_data(s);
     BufferGuard g;
     xhal_buffer_t xb = g.add(upload(dev, d.x)), gb = g.add(upload(dev, d.gamma));
-    xhal_tensor_t xt = tensor(xb, XHAL_DTYPE_F32, {s.rows, s.n}), gt = tensor(gb, XHAL_DTYPE_F32, {s.n});
+    xhal_tensor_t xt = tensor(xb, XHAL_DTYPE_F32, {s.rows, s.n}),
+                  gt = tensor(gb, XHAL_DTYPE_F32, {s.n});
     Out y(dev, g, {s.rows, s.n}), rstd(dev, g, {s.rows});
     xhal_counters_t before = counters(dev);
-    ASSERT_EQ(xhal_rms_norm_forward(dev, &xt, &gt, kEps, &y.ta, &rstd.ta), XHAL_OK) << xhal_last_error();
-    ASSERT_EQ(xhal_rms_norm_forward(dev, &xt, &gt, kEps, &y.tb, &rstd.tb), XHAL_OK) << xhal_last_error();
+    ASSERT_EQ(xhal_rms_norm_forward(dev, &xt, &gt, kEps, &y.ta, &rstd.ta), XHAL_OK)
+        << xhal_last_error();
+    ASSERT_EQ(xhal_rms_norm_forward(dev, &xt, &gt, kEps, &y.tb, &rstd.tb), XHAL_OK)
+        << xhal_last_error();
     ASSERT_EQ(xhal_device_synchronize(dev), XHAL_OK);
     xhal_counters_t after = counters(dev);
     XHAL_CONF_EXPECT_NO_HOST_TRANSFER(before, after);
@@ -85,20 +88,26 @@ TEST_P(RmsNormTest, Backward) {
     std::vector<float> y(s.rows * s.n), rs(s.rows);
     canon::rms_norm_forward(d.x.data(), d.gamma.data(), s.rows, s.n, kEps, y.data(), rs.data());
     BufferGuard g;
-    xhal_buffer_t xb = g.add(upload(dev, d.x)), gb = g.add(upload(dev, d.gamma)), rb = g.add(upload(dev, rs)),
-                  dyb = g.add(upload(dev, d.dy));
-    xhal_tensor_t xt = tensor(xb, XHAL_DTYPE_F32, {s.rows, s.n}), gt = tensor(gb, XHAL_DTYPE_F32, {s.n});
-    xhal_tensor_t rt = tensor(rb, XHAL_DTYPE_F32, {s.rows}), dyt = tensor(dyb, XHAL_DTYPE_F32, {s.rows, s.n});
+    xhal_buffer_t xb = g.add(upload(dev, d.x)), gb = g.add(upload(dev, d.gamma)),
+                  rb = g.add(upload(dev, rs)), dyb = g.add(upload(dev, d.dy));
+    xhal_tensor_t xt = tensor(xb, XHAL_DTYPE_F32, {s.rows, s.n}),
+                  gt = tensor(gb, XHAL_DTYPE_F32, {s.n});
+    xhal_tensor_t rt = tensor(rb, XHAL_DTYPE_F32, {s.rows}),
+                  dyt = tensor(dyb, XHAL_DTYPE_F32, {s.rows, s.n});
     Out dx(dev, g, {s.rows, s.n}), dg(dev, g, {s.n});
     xhal_counters_t before = counters(dev);
-    ASSERT_EQ(xhal_rms_norm_backward(dev, &xt, &gt, &rt, &dyt, &dx.ta, &dg.ta), XHAL_OK) << xhal_last_error();
-    ASSERT_EQ(xhal_rms_norm_backward(dev, &xt, &gt, &rt, &dyt, &dx.tb, &dg.tb), XHAL_OK) << xhal_last_error();
+    ASSERT_EQ(xhal_rms_norm_backward(dev, &xt, &gt, &rt, &dyt, &dx.ta, &dg.ta), XHAL_OK)
+        << xhal_last_error();
+    ASSERT_EQ(xhal_rms_norm_backward(dev, &xt, &gt, &rt, &dyt, &dx.tb, &dg.tb), XHAL_OK)
+        << xhal_last_error();
     ASSERT_EQ(xhal_device_synchronize(dev), XHAL_OK);
     xhal_counters_t after = counters(dev);
     XHAL_CONF_EXPECT_NO_HOST_TRANSFER(before, after);
     std::vector<float> cdx(dx.count), cdg(dg.count);
-    canon::rms_norm_backward(d.x.data(), d.gamma.data(), rs.data(), d.dy.data(), s.rows, s.n, cdx.data(), cdg.data());
-    auto r = ref64::rms_norm_backward(d.x.data(), d.gamma.data(), rs.data(), d.dy.data(), s.rows, s.n);
+    canon::rms_norm_backward(d.x.data(), d.gamma.data(), rs.data(), d.dy.data(), s.rows, s.n,
+                             cdx.data(), cdg.data());
+    auto r =
+        ref64::rms_norm_backward(d.x.data(), d.gamma.data(), rs.data(), d.dy.data(), s.rows, s.n);
     Grader grader;
     grader.output("dx", dx.first(), dx.second(), cdx, r.dx, tol::kNorm);
     grader.output("dgamma", dg.first(), dg.second(), cdg, r.dgamma, tol::kNorm);
@@ -112,19 +121,25 @@ TEST_P(LayerNormTest, Forward) {
     SCOPED_TRACE("rows " + std::to_string(s.rows) + " n " + std::to_string(s.n));
     Data d = make_data(s);
     BufferGuard g;
-    xhal_buffer_t xb = g.add(upload(dev, d.x)), gb = g.add(upload(dev, d.gamma)), bb = g.add(upload(dev, d.beta));
-    xhal_tensor_t xt = tensor(xb, XHAL_DTYPE_F32, {s.rows, s.n}), gt = tensor(gb, XHAL_DTYPE_F32, {s.n});
+    xhal_buffer_t xb = g.add(upload(dev, d.x)), gb = g.add(upload(dev, d.gamma)),
+                  bb = g.add(upload(dev, d.beta));
+    xhal_tensor_t xt = tensor(xb, XHAL_DTYPE_F32, {s.rows, s.n}),
+                  gt = tensor(gb, XHAL_DTYPE_F32, {s.n});
     xhal_tensor_t bt = tensor(bb, XHAL_DTYPE_F32, {s.n});
     Out y(dev, g, {s.rows, s.n}), mean(dev, g, {s.rows}), rstd(dev, g, {s.rows});
     xhal_counters_t before = counters(dev);
-    ASSERT_EQ(xhal_layer_norm_forward(dev, &xt, &gt, &bt, kEps, &y.ta, &mean.ta, &rstd.ta), XHAL_OK) << xhal_last_error();
-    ASSERT_EQ(xhal_layer_norm_forward(dev, &xt, &gt, &bt, kEps, &y.tb, &mean.tb, &rstd.tb), XHAL_OK) << xhal_last_error();
+    ASSERT_EQ(xhal_layer_norm_forward(dev, &xt, &gt, &bt, kEps, &y.ta, &mean.ta, &rstd.ta), XHAL_OK)
+        << xhal_last_error();
+    ASSERT_EQ(xhal_layer_norm_forward(dev, &xt, &gt, &bt, kEps, &y.tb, &mean.tb, &rstd.tb), XHAL_OK)
+        << xhal_last_error();
     ASSERT_EQ(xhal_device_synchronize(dev), XHAL_OK);
     xhal_counters_t after = counters(dev);
     XHAL_CONF_EXPECT_NO_HOST_TRANSFER(before, after);
     std::vector<float> cy(y.count), cm(mean.count), cr(rstd.count);
-    canon::layer_norm_forward(d.x.data(), d.gamma.data(), d.beta.data(), s.rows, s.n, kEps, cy.data(), cm.data(), cr.data());
-    auto r = ref64::layer_norm_forward(d.x.data(), d.gamma.data(), d.beta.data(), s.rows, s.n, kEps);
+    canon::layer_norm_forward(d.x.data(), d.gamma.data(), d.beta.data(), s.rows, s.n, kEps,
+                              cy.data(), cm.data(), cr.data());
+    auto r =
+        ref64::layer_norm_forward(d.x.data(), d.gamma.data(), d.beta.data(), s.rows, s.n, kEps);
     Grader grader;
     grader.output("y", y.first(), y.second(), cy, r.y, tol::kNorm);
     grader.output("mean", mean.first(), mean.second(), cm, r.mean, tol::kNorm);
@@ -139,24 +154,33 @@ TEST_P(LayerNormTest, Backward) {
     SCOPED_TRACE("rows " + std::to_string(s.rows) + " n " + std::to_string(s.n));
     Data d = make_data(s);
     std::vector<float> y(s.rows * s.n), mu(s.rows), rs(s.rows);
-    canon::layer_norm_forward(d.x.data(), d.gamma.data(), d.beta.data(), s.rows, s.n, kEps, y.data(), mu.data(), rs.data());
+    canon::layer_norm_forward(d.x.data(), d.gamma.data(), d.beta.data(), s.rows, s.n, kEps,
+                              y.data(), mu.data(), rs.data());
     BufferGuard g;
-    xhal_buffer_t xb = g.add(upload(dev, d.x)), gb = g.add(upload(dev, d.gamma)), mb = g.add(upload(dev, mu)),
-                  rb = g.add(upload(dev, rs)), dyb = g.add(upload(dev, d.dy));
-    xhal_tensor_t xt = tensor(xb, XHAL_DTYPE_F32, {s.rows, s.n}), gt = tensor(gb, XHAL_DTYPE_F32, {s.n});
-    xhal_tensor_t mt = tensor(mb, XHAL_DTYPE_F32, {s.rows}), rt = tensor(rb, XHAL_DTYPE_F32, {s.rows});
+    xhal_buffer_t xb = g.add(upload(dev, d.x)), gb = g.add(upload(dev, d.gamma)),
+                  mb = g.add(upload(dev, mu)), rb = g.add(upload(dev, rs)),
+                  dyb = g.add(upload(dev, d.dy));
+    xhal_tensor_t xt = tensor(xb, XHAL_DTYPE_F32, {s.rows, s.n}),
+                  gt = tensor(gb, XHAL_DTYPE_F32, {s.n});
+    xhal_tensor_t mt = tensor(mb, XHAL_DTYPE_F32, {s.rows}),
+                  rt = tensor(rb, XHAL_DTYPE_F32, {s.rows});
     xhal_tensor_t dyt = tensor(dyb, XHAL_DTYPE_F32, {s.rows, s.n});
     Out dx(dev, g, {s.rows, s.n}), dg(dev, g, {s.n}), db(dev, g, {s.n});
     xhal_counters_t before = counters(dev);
-    ASSERT_EQ(xhal_layer_norm_backward(dev, &xt, &gt, &mt, &rt, &dyt, &dx.ta, &dg.ta, &db.ta), XHAL_OK) << xhal_last_error();
-    ASSERT_EQ(xhal_layer_norm_backward(dev, &xt, &gt, &mt, &rt, &dyt, &dx.tb, &dg.tb, &db.tb), XHAL_OK) << xhal_last_error();
+    ASSERT_EQ(xhal_layer_norm_backward(dev, &xt, &gt, &mt, &rt, &dyt, &dx.ta, &dg.ta, &db.ta),
+              XHAL_OK)
+        << xhal_last_error();
+    ASSERT_EQ(xhal_layer_norm_backward(dev, &xt, &gt, &mt, &rt, &dyt, &dx.tb, &dg.tb, &db.tb),
+              XHAL_OK)
+        << xhal_last_error();
     ASSERT_EQ(xhal_device_synchronize(dev), XHAL_OK);
     xhal_counters_t after = counters(dev);
     XHAL_CONF_EXPECT_NO_HOST_TRANSFER(before, after);
     std::vector<float> cdx(dx.count), cdg(dg.count), cdb(db.count);
-    canon::layer_norm_backward(d.x.data(), d.gamma.data(), mu.data(), rs.data(), d.dy.data(), s.rows, s.n, cdx.data(),
-                               cdg.data(), cdb.data());
-    auto r = ref64::layer_norm_backward(d.x.data(), d.gamma.data(), mu.data(), rs.data(), d.dy.data(), s.rows, s.n);
+    canon::layer_norm_backward(d.x.data(), d.gamma.data(), mu.data(), rs.data(), d.dy.data(),
+                               s.rows, s.n, cdx.data(), cdg.data(), cdb.data());
+    auto r = ref64::layer_norm_backward(d.x.data(), d.gamma.data(), mu.data(), rs.data(),
+                                        d.dy.data(), s.rows, s.n);
     Grader grader;
     grader.output("dx", dx.first(), dx.second(), cdx, r.dx, tol::kNorm);
     grader.output("dgamma", dg.first(), dg.second(), cdg, r.dgamma, tol::kNorm);
@@ -172,18 +196,24 @@ TEST_P(RmsNormTest, InPlace) {
   Data d = make_data(s);
   std::vector<float> cy(s.rows * s.n), cr(s.rows), cdx(s.rows * s.n), cdg(s.n);
   canon::rms_norm_forward(d.x.data(), d.gamma.data(), s.rows, s.n, kEps, cy.data(), cr.data());
-  canon::rms_norm_backward(d.x.data(), d.gamma.data(), cr.data(), d.dy.data(), s.rows, s.n, cdx.data(), cdg.data());
+  canon::rms_norm_backward(d.x.data(), d.gamma.data(), cr.data(), d.dy.data(), s.rows, s.n,
+                           cdx.data(), cdg.data());
   BufferGuard g;
-  xhal_buffer_t xb = g.add(upload(dev, d.x)), x2 = g.add(upload(dev, d.x)), gb = g.add(upload(dev, d.gamma));
+  xhal_buffer_t xb = g.add(upload(dev, d.x)), x2 = g.add(upload(dev, d.x)),
+                gb = g.add(upload(dev, d.gamma));
   xhal_buffer_t dyb = g.add(upload(dev, d.dy)), rb = g.add(poisoned_buffer(dev, s.rows * 4)),
                 dgb = g.add(poisoned_buffer(dev, s.n * 4));
-  xhal_tensor_t xt = tensor(xb, XHAL_DTYPE_F32, {s.rows, s.n}), x2t = tensor(x2, XHAL_DTYPE_F32, {s.rows, s.n});
+  xhal_tensor_t xt = tensor(xb, XHAL_DTYPE_F32, {s.rows, s.n}),
+                x2t = tensor(x2, XHAL_DTYPE_F32, {s.rows, s.n});
   xhal_tensor_t gt = tensor(gb, XHAL_DTYPE_F32, {s.n}), rt = tensor(rb, XHAL_DTYPE_F32, {s.rows});
-  xhal_tensor_t dyt = tensor(dyb, XHAL_DTYPE_F32, {s.rows, s.n}), dgt = tensor(dgb, XHAL_DTYPE_F32, {s.n});
+  xhal_tensor_t dyt = tensor(dyb, XHAL_DTYPE_F32, {s.rows, s.n}),
+                dgt = tensor(dgb, XHAL_DTYPE_F32, {s.n});
   ASSERT_EQ(xhal_rms_norm_forward(dev, &xt, &gt, kEps, &xt, &rt), XHAL_OK) << xhal_last_error();
-  ASSERT_EQ(xhal_rms_norm_backward(dev, &x2t, &gt, &rt, &dyt, &dyt, &dgt), XHAL_OK) << xhal_last_error();
+  ASSERT_EQ(xhal_rms_norm_backward(dev, &x2t, &gt, &rt, &dyt, &dyt, &dgt), XHAL_OK)
+      << xhal_last_error();
   auto rf = ref64::rms_norm_forward(d.x.data(), d.gamma.data(), s.rows, s.n, kEps);
-  auto rbk = ref64::rms_norm_backward(d.x.data(), d.gamma.data(), cr.data(), d.dy.data(), s.rows, s.n);
+  auto rbk =
+      ref64::rms_norm_backward(d.x.data(), d.gamma.data(), cr.data(), d.dy.data(), s.rows, s.n);
   std::vector<float> y = download_f32(xb, cy.size()), dx = download_f32(dyb, cdx.size());
   // In place there is no second run to compare: determinism is checked by
   // the out-of-place tests.
@@ -200,7 +230,8 @@ TEST_P(RmsNormTest, BackwardMatchesFiniteDifferences) {
   const Shape s{3, 9};
   Data d = make_data(s);
   BufferGuard g;
-  xhal_buffer_t xb = g.add(upload(dev, d.x)), gb = g.add(upload(dev, d.gamma)), dyb = g.add(upload(dev, d.dy));
+  xhal_buffer_t xb = g.add(upload(dev, d.x)), gb = g.add(upload(dev, d.gamma)),
+                dyb = g.add(upload(dev, d.dy));
   xhal_buffer_t yb = g.add(poisoned_buffer(dev, 27 * 4)), rb = g.add(poisoned_buffer(dev, 3 * 4));
   xhal_buffer_t dxb = g.add(poisoned_buffer(dev, 27 * 4)), dgb = g.add(poisoned_buffer(dev, 9 * 4));
   xhal_tensor_t xt = tensor(xb, XHAL_DTYPE_F32, {3, 9}), gt = tensor(gb, XHAL_DTYPE_F32, {9});
@@ -208,9 +239,11 @@ TEST_P(RmsNormTest, BackwardMatchesFiniteDifferences) {
   xhal_tensor_t rt = tensor(rb, XHAL_DTYPE_F32, {3}), dxt = tensor(dxb, XHAL_DTYPE_F32, {3, 9});
   xhal_tensor_t dgt = tensor(dgb, XHAL_DTYPE_F32, {9});
   ASSERT_EQ(xhal_rms_norm_forward(dev, &xt, &gt, kEps, &yt, &rt), XHAL_OK) << xhal_last_error();
-  ASSERT_EQ(xhal_rms_norm_backward(dev, &xt, &gt, &rt, &dyt, &dxt, &dgt), XHAL_OK) << xhal_last_error();
+  ASSERT_EQ(xhal_rms_norm_backward(dev, &xt, &gt, &rt, &dyt, &dxt, &dgt), XHAL_OK)
+      << xhal_last_error();
   std::vector<float> dx = download_f32(dxb, 27), dg = download_f32(dgb, 9);
-  std::vector<double> x(d.x.begin(), d.x.end()), gm(d.gamma.begin(), d.gamma.end()), dy(d.dy.begin(), d.dy.end());
+  std::vector<double> x(d.x.begin(), d.x.end()), gm(d.gamma.begin(), d.gamma.end()),
+      dy(d.dy.begin(), d.dy.end());
   auto loss = [&] { return ref64::rms_norm_loss(x, gm, dy, 3, 9, kEps); };
   auto fd = [&](std::vector<double>& v, size_t i) {
     double h = 1e-5, keep = v[i];
@@ -230,7 +263,8 @@ TEST_P(LayerNormTest, BackwardMatchesFiniteDifferences) {
   const Shape s{3, 9};
   Data d = make_data(s);
   BufferGuard g;
-  xhal_buffer_t xb = g.add(upload(dev, d.x)), gb = g.add(upload(dev, d.gamma)), bb = g.add(upload(dev, d.beta));
+  xhal_buffer_t xb = g.add(upload(dev, d.x)), gb = g.add(upload(dev, d.gamma)),
+                bb = g.add(upload(dev, d.beta));
   xhal_buffer_t dyb = g.add(upload(dev, d.dy)), yb = g.add(poisoned_buffer(dev, 27 * 4));
   xhal_buffer_t mb = g.add(poisoned_buffer(dev, 12)), rb = g.add(poisoned_buffer(dev, 12));
   xhal_buffer_t dxb = g.add(poisoned_buffer(dev, 27 * 4)), dgb = g.add(poisoned_buffer(dev, 36)),
@@ -240,11 +274,14 @@ TEST_P(LayerNormTest, BackwardMatchesFiniteDifferences) {
   xhal_tensor_t yt = tensor(yb, XHAL_DTYPE_F32, {3, 9}), mt = tensor(mb, XHAL_DTYPE_F32, {3});
   xhal_tensor_t rt = tensor(rb, XHAL_DTYPE_F32, {3}), dxt = tensor(dxb, XHAL_DTYPE_F32, {3, 9});
   xhal_tensor_t dgt = tensor(dgb, XHAL_DTYPE_F32, {9}), dbt = tensor(dbb, XHAL_DTYPE_F32, {9});
-  ASSERT_EQ(xhal_layer_norm_forward(dev, &xt, &gt, &bt, kEps, &yt, &mt, &rt), XHAL_OK) << xhal_last_error();
-  ASSERT_EQ(xhal_layer_norm_backward(dev, &xt, &gt, &mt, &rt, &dyt, &dxt, &dgt, &dbt), XHAL_OK) << xhal_last_error();
-  std::vector<float> dx = download_f32(dxb, 27), dg = download_f32(dgb, 9), db = download_f32(dbb, 9);
-  std::vector<double> x(d.x.begin(), d.x.end()), gm(d.gamma.begin(), d.gamma.end()), bt64(d.beta.begin(), d.beta.end()),
-      dy(d.dy.begin(), d.dy.end());
+  ASSERT_EQ(xhal_layer_norm_forward(dev, &xt, &gt, &bt, kEps, &yt, &mt, &rt), XHAL_OK)
+      << xhal_last_error();
+  ASSERT_EQ(xhal_layer_norm_backward(dev, &xt, &gt, &mt, &rt, &dyt, &dxt, &dgt, &dbt), XHAL_OK)
+      << xhal_last_error();
+  std::vector<float> dx = download_f32(dxb, 27), dg = download_f32(dgb, 9),
+                     db = download_f32(dbb, 9);
+  std::vector<double> x(d.x.begin(), d.x.end()), gm(d.gamma.begin(), d.gamma.end()),
+      bt64(d.beta.begin(), d.beta.end()), dy(d.dy.begin(), d.dy.end());
   auto loss = [&] { return ref64::layer_norm_loss(x, gm, bt64, dy, 3, 9, kEps); };
   auto fd = [&](std::vector<double>& v, size_t i) {
     double h = 1e-5, keep = v[i];
@@ -273,7 +310,8 @@ TEST_P(LayerNormTest, EmptyRows) {
   xhal_tensor_t xt = tensor(xb, XHAL_DTYPE_F32, {0, 5}), yt = tensor(yb, XHAL_DTYPE_F32, {0, 5});
   xhal_tensor_t gt = tensor(gb, XHAL_DTYPE_F32, {5}), bt = tensor(bb, XHAL_DTYPE_F32, {5});
   xhal_tensor_t mt = tensor(mb, XHAL_DTYPE_F32, {0}), rt = tensor(rb, XHAL_DTYPE_F32, {0});
-  EXPECT_EQ(xhal_layer_norm_forward(dev, &xt, &gt, &bt, kEps, &yt, &mt, &rt), XHAL_OK) << xhal_last_error();
+  EXPECT_EQ(xhal_layer_norm_forward(dev, &xt, &gt, &bt, kEps, &yt, &mt, &rt), XHAL_OK)
+      << xhal_last_error();
   EXPECT_EQ(xhal_rms_norm_forward(dev, &xt, &gt, kEps, &yt, &rt), XHAL_OK) << xhal_last_error();
   for (xhal_buffer_t b : {yb, mb, rb}) EXPECT_TRUE(all_poison(download_f32(b, 4)));
 }
@@ -288,7 +326,8 @@ TEST_P(LayerNormTest, ZeroRowsGiveZeroParameterGradients) {
   BufferGuard g;
   xhal_buffer_t empty = g.add(poisoned_buffer(dev, 16)), gb = g.add(upload(dev, gamma));
   xhal_buffer_t dgb = g.add(poisoned_buffer(dev, n * 4)), dbb = g.add(poisoned_buffer(dev, n * 4));
-  xhal_tensor_t x = tensor(empty, XHAL_DTYPE_F32, {0, n}), stats = tensor(empty, XHAL_DTYPE_F32, {0});
+  xhal_tensor_t x = tensor(empty, XHAL_DTYPE_F32, {0, n}),
+                stats = tensor(empty, XHAL_DTYPE_F32, {0});
   xhal_tensor_t dx = tensor(empty, XHAL_DTYPE_F32, {0, n}), gt = tensor(gb, XHAL_DTYPE_F32, {n});
   xhal_tensor_t dgt = tensor(dgb, XHAL_DTYPE_F32, {n}), dbt = tensor(dbb, XHAL_DTYPE_F32, {n});
   ASSERT_EQ(xhal_layer_norm_backward(dev, &x, &gt, &stats, &stats, &x, &dx, &dgt, &dbt), XHAL_OK)
@@ -308,10 +347,12 @@ TEST_P(RmsNormTest, ZeroRowsGiveZeroParameterGradients) {
   BufferGuard g;
   xhal_buffer_t empty = g.add(poisoned_buffer(dev, 16)), gb = g.add(upload(dev, gamma));
   xhal_buffer_t dgb = g.add(poisoned_buffer(dev, n * 4));
-  xhal_tensor_t x = tensor(empty, XHAL_DTYPE_F32, {0, n}), stats = tensor(empty, XHAL_DTYPE_F32, {0});
+  xhal_tensor_t x = tensor(empty, XHAL_DTYPE_F32, {0, n}),
+                stats = tensor(empty, XHAL_DTYPE_F32, {0});
   xhal_tensor_t dx = tensor(empty, XHAL_DTYPE_F32, {0, n}), gt = tensor(gb, XHAL_DTYPE_F32, {n});
   xhal_tensor_t dgt = tensor(dgb, XHAL_DTYPE_F32, {n});
-  ASSERT_EQ(xhal_rms_norm_backward(dev, &x, &gt, &stats, &x, &dx, &dgt), XHAL_OK) << xhal_last_error();
+  ASSERT_EQ(xhal_rms_norm_backward(dev, &x, &gt, &stats, &x, &dx, &dgt), XHAL_OK)
+      << xhal_last_error();
   BitCompare c = compare_bits(download_f32(dgb, n), std::vector<float>(n, 0.0f));
   EXPECT_TRUE(c.equal) << "dgamma: " << c.first;
   EXPECT_TRUE(all_poison(download_f32(empty, 4))) << "an empty tensor was written";

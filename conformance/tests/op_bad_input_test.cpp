@@ -95,7 +95,9 @@ class OpBadInputTest : public DeviceTest {
         break;
       case XHAL_OP_RMS_NORM_FORWARD:
         t = {arg(a[0], {R, N}), arg(a[1], {N}), arg(a[2], {R, N}), arg(a[3], {R})};
-        c.invoke = [this](T v) { return xhal_rms_norm_forward(dev, v[0], v[1], 1e-5f, v[2], v[3]); };
+        c.invoke = [this](T v) {
+          return xhal_rms_norm_forward(dev, v[0], v[1], 1e-5f, v[2], v[3]);
+        };
         break;
       case XHAL_OP_RMS_NORM_BACKWARD:
         t = {arg(a[0], {R, N}), arg(a[1], {N}),    arg(a[2], {R}),
@@ -168,7 +170,8 @@ class OpBadInputTest : public DeviceTest {
     std::vector<Fault> f;
     if (!spec.optional) f.push_back({"NULL tensor", XHAL_INVALID_ARGUMENT, nullptr, true});
     f.push_back({"NULL buffer", XHAL_INVALID_ARGUMENT, [i](auto& t) { t[i].buffer = nullptr; }});
-    f.push_back({"released buffer", XHAL_INVALID_ARGUMENT, [this, i](auto& t) { t[i].buffer = released; }});
+    f.push_back(
+        {"released buffer", XHAL_INVALID_ARGUMENT, [this, i](auto& t) { t[i].buffer = released; }});
     f.push_back({"made-up buffer handle", XHAL_INVALID_ARGUMENT, [i](auto& t) {
                    static int local;
                    t[i].buffer = reinterpret_cast<xhal_buffer_t>(&local);
@@ -232,7 +235,8 @@ class OpBadInputTest : public DeviceTest {
 
   void run(const ops::Op& op) {
     record_op(op.id);
-    if (!device_supports(dev, op.id)) XHAL_CONF_UNSUPPORTED(std::string(op.name) + " is not implemented");
+    if (!device_supports(dev, op.id))
+      XHAL_CONF_UNSUPPORTED(std::string(op.name) + " is not implemented");
     call = valid_call(op);
     ASSERT_EQ(call.tensors.size(), op.arg_count) << "no valid call written for " << op.name;
     released = upload(dev, random_floats(16, fresh_seed()));
@@ -247,7 +251,8 @@ class OpBadInputTest : public DeviceTest {
       std::vector<const xhal_tensor_t*> ptrs;
       for (size_t k = 0; k < t.size(); ++k) ptrs.push_back(f.null_arg && k == i ? nullptr : &t[k]);
       const xhal_status_t got = call.invoke(ptrs);
-      const std::string what = std::string(op.name) + ", argument '" + op.args[i].name + "': " + f.what;
+      const std::string what =
+          std::string(op.name) + ", argument '" + op.args[i].name + "': " + f.what;
       EXPECT_EQ(got, f.want) << what << ": got " << xhal_status_name(got) << " ("
                              << xhal_last_error() << ")";
       if (got != XHAL_OK) {
@@ -255,7 +260,8 @@ class OpBadInputTest : public DeviceTest {
       }
       ASSERT_EQ(xhal_device_synchronize(dev), XHAL_OK) << what << ": the device is unusable";
       for (xhal_buffer_t b : outputs) {
-        ASSERT_TRUE(all_poison(download_f32(b, kBufferBytes / 4))) << what << ": an output was written";
+        ASSERT_TRUE(all_poison(download_f32(b, kBufferBytes / 4)))
+            << what << ": an output was written";
       }
     }
     // The unbroken call still works afterwards.
@@ -289,7 +295,8 @@ XHAL_OP_BAD_INPUT(CsrSolveBackward, XHAL_OP_CSR_SOLVE_BACKWARD)
 #undef XHAL_OP_BAD_INPUT
 
 // Every op with tensor arguments has a test above.
-static_assert(std::size(ops::kOps) == 14, "a new op needs its XHAL_OP_BAD_INPUT line and valid_call");
+static_assert(std::size(ops::kOps) == 14,
+              "a new op needs its XHAL_OP_BAD_INPUT line and valid_call");
 
 XHAL_CONF_INSTANTIATE(OpBadInputTest);
 

@@ -45,7 +45,8 @@ void check_permute(xhal_device_t dev, xhal_dtype_t dtype, const std::vector<int6
   std::vector<uint8_t> host = random_bytes(parent_elems * es, fresh_seed());
   BufferGuard g;
   xhal_buffer_t sb = g.add(upload(dev, host));
-  xhal_buffer_t d1 = g.add(poisoned_buffer(dev, elems * es + 64)), d2 = g.add(poisoned_buffer(dev, elems * es));
+  xhal_buffer_t d1 = g.add(poisoned_buffer(dev, elems * es + 64)),
+                d2 = g.add(poisoned_buffer(dev, elems * es));
   ASSERT_NE(d2, nullptr);
   xhal_tensor_t src = tensor(sb, dtype, shape, start_elem * es);
   for (size_t k = 0; k < rank; ++k) src.strides[k] = pstrides[k];
@@ -59,13 +60,15 @@ void check_permute(xhal_device_t dev, xhal_dtype_t dtype, const std::vector<int6
   ASSERT_EQ(xhal_device_synchronize(dev), XHAL_OK);
   xhal_counters_t after = counters(dev);
   XHAL_CONF_EXPECT_NO_HOST_TRANSFER(before, after);
-  std::vector<uint8_t> want =
-      canon::permute(host.data() + start_elem * es, es, shape, std::vector<int64_t>(pstrides), perm);
+  std::vector<uint8_t> want = canon::permute(host.data() + start_elem * es, es, shape,
+                                             std::vector<int64_t>(pstrides), perm);
   std::string first;
   bool ok = same_bytes(download_bytes(d1, 0, elems * es), want, &first);
   EXPECT_TRUE(ok) << "permute differs: " << first;
-  EXPECT_TRUE(same_bytes(download_bytes(d2, 0, elems * es), want, &first)) << "second run: " << first;
-  EXPECT_TRUE(same_bytes(download_bytes(d1, elems * es, 64), guard, &first)) << "wrote past dst: " << first;
+  EXPECT_TRUE(same_bytes(download_bytes(d2, 0, elems * es), want, &first))
+      << "second run: " << first;
+  EXPECT_TRUE(same_bytes(download_bytes(d1, elems * es, 64), guard, &first))
+      << "wrote past dst: " << first;
   record_level(ok ? Level::kBitExact : Level::kNone);
 }
 
@@ -76,14 +79,16 @@ TEST_P(PermuteTest, DocumentedSwapOfDims0And2) {
   std::iota(x.begin(), x.end(), 0.0f);
   BufferGuard g;
   xhal_buffer_t sb = g.add(upload(dev, x)), db = g.add(poisoned_buffer(dev, 24 * 4));
-  xhal_tensor_t st = tensor(sb, XHAL_DTYPE_F32, {2, 3, 4}), dt = tensor(db, XHAL_DTYPE_F32, {4, 3, 2});
+  xhal_tensor_t st = tensor(sb, XHAL_DTYPE_F32, {2, 3, 4}),
+                dt = tensor(db, XHAL_DTYPE_F32, {4, 3, 2});
   uint32_t perm[3] = {2, 1, 0};
   ASSERT_EQ(xhal_permute(dev, &st, perm, &dt), XHAL_OK) << xhal_last_error();
   std::vector<float> y = download_f32(db, 24);
   EXPECT_EQ(y[1 * 6 + 0 * 2 + 0], 1.0f) << "dst[1][0][0]";
   for (int a = 0; a < 4; ++a)
     for (int b = 0; b < 3; ++b)
-      for (int c = 0; c < 2; ++c) EXPECT_EQ(y[a * 6 + b * 2 + c], x[c * 12 + b * 4 + a]) << a << b << c;
+      for (int c = 0; c < 2; ++c)
+        EXPECT_EQ(y[a * 6 + b * 2 + c], x[c * 12 + b * 4 + a]) << a << b << c;
   record_level(Level::kBitExact);
 }
 
@@ -101,7 +106,8 @@ TEST_P(PermuteTest, EveryRankWithStridedViews) {
       std::vector<uint32_t> perm(rank);
       std::iota(perm.begin(), perm.end(), 0u);
       std::shuffle(perm.begin(), perm.end(), rng);
-      std::string what = "rank " + std::to_string(rank) + " trial " + std::to_string(trial) + " shape";
+      std::string what =
+          "rank " + std::to_string(rank) + " trial " + std::to_string(trial) + " shape";
       for (auto d : shape) what += " " + std::to_string(d);
       what += " perm";
       for (auto p : perm) what += " " + std::to_string(p);
@@ -163,14 +169,15 @@ TEST_P(PermuteTest, OnlySizeOneDimsMove) {
   check_permute(dev, XHAL_DTYPE_F32, {1, 5, 1, 7}, {2, 1, 0, 3});
   check_permute(dev, XHAL_DTYPE_F32, {1, 300, 1}, {2, 1, 0});
   check_permute(dev, XHAL_DTYPE_F32, {1, 300, 1}, {0, 2, 1}, {0, 3, 2}, {0, 1, 1});  // strided too
-  check_permute(dev, XHAL_DTYPE_F32, {17, 23}, {0, 1});  // identity
+  check_permute(dev, XHAL_DTYPE_F32, {17, 23}, {0, 1});                              // identity
 }
 
 TEST_P(PermuteTest, EmptyAndSingleElement) {
   XHAL_CONF_REQUIRE_OP(XHAL_OP_PERMUTE);
   BufferGuard g;
   xhal_buffer_t sb = g.add(poisoned_buffer(dev, 16)), db = g.add(poisoned_buffer(dev, 16));
-  xhal_tensor_t st = tensor(sb, XHAL_DTYPE_F32, {3, 0, 4}), dt = tensor(db, XHAL_DTYPE_F32, {4, 3, 0});
+  xhal_tensor_t st = tensor(sb, XHAL_DTYPE_F32, {3, 0, 4}),
+                dt = tensor(db, XHAL_DTYPE_F32, {4, 3, 0});
   uint32_t perm[3] = {2, 0, 1};
   EXPECT_EQ(xhal_permute(dev, &st, perm, &dt), XHAL_OK) << xhal_last_error();
   EXPECT_TRUE(all_poison(download_f32(db, 4)));
@@ -192,7 +199,8 @@ TEST_P(PermuteTest, AdjointIdentity) {
   xhal_buffer_t xb = g.add(upload(dev, x)), yb = g.add(upload(dev, y));
   xhal_buffer_t pxb = g.add(poisoned_buffer(dev, n * 4)), ptyb = g.add(poisoned_buffer(dev, n * 4));
   xhal_tensor_t xt = tensor(xb, XHAL_DTYPE_F32, shape), yt = tensor(yb, XHAL_DTYPE_F32, pshape);
-  xhal_tensor_t pxt = tensor(pxb, XHAL_DTYPE_F32, pshape), ptyt = tensor(ptyb, XHAL_DTYPE_F32, shape);
+  xhal_tensor_t pxt = tensor(pxb, XHAL_DTYPE_F32, pshape),
+                ptyt = tensor(ptyb, XHAL_DTYPE_F32, shape);
   ASSERT_EQ(xhal_permute(dev, &xt, perm.data(), &pxt), XHAL_OK) << xhal_last_error();
   ASSERT_EQ(xhal_permute(dev, &yt, inv.data(), &ptyt), XHAL_OK) << xhal_last_error();
   std::vector<float> px = download_f32(pxb, n), pty = download_f32(ptyb, n);

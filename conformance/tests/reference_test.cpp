@@ -20,7 +20,7 @@ using canon::xhal_exp;
 double ulp_error(float got, double exact) {
   if (exact == 0) return got == 0 ? 0 : std::fabs(got) / 0x1p-149;
   int e;
-  std::frexp(exact, &e);                     // exact = m * 2^e, m in [0.5, 1)
+  std::frexp(exact, &e);  // exact = m * 2^e, m in [0.5, 1)
   double ulp = std::ldexp(1.0, std::max(e - 24, -149));
   return std::fabs(static_cast<double>(got) - exact) / ulp;
 }
@@ -77,7 +77,8 @@ TEST(ReferenceExp, RandomInputsMatchTheSpecMeasurement) {
   // Section 2 states 1.09 ulp at most on random inputs in [-87, 88].
   std::vector<float> x = random_floats(300000, fresh_seed(), -87.0f, 88.0f);
   double worst = 0;
-  for (float v : x) worst = std::max(worst, ulp_error(xhal_exp(v), std::exp(static_cast<double>(v))));
+  for (float v : x)
+    worst = std::max(worst, ulp_error(xhal_exp(v), std::exp(static_cast<double>(v))));
   EXPECT_LE(worst, 1.2);
 }
 
@@ -106,9 +107,9 @@ TEST(ReferenceRowsum, LanesThenTree) {
   EXPECT_EQ(bits(canon::rowsum(x.data(), x.size())), bits(0.0f));
   // Chunks combine by the tree: three chunks pad to four.
   std::vector<float> y(3000, 0.0f);
-  y[0] = 1e8f;     // chunk 0
-  y[1024] = 1.0f;  // chunk 1
-  y[2048] = -1e8f; // chunk 2: (1e8 + 1) + (-1e8 + 0) = 0
+  y[0] = 1e8f;      // chunk 0
+  y[1024] = 1.0f;   // chunk 1
+  y[2048] = -1e8f;  // chunk 2: (1e8 + 1) + (-1e8 + 0) = 0
   EXPECT_EQ(bits(canon::rowsum(y.data(), y.size())), bits(0.0f));
   // Padding lanes add +0: an all -0 row sums to +0.
   std::vector<float> z(5, -0.0f);
@@ -205,7 +206,8 @@ TEST(ReferenceAgreement, CanonicalWithinFloat64Bounds) {
   std::vector<float> y(rows * n), dx(rows * n), dg(n), db(n), mean(rows), rstd(rows);
 
   canon::softmax_forward(x.data(), rows, n, y.data());
-  AccuracyCompare c = compare_f64(y, ref64::softmax_forward(x.data(), rows, n), tol::kSoftmaxForward);
+  AccuracyCompare c =
+      compare_f64(y, ref64::softmax_forward(x.data(), rows, n), tol::kSoftmaxForward);
   EXPECT_TRUE(c.ok) << "softmax forward: " << c.first;
   canon::softmax_backward(y.data(), dy.data(), rows, n, dx.data());
   c = compare_f64(dx, ref64::softmax_backward(y.data(), dy.data(), rows, n), tol::kSoftmaxBackward);
@@ -216,21 +218,24 @@ TEST(ReferenceAgreement, CanonicalWithinFloat64Bounds) {
   auto rf = ref64::rms_norm_forward(x.data(), gamma.data(), rows, n, eps);
   EXPECT_TRUE(compare_f64(y, rf.y, tol::kNorm).ok);
   EXPECT_TRUE(compare_f64(rstd, rf.rstd, tol::kNorm).ok);
-  canon::rms_norm_backward(x.data(), gamma.data(), rstd.data(), dy.data(), rows, n, dx.data(), dg.data());
+  canon::rms_norm_backward(x.data(), gamma.data(), rstd.data(), dy.data(), rows, n, dx.data(),
+                           dg.data());
   auto rb = ref64::rms_norm_backward(x.data(), gamma.data(), rstd.data(), dy.data(), rows, n);
   c = compare_f64(dx, rb.dx, tol::kNorm);
   EXPECT_TRUE(c.ok) << "rms dx: " << c.first;
   c = compare_f64(dg, rb.dgamma, tol::kNorm);
   EXPECT_TRUE(c.ok) << "rms dgamma: " << c.first;
 
-  canon::layer_norm_forward(x.data(), gamma.data(), beta.data(), rows, n, eps, y.data(), mean.data(), rstd.data());
+  canon::layer_norm_forward(x.data(), gamma.data(), beta.data(), rows, n, eps, y.data(),
+                            mean.data(), rstd.data());
   auto lf = ref64::layer_norm_forward(x.data(), gamma.data(), beta.data(), rows, n, eps);
   EXPECT_TRUE(compare_f64(y, lf.y, tol::kNorm).ok);
   EXPECT_TRUE(compare_f64(mean, lf.mean, tol::kNorm).ok);
   EXPECT_TRUE(compare_f64(rstd, lf.rstd, tol::kNorm).ok);
-  canon::layer_norm_backward(x.data(), gamma.data(), mean.data(), rstd.data(), dy.data(), rows, n, dx.data(),
-                             dg.data(), db.data());
-  auto lb = ref64::layer_norm_backward(x.data(), gamma.data(), mean.data(), rstd.data(), dy.data(), rows, n);
+  canon::layer_norm_backward(x.data(), gamma.data(), mean.data(), rstd.data(), dy.data(), rows, n,
+                             dx.data(), dg.data(), db.data());
+  auto lb = ref64::layer_norm_backward(x.data(), gamma.data(), mean.data(), rstd.data(), dy.data(),
+                                       rows, n);
   c = compare_f64(dx, lb.dx, tol::kNorm);
   EXPECT_TRUE(c.ok) << "layer dx: " << c.first;
   EXPECT_TRUE(compare_f64(dg, lb.dgamma, tol::kNorm).ok);
@@ -244,7 +249,8 @@ TEST(ReferenceAgreement, CanonicalWithinFloat64Bounds) {
   std::vector<float> dst = random_floats(num_rows * w, fresh_seed());
   std::vector<float> out = dst;
   canon::index_add(out.data(), num_rows, src.data(), idx, w, -0.75f);
-  c = compare_f64(out, ref64::index_add(dst.data(), num_rows, src.data(), idx, w, -0.75f), tol::index_add(count));
+  c = compare_f64(out, ref64::index_add(dst.data(), num_rows, src.data(), idx, w, -0.75f),
+                  tol::index_add(count));
   EXPECT_TRUE(c.ok) << "index_add: " << c.first;
 }
 
@@ -275,26 +281,37 @@ TEST(ReferenceAgreement, BackwardMatchesFiniteDifferences) {
   auto sb = ref64::softmax_backward(y.data(), dyf.data(), rows, n);
   auto sm_loss = [&] { return ref64::softmax_loss(x, dy, rows, n); };
   for (size_t i = 0; i < rows * n; ++i)
-    EXPECT_NEAR(sb.v[i], fd(sm_loss, x, i), tol::kFiniteDifferenceRel * (sb.scale[i] + 1e-3)) << "softmax " << i;
+    EXPECT_NEAR(sb.v[i], fd(sm_loss, x, i), tol::kFiniteDifferenceRel * (sb.scale[i] + 1e-3))
+        << "softmax " << i;
   // rms norm: rstd from the float64 forward
   auto rf = ref64::rms_norm_forward(xf.data(), gf.data(), rows, n, eps);
   std::vector<float> rstd(rf.rstd.v.begin(), rf.rstd.v.end());
   auto rb = ref64::rms_norm_backward(xf.data(), gf.data(), rstd.data(), dyf.data(), rows, n);
   auto rms_loss = [&] { return ref64::rms_norm_loss(x, g, dy, rows, n, eps); };
   for (size_t i = 0; i < rows * n; ++i)
-    EXPECT_NEAR(rb.dx.v[i], fd(rms_loss, x, i), tol::kFiniteDifferenceRel * (rb.dx.scale[i] + 1e-3)) << "rms dx " << i;
+    EXPECT_NEAR(rb.dx.v[i], fd(rms_loss, x, i), tol::kFiniteDifferenceRel * (rb.dx.scale[i] + 1e-3))
+        << "rms dx " << i;
   for (size_t j = 0; j < n; ++j)
-    EXPECT_NEAR(rb.dgamma.v[j], fd(rms_loss, g, j), tol::kFiniteDifferenceRel * (rb.dgamma.scale[j] + 1e-3)) << "rms dgamma " << j;
+    EXPECT_NEAR(rb.dgamma.v[j], fd(rms_loss, g, j),
+                tol::kFiniteDifferenceRel * (rb.dgamma.scale[j] + 1e-3))
+        << "rms dgamma " << j;
   // layer norm
   auto lf = ref64::layer_norm_forward(xf.data(), gf.data(), bf.data(), rows, n, eps);
-  std::vector<float> mean(lf.mean.v.begin(), lf.mean.v.end()), lrstd(lf.rstd.v.begin(), lf.rstd.v.end());
-  auto lb = ref64::layer_norm_backward(xf.data(), gf.data(), mean.data(), lrstd.data(), dyf.data(), rows, n);
+  std::vector<float> mean(lf.mean.v.begin(), lf.mean.v.end()),
+      lrstd(lf.rstd.v.begin(), lf.rstd.v.end());
+  auto lb = ref64::layer_norm_backward(xf.data(), gf.data(), mean.data(), lrstd.data(), dyf.data(),
+                                       rows, n);
   auto ln_loss = [&] { return ref64::layer_norm_loss(x, g, b, dy, rows, n, eps); };
   for (size_t i = 0; i < rows * n; ++i)
-    EXPECT_NEAR(lb.dx.v[i], fd(ln_loss, x, i), tol::kFiniteDifferenceRel * (lb.dx.scale[i] + 1e-3)) << "layer dx " << i;
+    EXPECT_NEAR(lb.dx.v[i], fd(ln_loss, x, i), tol::kFiniteDifferenceRel * (lb.dx.scale[i] + 1e-3))
+        << "layer dx " << i;
   for (size_t j = 0; j < n; ++j) {
-    EXPECT_NEAR(lb.dgamma.v[j], fd(ln_loss, g, j), tol::kFiniteDifferenceRel * (lb.dgamma.scale[j] + 1e-3)) << "layer dgamma " << j;
-    EXPECT_NEAR(lb.dbeta.v[j], fd(ln_loss, b, j), tol::kFiniteDifferenceRel * (lb.dbeta.scale[j] + 1e-3)) << "layer dbeta " << j;
+    EXPECT_NEAR(lb.dgamma.v[j], fd(ln_loss, g, j),
+                tol::kFiniteDifferenceRel * (lb.dgamma.scale[j] + 1e-3))
+        << "layer dgamma " << j;
+    EXPECT_NEAR(lb.dbeta.v[j], fd(ln_loss, b, j),
+                tol::kFiniteDifferenceRel * (lb.dbeta.scale[j] + 1e-3))
+        << "layer dbeta " << j;
   }
 }
 

@@ -15,7 +15,9 @@
 #include <string>
 
 namespace {
-TEST(RunnerSelfTest, DISABLED_AlwaysFails) { ADD_FAILURE() << "planted failure for the runner's self-check"; }
+TEST(RunnerSelfTest, DISABLED_AlwaysFails) {
+  ADD_FAILURE() << "planted failure for the runner's self-check";
+}
 
 TEST(RunnerSelfTest, DISABLED_MisbehavesWhenAsked) {
   const char* what = std::getenv("XHAL_CONF_SELFTEST_MISBEHAVE");

@@ -19,10 +19,12 @@ void check_forward(xhal_device_t dev, const std::vector<float>& x, int64_t rows,
   BufferGuard g;
   size_t count = static_cast<size_t>(rows * n);
   xhal_buffer_t xb = g.add(upload(dev, x));
-  xhal_buffer_t y1 = g.add(poisoned_buffer(dev, count * 4 + 64)), y2 = g.add(poisoned_buffer(dev, count * 4));
+  xhal_buffer_t y1 = g.add(poisoned_buffer(dev, count * 4 + 64)),
+                y2 = g.add(poisoned_buffer(dev, count * 4));
   ASSERT_NE(y2, nullptr);
   xhal_tensor_t xt = tensor(xb, XHAL_DTYPE_F32, {rows, n});
-  xhal_tensor_t t1 = tensor(y1, XHAL_DTYPE_F32, {rows, n}), t2 = tensor(y2, XHAL_DTYPE_F32, {rows, n});
+  xhal_tensor_t t1 = tensor(y1, XHAL_DTYPE_F32, {rows, n}),
+                t2 = tensor(y2, XHAL_DTYPE_F32, {rows, n});
   xhal_counters_t before = counters(dev);
   ASSERT_EQ(xhal_softmax_forward(dev, &xt, &t1), XHAL_OK) << xhal_last_error();
   ASSERT_EQ(xhal_softmax_forward(dev, &xt, &t2), XHAL_OK) << xhal_last_error();
@@ -38,15 +40,18 @@ void check_forward(xhal_device_t dev, const std::vector<float>& x, int64_t rows,
   EXPECT_TRUE(all_poison(download_f32(y1, 16, count * 4))) << "wrote past y";
 }
 
-void check_backward(xhal_device_t dev, const std::vector<float>& y, const std::vector<float>& dy, int64_t rows,
-                    int64_t n) {
+void check_backward(xhal_device_t dev, const std::vector<float>& y, const std::vector<float>& dy,
+                    int64_t rows, int64_t n) {
   BufferGuard g;
   size_t count = static_cast<size_t>(rows * n);
   xhal_buffer_t yb = g.add(upload(dev, y)), dyb = g.add(upload(dev, dy));
-  xhal_buffer_t d1 = g.add(poisoned_buffer(dev, count * 4)), d2 = g.add(poisoned_buffer(dev, count * 4));
+  xhal_buffer_t d1 = g.add(poisoned_buffer(dev, count * 4)),
+                d2 = g.add(poisoned_buffer(dev, count * 4));
   ASSERT_NE(d2, nullptr);
-  xhal_tensor_t yt = tensor(yb, XHAL_DTYPE_F32, {rows, n}), dyt = tensor(dyb, XHAL_DTYPE_F32, {rows, n});
-  xhal_tensor_t t1 = tensor(d1, XHAL_DTYPE_F32, {rows, n}), t2 = tensor(d2, XHAL_DTYPE_F32, {rows, n});
+  xhal_tensor_t yt = tensor(yb, XHAL_DTYPE_F32, {rows, n}),
+                dyt = tensor(dyb, XHAL_DTYPE_F32, {rows, n});
+  xhal_tensor_t t1 = tensor(d1, XHAL_DTYPE_F32, {rows, n}),
+                t2 = tensor(d2, XHAL_DTYPE_F32, {rows, n});
   xhal_counters_t before = counters(dev);
   ASSERT_EQ(xhal_softmax_backward(dev, &yt, &dyt, &t1), XHAL_OK) << xhal_last_error();
   ASSERT_EQ(xhal_softmax_backward(dev, &yt, &dyt, &t2), XHAL_OK) << xhal_last_error();
@@ -64,7 +69,8 @@ void check_backward(xhal_device_t dev, const std::vector<float>& y, const std::v
 TEST_P(SoftmaxTest, ForwardRandomRows) {
   XHAL_CONF_REQUIRE_OP(XHAL_OP_SOFTMAX_FORWARD);
   check_forward(dev, random_floats(37 * 2500, fresh_seed(), -8.0f, 8.0f), 37, 2500);
-  check_forward(dev, random_floats(64 * 1024, fresh_seed(), -8.0f, 8.0f), 64, 1024);  // one full chunk
+  check_forward(dev, random_floats(64 * 1024, fresh_seed(), -8.0f, 8.0f), 64,
+                1024);  // one full chunk
   check_forward(dev, random_floats(5 * 33, fresh_seed(), -8.0f, 8.0f), 5, 33);
 }
 
@@ -73,26 +79,26 @@ TEST_P(SoftmaxTest, ForwardLargeTinyEqualAndInfiniteEntries) {
   const int64_t n = 3000;
   std::vector<float> x;
   auto row = [&](std::vector<float> r) { x.insert(x.end(), r.begin(), r.end()); };
-  row(random_floats(n, fresh_seed(), 60.0f, 88.0f));        // large: exp would overflow unshifted
-  row(random_floats(n, fresh_seed(), -1e-30f, 1e-30f));     // tiny: all nearly equal
-  row(std::vector<float>(n, 3.25f));                        // equal
+  row(random_floats(n, fresh_seed(), 60.0f, 88.0f));     // large: exp would overflow unshifted
+  row(random_floats(n, fresh_seed(), -1e-30f, 1e-30f));  // tiny: all nearly equal
+  row(std::vector<float>(n, 3.25f));                     // equal
   std::vector<float> r = random_floats(n, fresh_seed(), -5.0f, 5.0f);
-  for (int64_t i = 0; i < n; i += 3) r[i] = -kInf;          // -inf entries give exact 0
+  for (int64_t i = 0; i < n; i += 3) r[i] = -kInf;  // -inf entries give exact 0
   row(r);
-  row(std::vector<float>(n, -kInf));                        // all -inf: NaN row
-  r = random_floats(n, fresh_seed(), -120.0f, -90.0f);      // subnormal exps beside one 0
+  row(std::vector<float>(n, -kInf));                    // all -inf: NaN row
+  r = random_floats(n, fresh_seed(), -120.0f, -90.0f);  // subnormal exps beside one 0
   r[1777] = 0.0f;
   row(r);
-  r = random_floats(n, fresh_seed(), -3.0f, 3.0f);          // -inf only in the last chunk
+  r = random_floats(n, fresh_seed(), -3.0f, 3.0f);  // -inf only in the last chunk
   r[n - 1] = -kInf;
   row(r);
-  r = random_floats(n, fresh_seed(), -3.0f, 3.0f);          // a whole chunk of -inf
+  r = random_floats(n, fresh_seed(), -3.0f, 3.0f);  // a whole chunk of -inf
   std::fill(r.begin() + 1024, r.begin() + 2048, -kInf);
   row(r);
-  r = random_floats(n, fresh_seed(), -3.0f, 3.0f);          // one +inf: NaN row
+  r = random_floats(n, fresh_seed(), -3.0f, 3.0f);  // one +inf: NaN row
   r[2100] = kInf;
   row(r);
-  r = random_floats(n, fresh_seed(), -3.0f, 3.0f);          // one NaN: NaN row
+  r = random_floats(n, fresh_seed(), -3.0f, 3.0f);  // one NaN: NaN row
   r[5] = std::numeric_limits<float>::quiet_NaN();
   row(r);
   check_forward(dev, x, 10, n);
@@ -127,7 +133,8 @@ TEST_P(SoftmaxTest, ForwardInPlace) {
   canon::softmax_forward(x.data(), rows, n, canonical.data());
   std::vector<float> got = download_f32(b, x.size());
   Grader grader;  // determinism: checked by the out-of-place tests
-  grader.output("y (in place)", got, got, canonical, ref64::softmax_forward(x.data(), rows, n), tol::kSoftmaxForward);
+  grader.output("y (in place)", got, got, canonical, ref64::softmax_forward(x.data(), rows, n),
+                tol::kSoftmaxForward);
   grader.finish();
 }
 
@@ -143,18 +150,20 @@ TEST_P(SoftmaxTest, BackwardRandomRows) {
 TEST_P(SoftmaxTest, BackwardInPlaceOnDy) {
   XHAL_CONF_REQUIRE_OP(XHAL_OP_SOFTMAX_BACKWARD);
   const int64_t rows = 4, n = 3000;
-  std::vector<float> x = random_floats(rows * n, fresh_seed(), -6.0f, 6.0f), y(rows * n), want(rows * n);
+  std::vector<float> x = random_floats(rows * n, fresh_seed(), -6.0f, 6.0f), y(rows * n),
+                     want(rows * n);
   canon::softmax_forward(x.data(), rows, n, y.data());
   std::vector<float> dy = random_floats(rows * n, fresh_seed());
   BufferGuard g;
   xhal_buffer_t yb = g.add(upload(dev, y)), dyb = g.add(upload(dev, dy));
-  xhal_tensor_t yt = tensor(yb, XHAL_DTYPE_F32, {rows, n}), dyt = tensor(dyb, XHAL_DTYPE_F32, {rows, n});
+  xhal_tensor_t yt = tensor(yb, XHAL_DTYPE_F32, {rows, n}),
+                dyt = tensor(dyb, XHAL_DTYPE_F32, {rows, n});
   ASSERT_EQ(xhal_softmax_backward(dev, &yt, &dyt, &dyt), XHAL_OK) << xhal_last_error();
   canon::softmax_backward(y.data(), dy.data(), rows, n, want.data());
   std::vector<float> got = download_f32(dyb, want.size());
   Grader grader;
-  grader.output("dx (in place on dy)", got, got, want, ref64::softmax_backward(y.data(), dy.data(), rows, n),
-                tol::kSoftmaxBackward);
+  grader.output("dx (in place on dy)", got, got, want,
+                ref64::softmax_backward(y.data(), dy.data(), rows, n), tol::kSoftmaxBackward);
   grader.finish();
 }
 
@@ -168,9 +177,12 @@ TEST_P(SoftmaxTest, BackwardMatchesFiniteDifferences) {
   std::vector<float> dy = random_floats(rows * n, fresh_seed());
   BufferGuard g;
   xhal_buffer_t xb = g.add(upload(dev, x)), dyb = g.add(upload(dev, dy));
-  xhal_buffer_t yb = g.add(poisoned_buffer(dev, x.size() * 4)), dxb = g.add(poisoned_buffer(dev, x.size() * 4));
-  xhal_tensor_t xt = tensor(xb, XHAL_DTYPE_F32, {rows, n}), yt = tensor(yb, XHAL_DTYPE_F32, {rows, n});
-  xhal_tensor_t dyt = tensor(dyb, XHAL_DTYPE_F32, {rows, n}), dxt = tensor(dxb, XHAL_DTYPE_F32, {rows, n});
+  xhal_buffer_t yb = g.add(poisoned_buffer(dev, x.size() * 4)),
+                dxb = g.add(poisoned_buffer(dev, x.size() * 4));
+  xhal_tensor_t xt = tensor(xb, XHAL_DTYPE_F32, {rows, n}),
+                yt = tensor(yb, XHAL_DTYPE_F32, {rows, n});
+  xhal_tensor_t dyt = tensor(dyb, XHAL_DTYPE_F32, {rows, n}),
+                dxt = tensor(dxb, XHAL_DTYPE_F32, {rows, n});
   ASSERT_EQ(xhal_softmax_forward(dev, &xt, &yt), XHAL_OK) << xhal_last_error();
   ASSERT_EQ(xhal_softmax_backward(dev, &yt, &dyt, &dxt), XHAL_OK) << xhal_last_error();
   std::vector<float> dx = download_f32(dxb, x.size());

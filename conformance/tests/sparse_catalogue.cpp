@@ -137,7 +137,8 @@ std::vector<BadPattern> bad_patterns() {
   with_row("column out of range in row 2", 2, {0, 6});
   with_row("negative column in row 5", 5, {-1, 4, 5});
   // Only the row pointers are wrong; every row's columns stay sorted.
-  p.push_back({"non-monotone row_ptr at row 1", 3, 10, {0, 4, 2, 6}, {0, 1, 2, 3, 4, 5}, 6, 1, true});
+  p.push_back(
+      {"non-monotone row_ptr at row 1", 3, 10, {0, 4, 2, 6}, {0, 1, 2, 3, 4, 5}, 6, 1, true});
   p.push_back({"row_ptr[0] != 0", 6, 6, {1, 1, 3, 5, 8, 10, 13}, ci, 13, 0, true});
   p.push_back({"row_ptr[rows] < nnz", 6, 6, {0, 1, 3, 5, 8, 10, 12}, ci, 13, 5, true});
   p.push_back({"row_ptr[rows] > nnz", 6, 6, {0, 1, 3, 5, 8, 10, 14}, ci, 13, 5, true});
@@ -148,7 +149,8 @@ TEST_P(SparseBadInputTest, BadPatternsRejectedAtCreate) {
   for (const auto& bp : bad_patterns())
     for (auto idx : {XHAL_DTYPE_I32, XHAL_DTYPE_I64})
       for (bool from_buffers : {false, true}) {
-        SCOPED_TRACE(bp.name + ", " + index_name(idx) + (from_buffers ? ", device buffers" : ", host arrays"));
+        SCOPED_TRACE(bp.name + ", " + index_name(idx) +
+                     (from_buffers ? ", device buffers" : ", host arrays"));
         const auto rp = index_bytes(bp.row_ptr, idx);
         auto ci = index_bytes(bp.col_idx, idx);
         std::vector<float> values(bp.col_idx.size(), 1.5f);
@@ -186,7 +188,8 @@ TEST_P(SparseBadInputTest, BadDescriptorsRejectedAtCreate) {
   Rng rng(test_seed());
   SCOPED_TRACE(seed_note(rng));
   const Csr a = base_lower(rng);
-  const auto rp = index_bytes(a.row_ptr, XHAL_DTYPE_I64), ci = index_bytes(a.col_idx, XHAL_DTYPE_I64);
+  const auto rp = index_bytes(a.row_ptr, XHAL_DTYPE_I64),
+             ci = index_bytes(a.col_idx, XHAL_DTYPE_I64);
   BufferGuard g;
   const xhal_buffer_t rp_buf = g.add(upload(dev, rp.data(), rp.size()));
   const xhal_buffer_t ci_buf = g.add(upload(dev, ci.data(), ci.size()));
@@ -213,15 +216,18 @@ TEST_P(SparseBadInputTest, BadDescriptorsRejectedAtCreate) {
     std::string mention;
   };
   std::vector<Case> cases = {
-      {"row_ptr_buffer one index short", desc(rp_short, ci_buf, v_buf), XHAL_OUT_OF_RANGE, "row_ptr"},
-      {"col_idx_buffer one index short", desc(rp_buf, ci_short, v_buf), XHAL_OUT_OF_RANGE, "col_idx"},
+      {"row_ptr_buffer one index short", desc(rp_short, ci_buf, v_buf), XHAL_OUT_OF_RANGE,
+       "row_ptr"},
+      {"col_idx_buffer one index short", desc(rp_buf, ci_short, v_buf), XHAL_OUT_OF_RANGE,
+       "col_idx"},
       {"values_buffer one value short", desc(rp_buf, ci_buf, v_short), XHAL_OUT_OF_RANGE, "values"},
       {"no col_idx at all", desc(rp_buf, nullptr, v_buf), XHAL_INVALID_ARGUMENT, "col_idx"},
       {"no row_ptr at all", desc(nullptr, ci_buf, v_buf), XHAL_INVALID_ARGUMENT, "row_ptr"},
   };
   cases.push_back({"negative rows", desc(rp_buf, ci_buf, v_buf), XHAL_INVALID_ARGUMENT, "rows"});
   cases.back().d.rows = -6;
-  cases.push_back({"struct_size 0", desc(rp_buf, ci_buf, v_buf), XHAL_INVALID_ARGUMENT, "struct_size"});
+  cases.push_back(
+      {"struct_size 0", desc(rp_buf, ci_buf, v_buf), XHAL_INVALID_ARGUMENT, "struct_size"});
   cases.back().d.struct_size = 0;
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
@@ -272,13 +278,17 @@ TEST_P(SparseBadInputTest, SolveStructureRejected) {
     a.values = dominant_values(a, rng);
     Matrix m;
     ASSERT_EQ(create_from_host(dev, a, XHAL_DTYPE_I32, m), XHAL_OK) << xhal_last_error();
-    expect_solve_rejected(dev, m.get(), a, XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_LOWER, XHAL_DIAGONAL_STORED, 3, rng);
-    expect_solve_rejected(dev, m.get(), a, XHAL_TRANSPOSE, XHAL_TRIANGLE_LOWER, XHAL_DIAGONAL_STORED, 3, rng);
+    expect_solve_rejected(dev, m.get(), a, XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_LOWER,
+                          XHAL_DIAGONAL_STORED, 3, rng);
+    expect_solve_rejected(dev, m.get(), a, XHAL_TRANSPOSE, XHAL_TRIANGLE_LOWER,
+                          XHAL_DIAGONAL_STORED, 3, rng);
     // A unit diagonal needs none.
     BufferGuard g;
     const xhal_tensor_t bt = dense(dev, g, random_values(rng, 6), {6});
     const xhal_tensor_t xt = poisoned(dev, g, 6, {6});
-    EXPECT_EQ(xhal_csr_solve(dev, m.get(), XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_LOWER, XHAL_DIAGONAL_UNIT, &bt, &xt), XHAL_OK)
+    EXPECT_EQ(xhal_csr_solve(dev, m.get(), XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_LOWER,
+                             XHAL_DIAGONAL_UNIT, &bt, &xt),
+              XHAL_OK)
         << xhal_last_error();
   }
   {
@@ -287,19 +297,23 @@ TEST_P(SparseBadInputTest, SolveStructureRejected) {
     a.values[9] = 0.0f;  // (4, 4)
     Matrix m;
     ASSERT_EQ(create_from_host(dev, a, XHAL_DTYPE_I64, m), XHAL_OK) << xhal_last_error();
-    expect_solve_rejected(dev, m.get(), a, XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_LOWER, XHAL_DIAGONAL_STORED, 4, rng);
+    expect_solve_rejected(dev, m.get(), a, XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_LOWER,
+                          XHAL_DIAGONAL_STORED, 4, rng);
     // set_values from the host: -0.0 on row 2 is zero too.
     a.values[9] = 1.25f;
     a.values[4] = -0.0f;  // (2, 2)
     ASSERT_EQ(xhal_csr_set_values(m.get(), a.values.data()), XHAL_OK) << xhal_last_error();
-    expect_solve_rejected(dev, m.get(), a, XHAL_TRANSPOSE, XHAL_TRIANGLE_LOWER, XHAL_DIAGONAL_STORED, 2, rng);
+    expect_solve_rejected(dev, m.get(), a, XHAL_TRANSPOSE, XHAL_TRIANGLE_LOWER,
+                          XHAL_DIAGONAL_STORED, 2, rng);
     // Fixed values: accepted again.
     a.values[4] = 1.5f;
     ASSERT_EQ(xhal_csr_set_values(m.get(), a.values.data()), XHAL_OK) << xhal_last_error();
     BufferGuard g;
     const xhal_tensor_t bt = dense(dev, g, random_values(rng, 6), {6});
     const xhal_tensor_t xt = poisoned(dev, g, 6, {6});
-    EXPECT_EQ(xhal_csr_solve(dev, m.get(), XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_LOWER, XHAL_DIAGONAL_STORED, &bt, &xt), XHAL_OK)
+    EXPECT_EQ(xhal_csr_solve(dev, m.get(), XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_LOWER,
+                             XHAL_DIAGONAL_STORED, &bt, &xt),
+              XHAL_OK)
         << xhal_last_error();
   }
   {
@@ -309,13 +323,16 @@ TEST_P(SparseBadInputTest, SolveStructureRejected) {
     a.row_ptr.assign(5, 0);
     Matrix m;
     ASSERT_EQ(create_from_host(dev, a, XHAL_DTYPE_I64, m), XHAL_OK) << xhal_last_error();
-    expect_solve_rejected(dev, m.get(), a, XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_UPPER, XHAL_DIAGONAL_STORED, 0, rng);
+    expect_solve_rejected(dev, m.get(), a, XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_UPPER,
+                          XHAL_DIAGONAL_STORED, 0, rng);
     // Unit diagonal: x = b exactly.
     BufferGuard g;
     const auto b = random_values(rng, 4);
     const xhal_tensor_t bt = dense(dev, g, b, {4});
     const xhal_tensor_t xt = poisoned(dev, g, 4, {4});
-    EXPECT_EQ(xhal_csr_solve(dev, m.get(), XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_UPPER, XHAL_DIAGONAL_UNIT, &bt, &xt), XHAL_OK)
+    EXPECT_EQ(xhal_csr_solve(dev, m.get(), XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_UPPER,
+                             XHAL_DIAGONAL_UNIT, &bt, &xt),
+              XHAL_OK)
         << xhal_last_error();
     EXPECT_TRUE(same_bits(read(xt), b));
   }
@@ -325,14 +342,18 @@ TEST_P(SparseBadInputTest, SolveStructureRejected) {
     a.values = dominant_values(a, rng);
     Matrix m;
     ASSERT_EQ(create_from_host(dev, a, XHAL_DTYPE_I32, m), XHAL_OK) << xhal_last_error();
-    expect_solve_rejected(dev, m.get(), a, XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_LOWER, XHAL_DIAGONAL_STORED, 1, rng);
-    expect_solve_rejected(dev, m.get(), a, XHAL_TRANSPOSE, XHAL_TRIANGLE_LOWER, XHAL_DIAGONAL_UNIT, 1, rng);
+    expect_solve_rejected(dev, m.get(), a, XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_LOWER,
+                          XHAL_DIAGONAL_STORED, 1, rng);
+    expect_solve_rejected(dev, m.get(), a, XHAL_TRANSPOSE, XHAL_TRIANGLE_LOWER, XHAL_DIAGONAL_UNIT,
+                          1, rng);
     // The lower base asked to be upper: row 1 holds (1, 0).
     const Csr lower = base_lower(rng);
     Matrix ml;
     ASSERT_EQ(create_from_host(dev, lower, XHAL_DTYPE_I64, ml), XHAL_OK) << xhal_last_error();
-    expect_solve_rejected(dev, ml.get(), lower, XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_UPPER, XHAL_DIAGONAL_STORED, 1, rng);
-    expect_solve_rejected(dev, ml.get(), lower, XHAL_TRANSPOSE, XHAL_TRIANGLE_UPPER, XHAL_DIAGONAL_UNIT, 1, rng);
+    expect_solve_rejected(dev, ml.get(), lower, XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_UPPER,
+                          XHAL_DIAGONAL_STORED, 1, rng);
+    expect_solve_rejected(dev, ml.get(), lower, XHAL_TRANSPOSE, XHAL_TRIANGLE_UPPER,
+                          XHAL_DIAGONAL_UNIT, 1, rng);
   }
 }
 
@@ -340,7 +361,7 @@ TEST_P(SparseBadInputTest, WrongShapes) {
   Rng rng(test_seed());
   SCOPED_TRACE(seed_note(rng));
   const Csr rect = random_matrix(6, 4, rng);  // spmv / spmm
-  const Csr tri = base_lower(rng);             // solve
+  const Csr tri = base_lower(rng);            // solve
   Matrix mr, mt;
   ASSERT_EQ(create_from_host(dev, rect, XHAL_DTYPE_I32, mr), XHAL_OK) << xhal_last_error();
   ASSERT_EQ(create_from_host(dev, tri, XHAL_DTYPE_I64, mt), XHAL_OK) << xhal_last_error();
@@ -357,9 +378,9 @@ TEST_P(SparseBadInputTest, WrongShapes) {
   };
   const auto x4 = in({4}), x5 = in({5}), x6 = in({6}), x41 = in({4, 1}), x43 = in({4, 3}),
              x63 = in({6, 3}), b7 = in({7}), b62 = in({6, 2}), x6v = in({6});
-  const auto y6 = out({6}), y5 = out({5}), y62 = out({6, 2}), y43 = out({4, 3}),
-             o6 = out({6}), o62 = out({6, 2}), o63 = out({6, 3}), o7 = out({7}),
-             ga = out({tri.nnz()}), ga_long = out({tri.nnz() + 1}), ga_short = out({tri.nnz() - 1}),
+  const auto y6 = out({6}), y5 = out({5}), y62 = out({6, 2}), y43 = out({4, 3}), o6 = out({6}),
+             o62 = out({6, 2}), o63 = out({6, 3}), o7 = out({7}), ga = out({tri.nnz()}),
+             ga_long = out({tri.nnz() + 1}), ga_short = out({tri.nnz() - 1}),
              vals_long = out({tri.nnz() + 1});
   const auto N = XHAL_TRANSPOSE_NONE, T = XHAL_TRANSPOSE;
   const auto L = XHAL_TRIANGLE_LOWER;
@@ -368,22 +389,40 @@ TEST_P(SparseBadInputTest, WrongShapes) {
   const Matrix& M = mt;
   const xhal_status_t SM = XHAL_SHAPE_MISMATCH;
   std::vector<ErrorCase> cases = {
-      {"spmv x [5] for 4 columns", SM, [&] { return xhal_spmv(dev, R.get(), N, 1, &x5, 0, &y6); }, "'x'"},
-      {"spmv y [5] for 6 rows", SM, [&] { return xhal_spmv(dev, R.get(), N, 1, &x4, 0, &y5); }, "'y'"},
+      {"spmv x [5] for 4 columns", SM, [&] { return xhal_spmv(dev, R.get(), N, 1, &x5, 0, &y6); },
+       "'x'"},
+      {"spmv y [5] for 6 rows", SM, [&] { return xhal_spmv(dev, R.get(), N, 1, &x4, 0, &y5); },
+       "'y'"},
       {"spmv x of rank 2", SM, [&] { return xhal_spmv(dev, R.get(), N, 1, &x41, 0, &y6); }, "'x'"},
-      {"spmv A^T with A's shapes", SM, [&] { return xhal_spmv(dev, R.get(), T, 1, &x4, 0, &y6); }, ""},
-      {"spmv A^T y [6] for 4 columns", SM, [&] { return xhal_spmv(dev, R.get(), T, 1, &x6, 0, &y6); }, "'y'"},
-      {"spmm k of X 3, of Y 2", SM, [&] { return xhal_spmm(dev, R.get(), N, 1, &x43, 0, &y62); }, ""},
-      {"spmm X [6, 3] for 4 columns", SM, [&] { return xhal_spmm(dev, R.get(), N, 1, &x63, 0, &y43); }, "'x'"},
-      {"solve b [7] for 6 rows", SM, [&] { return xhal_csr_solve(dev, M.get(), N, L, S, &b7, &o7); }, "'b'"},
-      {"solve x [6] for b [6, 2]", SM, [&] { return xhal_csr_solve(dev, M.get(), N, L, S, &b62, &o6); }, "'x'"},
-      {"solve x [6, 3] for b [6, 2]", SM, [&] { return xhal_csr_solve(dev, M.get(), N, L, S, &b62, &o63); }, "'x'"},
-      {"solve of a 6x4 matrix", SM, [&] { return xhal_csr_solve(dev, R.get(), N, L, S, &x6v, &o6); }, ""},
-      {"backward dx [7] for x [6]", SM, [&] { return xhal_csr_solve_backward(dev, M.get(), N, L, S, &x6v, &b7, &o6, &ga); }, "'dx'"},
-      {"backward gb [6, 2] for x [6]", SM, [&] { return xhal_csr_solve_backward(dev, M.get(), N, L, S, &x6v, &x6, &o62, &ga); }, "'gb'"},
-      {"backward ga [nnz + 1]", SM, [&] { return xhal_csr_solve_backward(dev, M.get(), N, L, S, &x6v, &x6, &o6, &ga_long); }, "'ga'"},
-      {"backward ga [nnz - 1]", SM, [&] { return xhal_csr_solve_backward(dev, M.get(), N, L, S, &x6v, &x6, &o6, &ga_short); }, "'ga'"},
-      {"set_values_tensor [nnz + 1]", SM, [&] { return xhal_csr_set_values_tensor(M.get(), &vals_long); }, ""},
+      {"spmv A^T with A's shapes", SM, [&] { return xhal_spmv(dev, R.get(), T, 1, &x4, 0, &y6); },
+       ""},
+      {"spmv A^T y [6] for 4 columns", SM,
+       [&] { return xhal_spmv(dev, R.get(), T, 1, &x6, 0, &y6); }, "'y'"},
+      {"spmm k of X 3, of Y 2", SM, [&] { return xhal_spmm(dev, R.get(), N, 1, &x43, 0, &y62); },
+       ""},
+      {"spmm X [6, 3] for 4 columns", SM,
+       [&] { return xhal_spmm(dev, R.get(), N, 1, &x63, 0, &y43); }, "'x'"},
+      {"solve b [7] for 6 rows", SM,
+       [&] { return xhal_csr_solve(dev, M.get(), N, L, S, &b7, &o7); }, "'b'"},
+      {"solve x [6] for b [6, 2]", SM,
+       [&] { return xhal_csr_solve(dev, M.get(), N, L, S, &b62, &o6); }, "'x'"},
+      {"solve x [6, 3] for b [6, 2]", SM,
+       [&] { return xhal_csr_solve(dev, M.get(), N, L, S, &b62, &o63); }, "'x'"},
+      {"solve of a 6x4 matrix", SM,
+       [&] { return xhal_csr_solve(dev, R.get(), N, L, S, &x6v, &o6); }, ""},
+      {"backward dx [7] for x [6]", SM,
+       [&] { return xhal_csr_solve_backward(dev, M.get(), N, L, S, &x6v, &b7, &o6, &ga); }, "'dx'"},
+      {"backward gb [6, 2] for x [6]", SM,
+       [&] { return xhal_csr_solve_backward(dev, M.get(), N, L, S, &x6v, &x6, &o62, &ga); },
+       "'gb'"},
+      {"backward ga [nnz + 1]", SM,
+       [&] { return xhal_csr_solve_backward(dev, M.get(), N, L, S, &x6v, &x6, &o6, &ga_long); },
+       "'ga'"},
+      {"backward ga [nnz - 1]", SM,
+       [&] { return xhal_csr_solve_backward(dev, M.get(), N, L, S, &x6v, &x6, &o6, &ga_short); },
+       "'ga'"},
+      {"set_values_tensor [nnz + 1]", SM,
+       [&] { return xhal_csr_set_values_tensor(M.get(), &vals_long); }, ""},
   };
   // Layout faults: a strided x (contiguity required) and bytes past the end.
   xhal_tensor_t strided = x4;
@@ -434,8 +473,10 @@ TEST_P(SparseBadInputTest, WrongDtypes) {
       {"spmm X i64", IA, [&] { return xhal_spmm(dev, M, N, 1, &xm64, 0, &ym); }, "i64"},
       {"solve b i32", IA, [&] { return xhal_csr_solve(dev, M, N, L, S, &xi32, &y6); }, "i32"},
       {"solve x f16", IA, [&] { return xhal_csr_solve(dev, M, N, L, S, &x6, &xf16); }, "f16"},
-      {"backward dx i32", IA, [&] { return xhal_csr_solve_backward(dev, M, N, L, S, &x6, &xi32, &gb, &ga); }, "i32"},
-      {"backward ga f64", IA, [&] { return xhal_csr_solve_backward(dev, M, N, L, S, &x6, &y6, &gb, &ga64); }, "f64"},
+      {"backward dx i32", IA,
+       [&] { return xhal_csr_solve_backward(dev, M, N, L, S, &x6, &xi32, &gb, &ga); }, "i32"},
+      {"backward ga f64", IA,
+       [&] { return xhal_csr_solve_backward(dev, M, N, L, S, &x6, &y6, &gb, &ga64); }, "f64"},
       {"set_values_tensor i32", IA, [&] { return xhal_csr_set_values_tensor(M, &vi32); }, "i32"},
   };
   run_cases(cases, g);
@@ -464,8 +505,8 @@ TEST_P(SparseBadInputTest, AliasingOutputs) {
   auto view = [&](int64_t elem_offset, std::vector<int64_t> shape) {
     return tensor(shared, XHAL_DTYPE_F32, std::move(shape), uint64_t(elem_offset) * 4);
   };
-  const auto v0 = view(0, {6}), v1 = view(1, {6}), v6 = view(6, {6}), v7 = view(7, {6}), v12 = view(12, {6}),
-             v18 = view(18, {6}), m0 = view(0, {6, 2}), m3 = view(3, {6, 2}),
+  const auto v0 = view(0, {6}), v1 = view(1, {6}), v6 = view(6, {6}), v7 = view(7, {6}),
+             v12 = view(12, {6}), v18 = view(18, {6}), m0 = view(0, {6, 2}), m3 = view(3, {6, 2}),
              ga_on_gb = view(14, {tri.nnz()});
   const auto other = dense(dev, g, random_values(rng, 6), {6});
   const auto ga = dense(dev, g, random_values(rng, tri.nnz()), {tri.nnz()});
@@ -475,13 +516,20 @@ TEST_P(SparseBadInputTest, AliasingOutputs) {
   const xhal_status_t AL = XHAL_ALIASING;
   const xhal_csr_t M = mt.get();
   std::vector<ErrorCase> cases = {
-      {"backward gb is x", AL, [&] { return xhal_csr_solve_backward(dev, M, N, L, S, &v0, &v6, &v0, &ga); }, ""},
-      {"backward gb overlaps x", AL, [&] { return xhal_csr_solve_backward(dev, M, N, L, S, &v0, &v6, &v1, &ga); }, ""},
-      {"backward gb overlaps dx", AL, [&] { return xhal_csr_solve_backward(dev, M, N, L, S, &v0, &v6, &v7, &ga); }, ""},
-      {"backward ga overlaps gb", AL, [&] { return xhal_csr_solve_backward(dev, M, N, L, S, &v0, &v6, &v12, &ga_on_gb); }, ""},
-      {"backward ga overlaps x", AL, [&] { return xhal_csr_solve_backward(dev, M, N, L, S, &v12, &v6, &other, &ga_on_gb); }, ""},
-      {"solve x overlaps b (shifted)", AL, [&] { return xhal_csr_solve(dev, M, N, L, S, &v0, &v1); }, ""},
-      {"solve [6,2] x overlaps b", AL, [&] { return xhal_csr_solve(dev, M, N, L, S, &m0, &m3); }, ""},
+      {"backward gb is x", AL,
+       [&] { return xhal_csr_solve_backward(dev, M, N, L, S, &v0, &v6, &v0, &ga); }, ""},
+      {"backward gb overlaps x", AL,
+       [&] { return xhal_csr_solve_backward(dev, M, N, L, S, &v0, &v6, &v1, &ga); }, ""},
+      {"backward gb overlaps dx", AL,
+       [&] { return xhal_csr_solve_backward(dev, M, N, L, S, &v0, &v6, &v7, &ga); }, ""},
+      {"backward ga overlaps gb", AL,
+       [&] { return xhal_csr_solve_backward(dev, M, N, L, S, &v0, &v6, &v12, &ga_on_gb); }, ""},
+      {"backward ga overlaps x", AL,
+       [&] { return xhal_csr_solve_backward(dev, M, N, L, S, &v12, &v6, &other, &ga_on_gb); }, ""},
+      {"solve x overlaps b (shifted)", AL,
+       [&] { return xhal_csr_solve(dev, M, N, L, S, &v0, &v1); }, ""},
+      {"solve [6,2] x overlaps b", AL, [&] { return xhal_csr_solve(dev, M, N, L, S, &m0, &m3); },
+       ""},
       {"spmv y is x", AL, [&] { return xhal_spmv(dev, M, N, 1, &v18, 0, &v18); }, ""},
       {"spmv y overlaps x", AL, [&] { return xhal_spmv(dev, M, N, 1, &v0, 0.5f, &v1); }, ""},
       {"spmm Y overlaps X", AL, [&] { return xhal_spmm(dev, M, N, 1, &m0, 0, &m3); }, ""},
@@ -515,19 +563,25 @@ TEST_P(SparseBadInputTest, NullHandles) {
       {"solve null matrix", IA, [&] { return xhal_csr_solve(dev, nullptr, N, L, S, &x, &y); }, ""},
       {"solve null b", IA, [&] { return xhal_csr_solve(dev, M, N, L, S, nullptr, &y); }, "'b'"},
       {"solve null x", IA, [&] { return xhal_csr_solve(dev, M, N, L, S, &x, nullptr); }, "'x'"},
-      {"backward null x", IA, [&] { return xhal_csr_solve_backward(dev, M, N, L, S, nullptr, &x, &y, &ga); }, "'x'"},
-      {"backward null dx", IA, [&] { return xhal_csr_solve_backward(dev, M, N, L, S, &x, nullptr, &y, &ga); }, "'dx'"},
-      {"backward null gb", IA, [&] { return xhal_csr_solve_backward(dev, M, N, L, S, &x, &x, nullptr, &ga); }, "'gb'"},
+      {"backward null x", IA,
+       [&] { return xhal_csr_solve_backward(dev, M, N, L, S, nullptr, &x, &y, &ga); }, "'x'"},
+      {"backward null dx", IA,
+       [&] { return xhal_csr_solve_backward(dev, M, N, L, S, &x, nullptr, &y, &ga); }, "'dx'"},
+      {"backward null gb", IA,
+       [&] { return xhal_csr_solve_backward(dev, M, N, L, S, &x, &x, nullptr, &ga); }, "'gb'"},
       {"spgemm null a", IA, [&] { return xhal_spgemm(dev, nullptr, M, &out); }, ""},
       {"spgemm null out", IA, [&] { return xhal_spgemm(dev, M, M, nullptr); }, ""},
       {"create null device", IA, [&] { return xhal_csr_create(nullptr, &h.desc, &out); }, "device"},
       {"create null desc", IA, [&] { return xhal_csr_create(dev, nullptr, &out); }, ""},
       {"create null out", IA, [&] { return xhal_csr_create(dev, &h.desc, nullptr); }, ""},
-      {"set_values null matrix", IA, [&] { return xhal_csr_set_values(nullptr, tri.values.data()); }, ""},
+      {"set_values null matrix", IA,
+       [&] { return xhal_csr_set_values(nullptr, tri.values.data()); }, ""},
       {"set_values null values", IA, [&] { return xhal_csr_set_values(M, nullptr); }, ""},
-      {"set_values_tensor null tensor", IA, [&] { return xhal_csr_set_values_tensor(M, nullptr); }, ""},
+      {"set_values_tensor null tensor", IA, [&] { return xhal_csr_set_values_tensor(M, nullptr); },
+       ""},
       {"get_shape null matrix", IA, [&] { return xhal_csr_get_shape(nullptr, &r, &c, &n); }, ""},
-      {"read null matrix", IA, [&] { return xhal_csr_read(nullptr, nullptr, nullptr, nullptr); }, ""},
+      {"read null matrix", IA, [&] { return xhal_csr_read(nullptr, nullptr, nullptr, nullptr); },
+       ""},
   };
   run_cases(cases, g);
   EXPECT_EQ(out, nullptr);
@@ -548,8 +602,16 @@ TEST_P(SparseBadInputTest, BadEnumValues) {
   const xhal_csr_t M = mt.get();
   std::vector<ErrorCase> cases = {
       {"spmv trans 2", IA, [&] { return raw_spmv(dev, M, bad_t, 1, &x, 0, &y); }, "trans"},
-      {"solve triangle 5", IA, [&] { return raw_csr_solve(dev, M, XHAL_TRANSPOSE_NONE, bad_tri, XHAL_DIAGONAL_STORED, &x, &y); }, "triangle"},
-      {"solve diagonal -1", IA, [&] { return raw_csr_solve(dev, M, XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_LOWER, bad_d, &x, &y); }, "diagonal"},
+      {"solve triangle 5", IA,
+       [&] {
+         return raw_csr_solve(dev, M, XHAL_TRANSPOSE_NONE, bad_tri, XHAL_DIAGONAL_STORED, &x, &y);
+       },
+       "triangle"},
+      {"solve diagonal -1", IA,
+       [&] {
+         return raw_csr_solve(dev, M, XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_LOWER, bad_d, &x, &y);
+       },
+       "diagonal"},
   };
   run_cases(cases, g);
 }

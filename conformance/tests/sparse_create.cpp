@@ -37,7 +37,8 @@ void expect_spmv_matches(xhal_device_t dev, xhal_csr_t m, const Csr& a, Rng& rng
   auto call = [&] { return xhal_spmv(dev, m, XHAL_TRANSPOSE_NONE, 1.0f, &xt, 0.0f, &yt); };
   ASSERT_EQ(run_on_device(dev, call), XHAL_OK);
   const auto y = read(yt);
-  expect_within(what + " vs float64", y, spmm_f64(a, XHAL_TRANSPOSE_NONE, 1.0, to_f64(x), 0.0, {}, 1),
+  expect_within(what + " vs float64", y,
+                spmm_f64(a, XHAL_TRANSPOSE_NONE, 1.0, to_f64(x), 0.0, {}, 1),
                 spmm_bound(a, XHAL_TRANSPOSE_NONE, 1.0f, x, 0.0f, {}, 1));
   level.compare(what, y, spmm_canonical(a, XHAL_TRANSPOSE_NONE, 1.0f, x, 0.0f, {}, 1), [&] {
     poison(yt.buffer);
@@ -54,19 +55,20 @@ void expect_solve_matches(xhal_device_t dev, xhal_csr_t m, const Csr& a, Rng& rn
   const xhal_tensor_t bt = dense(dev, g, b, {a.rows});
   const xhal_tensor_t xt = poisoned(dev, g, a.rows, {a.rows});
   auto call = [&] {
-    return xhal_csr_solve(dev, m, XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_LOWER,
-                          XHAL_DIAGONAL_STORED, &bt, &xt);
+    return xhal_csr_solve(dev, m, XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_LOWER, XHAL_DIAGONAL_STORED,
+                          &bt, &xt);
   };
   ASSERT_EQ(run_on_device(dev, call), XHAL_OK);
   const auto x = read(xt);
   expect_solve_residual(what, a, XHAL_TRANSPOSE_NONE, XHAL_DIAGONAL_STORED, x, b, 1);
-  level.compare(what, x,
-                solve_canonical(a, XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_LOWER, XHAL_DIAGONAL_STORED, b, 1),
-                [&] {
-                  poison(xt.buffer);
-                  EXPECT_EQ(call(), XHAL_OK);
-                  return read(xt);
-                });
+  level.compare(
+      what, x,
+      solve_canonical(a, XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_LOWER, XHAL_DIAGONAL_STORED, b, 1),
+      [&] {
+        poison(xt.buffer);
+        EXPECT_EQ(call(), XHAL_OK);
+        return read(xt);
+      });
 }
 
 TEST_P(CsrCreateTest, CreateFromHostArrays) {
@@ -108,7 +110,8 @@ TEST_P(CsrCreateTest, CreateWithoutValuesStartsAtZero) {
     BufferGuard g;
     Matrix m;
     if (from_buffers) {
-      ASSERT_EQ(create_from_buffers(dev, a, XHAL_DTYPE_I32, g, m, false), XHAL_OK) << xhal_last_error();
+      ASSERT_EQ(create_from_buffers(dev, a, XHAL_DTYPE_I32, g, m, false), XHAL_OK)
+          << xhal_last_error();
     } else {
       HostDesc h(a, XHAL_DTYPE_I64, false);
       ASSERT_EQ(xhal_csr_create(dev, &h.desc, m.out()), XHAL_OK) << xhal_last_error();
@@ -155,7 +158,8 @@ TEST_P(CsrCreateTest, SetValuesFromDeviceTensorWithoutHostTransfer) {
     staged.insert(staged.end(), a.values.begin(), a.values.end());
     BufferGuard g;
     const xhal_tensor_t vt = tensor(g.add(upload(dev, staged)), XHAL_DTYPE_F32, {a.nnz()}, 16);
-    ASSERT_EQ(run_on_device(dev, [&] { return xhal_csr_set_values_tensor(m.get(), &vt); }), XHAL_OK);
+    ASSERT_EQ(run_on_device(dev, [&] { return xhal_csr_set_values_tensor(m.get(), &vt); }),
+              XHAL_OK);
     expect_reads_back(m.get(), a, XHAL_DTYPE_I64);
     expect_solve_matches(dev, m.get(), a, rng, level, "x after set_values_tensor");
     expect_spmv_matches(dev, m.get(), a, rng, level, "A x after set_values_tensor");
@@ -169,7 +173,10 @@ TEST_P(CsrCreateTest, WrongDeviceRejected) {
   ASSERT_EQ(xhal_device_count(&count), XHAL_OK);
   uint32_t other_index = count;
   for (uint32_t i = 0; i < count; ++i)
-    if (i != GetParam().index) { other_index = i; break; }
+    if (i != GetParam().index) {
+      other_index = i;
+      break;
+    }
   if (other_index == count)
     GTEST_SKIP() << "needs two devices; only " << count
                  << " visible (run with a selector that lists two, e.g. XHAL_DEVICE=cpu,vulkan)";
@@ -190,19 +197,23 @@ TEST_P(CsrCreateTest, WrongDeviceRejected) {
     const xhal_tensor_t x_there = dense(other, g, v, {a.rows});
     const xhal_tensor_t y_there = poisoned(other, g, a.rows, {a.rows});
     EXPECT_EQ(xhal_spmv(other, m.get(), XHAL_TRANSPOSE_NONE, 1.0f, &x_there, 0.0f, &y_there),
-              XHAL_WRONG_DEVICE) << "matrix of another device";
+              XHAL_WRONG_DEVICE)
+        << "matrix of another device";
     EXPECT_EQ(xhal_spmv(dev, m.get(), XHAL_TRANSPOSE_NONE, 1.0f, &x_there, 0.0f, &y_here),
-              XHAL_WRONG_DEVICE) << "x of another device";
+              XHAL_WRONG_DEVICE)
+        << "x of another device";
     EXPECT_EQ(xhal_csr_solve(dev, m.get(), XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_LOWER,
                              XHAL_DIAGONAL_STORED, &x_here, &y_there),
-              XHAL_WRONG_DEVICE) << "x of another device";
+              XHAL_WRONG_DEVICE)
+        << "x of another device";
     if (other_has_csr) {
       EXPECT_EQ(xhal_spgemm(dev, m.get(), m_other.get(), c.out()), XHAL_WRONG_DEVICE);
       EXPECT_EQ(c.get(), nullptr);
     }
     // A descriptor whose buffers live on the other device.
     {
-      const auto rp = index_bytes(a.row_ptr, XHAL_DTYPE_I32), ci = index_bytes(a.col_idx, XHAL_DTYPE_I32);
+      const auto rp = index_bytes(a.row_ptr, XHAL_DTYPE_I32),
+                 ci = index_bytes(a.col_idx, XHAL_DTYPE_I32);
       xhal_csr_desc_t d{};
       d.struct_size = sizeof(d);
       d.rows = a.rows;
@@ -213,7 +224,8 @@ TEST_P(CsrCreateTest, WrongDeviceRejected) {
       d.col_idx_buffer = g.add(upload(other, ci.data(), ci.size()));
       d.values_buffer = g.add(upload(other, a.values));
       Matrix wrong;
-      EXPECT_EQ(xhal_csr_create(dev, &d, wrong.out()), XHAL_WRONG_DEVICE) << "desc buffers of another device";
+      EXPECT_EQ(xhal_csr_create(dev, &d, wrong.out()), XHAL_WRONG_DEVICE)
+          << "desc buffers of another device";
       EXPECT_EQ(wrong.get(), nullptr);
     }
     const xhal_tensor_t values_there = dense(other, g, random_values(rng, a.nnz()), {a.nnz()});

@@ -27,8 +27,8 @@ std::string label_of(const std::string& name, const SolveCase& c) {
 }
 
 // Solves on the device and checks the residual bound and the canonical bits.
-void check_solve(xhal_device_t dev, const Csr& a, const SolveCase& c, LevelTracker& level,
-                 Rng& rng, const std::string& name) {
+void check_solve(xhal_device_t dev, const Csr& a, const SolveCase& c, LevelTracker& level, Rng& rng,
+                 const std::string& name) {
   SCOPED_TRACE(label_of(name, c));
   BufferGuard g;
   Matrix m;
@@ -38,7 +38,9 @@ void check_solve(xhal_device_t dev, const Csr& a, const SolveCase& c, LevelTrack
   const auto shape = dense_shape(n, c.k, c.as_vector);
   const xhal_tensor_t bt = dense(dev, g, b, shape);
   const xhal_tensor_t xt = c.in_place ? bt : poisoned(dev, g, n * c.k, shape);
-  auto call = [&] { return xhal_csr_solve(dev, m.get(), c.trans, c.triangle, c.diagonal, &bt, &xt); };
+  auto call = [&] {
+    return xhal_csr_solve(dev, m.get(), c.trans, c.triangle, c.diagonal, &bt, &xt);
+  };
   ASSERT_EQ(run_on_device(dev, call), XHAL_OK);
   const auto x = read(xt);
   if (!c.in_place) {
@@ -65,11 +67,13 @@ TEST_P(CsrSolveTest, EveryVariantAgainstReferences) {
         if (!with_diag && diagonal == XHAL_DIAGONAL_STORED) continue;
         const Csr a = random_triangular(300, rng, triangle, 3.0, with_diag);
         for (auto trans : {XHAL_TRANSPOSE_NONE, XHAL_TRANSPOSE})
-          for (auto [k, as_vector] : {std::pair<int64_t, bool>{1, true}, {1, false}, {4, false}, {40, false}})
+          for (auto [k, as_vector] :
+               {std::pair<int64_t, bool>{1, true}, {1, false}, {4, false}, {40, false}})
             for (bool in_place : {false, true}) {
               const auto idx = (variant++ % 2) ? XHAL_DTYPE_I32 : XHAL_DTYPE_I64;
-              check_solve(dev, a, {trans, triangle, diagonal, k, as_vector, in_place, idx}, level,
-                          rng, with_diag ? "random triangular 300" : "random triangular 300 without diagonal");
+              check_solve(
+                  dev, a, {trans, triangle, diagonal, k, as_vector, in_place, idx}, level, rng,
+                  with_diag ? "random triangular 300" : "random triangular 300 without diagonal");
             }
       }
     }
@@ -84,8 +88,9 @@ TEST_P(CsrSolveTest, ChainsAndConfluences) {
   for (int s = 0; s < 2; ++s)
     for (auto trans : {XHAL_TRANSPOSE_NONE, XHAL_TRANSPOSE})
       for (auto diagonal : {XHAL_DIAGONAL_STORED, XHAL_DIAGONAL_UNIT})
-        check_solve(dev, shapes[s], {trans, XHAL_TRIANGLE_LOWER, diagonal, 3, false, false, XHAL_DTYPE_I32},
-                    level, rng, names[s]);
+        check_solve(dev, shapes[s],
+                    {trans, XHAL_TRIANGLE_LOWER, diagonal, 3, false, false, XHAL_DTYPE_I32}, level,
+                    rng, names[s]);
 }
 
 TEST_P(CsrSolveTest, Chain100000Reaches) {
@@ -94,7 +99,8 @@ TEST_P(CsrSolveTest, Chain100000Reaches) {
   SCOPED_TRACE(seed_note(rng));
   const Csr a = chain(100000, rng);
   for (auto trans : {XHAL_TRANSPOSE_NONE, XHAL_TRANSPOSE})
-    check_solve(dev, a, {trans, XHAL_TRIANGLE_LOWER, XHAL_DIAGONAL_STORED, 1, true, false, XHAL_DTYPE_I32},
+    check_solve(dev, a,
+                {trans, XHAL_TRIANGLE_LOWER, XHAL_DIAGONAL_STORED, 1, true, false, XHAL_DTYPE_I32},
                 level, rng, "chain 100000");
 }
 
@@ -134,11 +140,19 @@ TEST_P(CsrSolveTest, SolveThenMultiplyReturnsB) {
         const xhal_tensor_t bt = dense(dev, g, b, {n});
         const xhal_tensor_t xt = poisoned(dev, g, n, {n});
         const xhal_tensor_t yt = poisoned(dev, g, n, {n});
-        ASSERT_EQ(run_on_device(dev, [&] { return xhal_csr_solve(dev, m.get(), trans, triangle, diagonal, &bt, &xt); }), XHAL_OK);
+        ASSERT_EQ(
+            run_on_device(
+                dev,
+                [&] { return xhal_csr_solve(dev, m.get(), trans, triangle, diagonal, &bt, &xt); }),
+            XHAL_OK);
         if (unit) {
           ASSERT_EQ(xhal_buffer_copy(xt.buffer, 0, yt.buffer, 0, n * sizeof(float)), XHAL_OK);
         }
-        ASSERT_EQ(run_on_device(dev, [&] { return xhal_spmv(dev, m.get(), trans, 1.0f, &xt, unit ? 1.0f : 0.0f, &yt); }), XHAL_OK);
+        ASSERT_EQ(
+            run_on_device(
+                dev,
+                [&] { return xhal_spmv(dev, m.get(), trans, 1.0f, &xt, unit ? 1.0f : 0.0f, &yt); }),
+            XHAL_OK);
         const auto x = read(xt), y = read(yt);
         const auto mag = triangular_apply_f64(a, trans, diagonal, to_f64(x), 1, true);
         const auto spmv_bound = spmm_bound(a, trans, 1.0f, x, unit ? 1.0f : 0.0f, x, 1);

@@ -80,8 +80,7 @@ void expect_near_fd(const std::string& what, const std::vector<float>& got,
   for (double v : fd) scale = std::max(scale, std::fabs(v));
   for (size_t i = 0; i < fd.size(); ++i)
     EXPECT_LE(std::fabs(double(got[i]) - fd[i]), 1e-4 * std::fabs(fd[i]) + 2e-5 * scale)
-        << what << "[" << i << "]: device " << describe(got[i]) << ", finite difference "
-        << fd[i];
+        << what << "[" << i << "]: device " << describe(got[i]) << ", finite difference " << fd[i];
 }
 
 TEST_P(CsrSolveBackwardTest, FiniteDifferencesOfFloat64Solve) {
@@ -102,8 +101,8 @@ TEST_P(CsrSolveBackwardTest, FiniteDifferencesOfFloat64Solve) {
           // x from the float64 solve, rounded: the point the gradient is taken at.
           const auto x64 = solve_f64(a, trans, triangle, diagonal, to_f64(b), k);
           const std::vector<float> x(x64.begin(), x64.end());
-          const Grads got = check_backward(dev, a, idx, trans, triangle, diagonal, x, dx, k,
-                                           k == 1, true, level);
+          const Grads got =
+              check_backward(dev, a, idx, trans, triangle, diagonal, x, dx, k, k == 1, true, level);
           if (got.gb.empty()) continue;
           const auto vals = to_f64(a.values), dxd = to_f64(dx);
           auto bd = to_f64(b);
@@ -164,8 +163,8 @@ TEST_P(CsrSolveBackwardTest, ConfluenceRowsRepeat) {
   for (auto trans : {XHAL_TRANSPOSE_NONE, XHAL_TRANSPOSE}) {
     SCOPED_TRACE(std::string("op ") + trans_name(trans));
     const auto x = random_values(rng, a.rows * 2), dx = random_values(rng, a.rows * 2);
-    check_backward(dev, a, XHAL_DTYPE_I32, trans, XHAL_TRIANGLE_LOWER, XHAL_DIAGONAL_STORED, x,
-                   dx, 2, false, true, level);
+    check_backward(dev, a, XHAL_DTYPE_I32, trans, XHAL_TRIANGLE_LOWER, XHAL_DIAGONAL_STORED, x, dx,
+                   2, false, true, level);
   }
 }
 
@@ -175,8 +174,8 @@ TEST_P(CsrSolveBackwardTest, WithoutGa) {
   SCOPED_TRACE(seed_note(rng));
   const Csr a = random_triangular(200, rng, XHAL_TRIANGLE_UPPER, 3.0);
   const auto x = random_values(rng, a.rows), dx = random_values(rng, a.rows);
-  check_backward(dev, a, XHAL_DTYPE_I64, XHAL_TRANSPOSE, XHAL_TRIANGLE_UPPER,
-                 XHAL_DIAGONAL_STORED, x, dx, 1, true, false, level);
+  check_backward(dev, a, XHAL_DTYPE_I64, XHAL_TRANSPOSE, XHAL_TRIANGLE_UPPER, XHAL_DIAGONAL_STORED,
+                 x, dx, 1, true, false, level);
 }
 
 TEST_P(CsrSolveBackwardTest, RiverTree200000Reaches) {
@@ -189,8 +188,8 @@ TEST_P(CsrSolveBackwardTest, RiverTree200000Reaches) {
     // x from an actual forward solve, as training would pass it.
     const auto b = random_values(rng, a.rows), dx = random_values(rng, a.rows);
     const auto x = solve_canonical(a, trans, XHAL_TRIANGLE_LOWER, XHAL_DIAGONAL_STORED, b, 1);
-    check_backward(dev, a, XHAL_DTYPE_I64, trans, XHAL_TRIANGLE_LOWER, XHAL_DIAGONAL_STORED, x,
-                   dx, 1, true, true, level);
+    check_backward(dev, a, XHAL_DTYPE_I64, trans, XHAL_TRIANGLE_LOWER, XHAL_DIAGONAL_STORED, x, dx,
+                   1, true, true, level);
   }
 }
 

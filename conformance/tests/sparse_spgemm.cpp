@@ -44,7 +44,8 @@ void check_product(xhal_device_t dev, const Csr& a, const Csr& b, xhal_dtype_t i
   ASSERT_EQ(create_from_host(dev, a, idx, ma), XHAL_OK) << xhal_last_error();
   ASSERT_EQ(create_from_host(dev, b, idx, mb), XHAL_OK) << xhal_last_error();
   // The symbolic phase may upload C's pattern; nothing may come back.
-  ASSERT_EQ(run_on_device(dev, [&] { return xhal_spgemm(dev, ma.get(), mb.get(), mc.out()); }, true),
+  ASSERT_EQ(run_on_device(
+                dev, [&] { return xhal_spgemm(dev, ma.get(), mb.get(), mc.out()); }, true),
             XHAL_OK);
   const Csr got = read_matrix(mc.get(), idx);
   const Csr want = spgemm_canonical(a, b);
@@ -72,7 +73,8 @@ TEST_P(SpgemmTest, PatternAndValues) {
   dense_hubs.hub_row_fill = 0.8;
   dense_hubs.hub_col_fill = 0.9;
   {
-    const Csr a = random_matrix(90, 70, rng, dense_hubs), b = random_matrix(70, 110, rng, dense_hubs);
+    const Csr a = random_matrix(90, 70, rng, dense_hubs),
+              b = random_matrix(70, 110, rng, dense_hubs);
     check_product(dev, a, b, XHAL_DTYPE_I32, level, "random 90x70 * 70x110 with hubs");
     check_product(dev, a, b, XHAL_DTYPE_I64, level, "random 90x70 * 70x110 with hubs");
   }

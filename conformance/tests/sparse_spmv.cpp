@@ -33,9 +33,9 @@ constexpr AlphaBeta kAlphaBeta[] = {{1.0f, 0.0f}, {-1.5f, 0.0f}, {0.75f, -1.25f}
 
 // One spmv/spmm call checked against both references. y is NaN-poisoned
 // when beta == 0 (it must not be read).
-void check_case(xhal_device_t dev, const Csr& a, xhal_dtype_t index_dtype,
-                xhal_transpose_t trans, AlphaBeta ab, int64_t k, bool spmv,
-                LevelTracker& level, Rng& rng, const std::string& label) {
+void check_case(xhal_device_t dev, const Csr& a, xhal_dtype_t index_dtype, xhal_transpose_t trans,
+                AlphaBeta ab, int64_t k, bool spmv, LevelTracker& level, Rng& rng,
+                const std::string& label) {
   SCOPED_TRACE(label);
   BufferGuard g;
   Matrix m;
@@ -56,14 +56,15 @@ void check_case(xhal_device_t dev, const Csr& a, xhal_dtype_t index_dtype,
                 spmm_f64(a, trans, ab.alpha, to_f64(x), ab.beta, to_f64(y0), k),
                 spmm_bound(a, trans, ab.alpha, x, ab.beta, y0, k));
   level.compare("y", got, spmm_canonical(a, trans, ab.alpha, x, ab.beta, y0, k), [&] {
-    if (ab.beta == 0.0f) poison(yt.buffer); else rewrite(yt, y0);
+    if (ab.beta == 0.0f) poison(yt.buffer);
+    else rewrite(yt, y0);
     EXPECT_EQ(call(), XHAL_OK);
     return read(yt);
   });
 }
 
-std::string label_of(const std::string& name, xhal_dtype_t idx, xhal_transpose_t t,
-                     AlphaBeta ab, int64_t k) {
+std::string label_of(const std::string& name, xhal_dtype_t idx, xhal_transpose_t t, AlphaBeta ab,
+                     int64_t k) {
   return name + ", " + index_name(idx) + ", op " + trans_name(t) + ", alpha " +
          std::to_string(ab.alpha) + ", beta " + std::to_string(ab.beta) + ", k " +
          std::to_string(k);
@@ -111,7 +112,10 @@ TEST_P(SpmvTest, EmptyRowsGiveSignedZero) {
   ASSERT_EQ(create_from_host(dev, a, XHAL_DTYPE_I64, m), XHAL_OK) << xhal_last_error();
   const xhal_tensor_t xt = dense(dev, g, {1.f, 2.f, 3.f, 4.f}, {4});
   const xhal_tensor_t yt = poisoned(dev, g, 5, {5});
-  ASSERT_EQ(run_on_device(dev, [&] { return xhal_spmv(dev, m.get(), XHAL_TRANSPOSE_NONE, -2.0f, &xt, 0.0f, &yt); }), XHAL_OK);
+  ASSERT_EQ(
+      run_on_device(
+          dev, [&] { return xhal_spmv(dev, m.get(), XHAL_TRANSPOSE_NONE, -2.0f, &xt, 0.0f, &yt); }),
+      XHAL_OK);
   const auto got = read(yt);
   for (float v : got) EXPECT_EQ(bits(v), bits(-0.0f)) << describe(v);
 }
@@ -128,11 +132,16 @@ TEST_P(SpmvTest, ZeroRowMatrix) {
   ASSERT_EQ(create_from_host(dev, a, XHAL_DTYPE_I32, m), XHAL_OK) << xhal_last_error();
   const xhal_tensor_t x4 = dense(dev, g, {1.f, 2.f, 3.f, 4.f}, {4});
   const xhal_tensor_t y0 = poisoned(dev, g, 1, {0});
-  ASSERT_EQ(run_on_device(dev, [&] { return xhal_spmv(dev, m.get(), XHAL_TRANSPOSE_NONE, 1.0f, &x4, 0.0f, &y0); }), XHAL_OK);
+  ASSERT_EQ(
+      run_on_device(
+          dev, [&] { return xhal_spmv(dev, m.get(), XHAL_TRANSPOSE_NONE, 1.0f, &x4, 0.0f, &y0); }),
+      XHAL_OK);
   EXPECT_TRUE(is_poison(download<float>(y0.buffer, 1)[0])) << "an empty y was written";
   const xhal_tensor_t x0 = poisoned(dev, g, 1, {0});
   const xhal_tensor_t y4 = poisoned(dev, g, 4, {4});
-  ASSERT_EQ(run_on_device(dev, [&] { return xhal_spmv(dev, m.get(), XHAL_TRANSPOSE, 1.0f, &x0, 0.0f, &y4); }), XHAL_OK);
+  ASSERT_EQ(run_on_device(
+                dev, [&] { return xhal_spmv(dev, m.get(), XHAL_TRANSPOSE, 1.0f, &x0, 0.0f, &y4); }),
+            XHAL_OK);
   for (float v : read(y4)) EXPECT_EQ(bits(v), bits(+0.0f)) << describe(v);
 }
 
@@ -204,8 +213,15 @@ TEST_P(SpmvTest, AdjointIdentity) {
     const xhal_tensor_t xt = dense(dev, g, x, {a.cols}), yt = dense(dev, g, y, {a.rows});
     const xhal_tensor_t ax = poisoned(dev, g, a.rows, {a.rows});
     const xhal_tensor_t aty = poisoned(dev, g, a.cols, {a.cols});
-    ASSERT_EQ(run_on_device(dev, [&] { return xhal_spmv(dev, m.get(), XHAL_TRANSPOSE_NONE, 1.0f, &xt, 0.0f, &ax); }), XHAL_OK);
-    ASSERT_EQ(run_on_device(dev, [&] { return xhal_spmv(dev, m.get(), XHAL_TRANSPOSE, 1.0f, &yt, 0.0f, &aty); }), XHAL_OK);
+    ASSERT_EQ(
+        run_on_device(
+            dev,
+            [&] { return xhal_spmv(dev, m.get(), XHAL_TRANSPOSE_NONE, 1.0f, &xt, 0.0f, &ax); }),
+        XHAL_OK);
+    ASSERT_EQ(
+        run_on_device(
+            dev, [&] { return xhal_spmv(dev, m.get(), XHAL_TRANSPOSE, 1.0f, &yt, 0.0f, &aty); }),
+        XHAL_OK);
     const auto axv = read(ax), atyv = read(aty);
     const auto ax_bound = spmm_bound(a, XHAL_TRANSPOSE_NONE, 1.0f, x, 0.0f, {}, 1);
     const auto aty_bound = spmm_bound(a, XHAL_TRANSPOSE, 1.0f, y, 0.0f, {}, 1);

@@ -25,8 +25,8 @@ xhal_status_t check_writable(const Buffer& b, const char* arg, const char* what)
   if (!b.read_only) [[likely]]
     return XHAL_OK;
   return fail(XHAL_INVALID_ARGUMENT,
-              "argument '%s': the buffer is read-only (imported read-only); %s would write it",
-              arg, what);
+              "argument '%s': the buffer is read-only (imported read-only); %s would write it", arg,
+              what);
 }
 
 void release_buffer_ref(Buffer* b) noexcept {
@@ -63,8 +63,7 @@ using namespace xhal;
 
 extern "C" {
 
-xhal_status_t xhal_buffer_allocate(xhal_device_t device, uint64_t size,
-                                   xhal_buffer_t* out_buffer) {
+xhal_status_t xhal_buffer_allocate(xhal_device_t device, uint64_t size, xhal_buffer_t* out_buffer) {
   return entry("xhal_buffer_allocate", [&] {
     Device* d = nullptr;
     XHAL_TRY(get_device(device, "device", &d));
@@ -131,8 +130,7 @@ xhal_status_t xhal_buffer_write(xhal_buffer_t dst, uint64_t dst_offset, const vo
   });
 }
 
-xhal_status_t xhal_buffer_read(xhal_buffer_t src, uint64_t src_offset, void* dst,
-                               uint64_t size) {
+xhal_status_t xhal_buffer_read(xhal_buffer_t src, uint64_t src_offset, void* dst, uint64_t size) {
   return entry("xhal_buffer_read", [&] {
     Buffer* b = nullptr;
     XHAL_TRY(get_buffer(src, "src", &b));
@@ -155,14 +153,13 @@ xhal_status_t xhal_buffer_copy(xhal_buffer_t src, uint64_t src_offset, xhal_buff
       return fail(XHAL_WRONG_DEVICE,
                   "buffer_copy: 'src' is on %s:%u but 'dst' is on %s:%u; copies stay on one "
                   "device (read to the host and write instead)",
-                  s->device->backend.c_str(), s->device->backend_index,
-                  t->device->backend.c_str(), t->device->backend_index);
+                  s->device->backend.c_str(), s->device->backend_index, t->device->backend.c_str(),
+                  t->device->backend_index);
     }
     XHAL_TRY(check_byte_range(src_offset, size, s->size, "src"));
     XHAL_TRY(check_byte_range(dst_offset, size, t->size, "dst"));
     XHAL_TRY(check_writable(*t, "dst", "xhal_buffer_copy"));
-    if (s == t && size != 0 && src_offset < dst_offset + size &&
-        dst_offset < src_offset + size) {
+    if (s == t && size != 0 && src_offset < dst_offset + size && dst_offset < src_offset + size) {
       return fail(XHAL_ALIASING,
                   "buffer_copy within one buffer: source [%" PRIu64 ", %" PRIu64
                   ") overlaps destination [%" PRIu64 ", %" PRIu64 ")",
@@ -183,13 +180,13 @@ xhal_status_t xhal_buffer_fill(xhal_buffer_t dst, uint64_t offset, uint64_t size
     XHAL_TRY(get_buffer(dst, "dst", &b));
     if (!pattern) return fail(XHAL_INVALID_ARGUMENT, "argument 'pattern' is NULL");
     if (pattern_size != 1 && pattern_size != 2 && pattern_size != 4 && pattern_size != 8) {
-      return fail(XHAL_INVALID_ARGUMENT,
-                  "argument 'pattern_size' is %u; must be 1, 2, 4 or 8", pattern_size);
+      return fail(XHAL_INVALID_ARGUMENT, "argument 'pattern_size' is %u; must be 1, 2, 4 or 8",
+                  pattern_size);
     }
     if (offset % pattern_size != 0) {
       return fail(XHAL_INVALID_ARGUMENT,
-                  "argument 'offset' is %" PRIu64 "; must be a multiple of pattern_size %u",
-                  offset, pattern_size);
+                  "argument 'offset' is %" PRIu64 "; must be a multiple of pattern_size %u", offset,
+                  pattern_size);
     }
     if (size % pattern_size != 0) {
       return fail(XHAL_INVALID_ARGUMENT,
@@ -201,8 +198,7 @@ xhal_status_t xhal_buffer_fill(xhal_buffer_t dst, uint64_t offset, uint64_t size
     if (size == 0) return XHAL_OK;
     Device* d = b->device;
     std::lock_guard queue(d->queue);
-    return XHAL_PLUGIN_CALL(d, buffer_fill, b->plugin_buffer, offset, size, pattern,
-                            pattern_size);
+    return XHAL_PLUGIN_CALL(d, buffer_fill, b->plugin_buffer, offset, size, pattern, pattern_size);
   });
 }
 

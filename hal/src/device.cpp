@@ -26,7 +26,8 @@ xhal_status_t check_info_struct(const xhal_device_info_t* out_info) {
 void copy_info(const xhal_device_info_t& from, xhal_device_info_t* to) {
   const size_t size = to->struct_size;
   auto put = [&](const auto& field) {
-    const size_t offset = reinterpret_cast<const char*>(&field) - reinterpret_cast<const char*>(&from);
+    const size_t offset =
+        reinterpret_cast<const char*>(&field) - reinterpret_cast<const char*>(&from);
     if (offset + sizeof(field) <= size)
       std::memcpy(reinterpret_cast<char*>(to) + offset, &field, sizeof(field));
   };
@@ -57,8 +58,8 @@ void query_memory_kind(DeviceEntry& d, void* plugin_device) {
   });
   uint32_t raw = 0;
   std::memcpy(&raw, &kind, sizeof raw);  // a plugin may return any integer
-  if (s != XHAL_OK || (raw != XHAL_MEMORY_HOST && raw != XHAL_MEMORY_CUDA &&
-                       raw != XHAL_MEMORY_ROCM)) {
+  if (s != XHAL_OK ||
+      (raw != XHAL_MEMORY_HOST && raw != XHAL_MEMORY_CUDA && raw != XHAL_MEMORY_ROCM)) {
     clear_error();
     return;
   }
@@ -161,8 +162,8 @@ xhal_status_t xhal_device_open(const char* selector, xhal_device_t* out_device) 
     if (chosen.empty()) {
       std::string narrowed;
       if (!rt.selector.terms.empty()) {
-        narrowed = "; the list is narrowed by " + rt.selector_source + "='" +
-                   rt.selector.text + "'";
+        narrowed =
+            "; the list is narrowed by " + rt.selector_source + "='" + rt.selector.text + "'";
       }
       return fail(XHAL_NOT_FOUND, "selector '%s' matches no device; devices: %s%s",
                   parsed.text.c_str(), describe_devices(rt.devices).c_str(), narrowed.c_str());
@@ -201,8 +202,7 @@ xhal_status_t xhal_device_release(xhal_device_t device) {
                     "(%lld DLPack exports whose deleter has not run keep theirs alive)",
                     d->backend.c_str(), d->backend_index, static_cast<long long>(live),
                     static_cast<long long>(exports));
-      return fail(XHAL_BUSY,
-                  "cannot release device %s:%u: %lld buffers/plans/matrices still live",
+      return fail(XHAL_BUSY, "cannot release device %s:%u: %lld buffers/plans/matrices still live",
                   d->backend.c_str(), d->backend_index, static_cast<long long>(live));
     }
     if (open == 1) {

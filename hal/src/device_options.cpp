@@ -19,7 +19,8 @@ xhal_status_t options_for(const std::string& backend, std::string* out) {
     begin = end + 1;
     if (item.empty()) continue;
     const size_t eq = item.find('='), colon = item.find(':');
-    if (eq == std::string::npos || eq == 0 || (colon != std::string::npos && colon < eq && colon == 0))
+    if (eq == std::string::npos || eq == 0 ||
+        (colon != std::string::npos && colon < eq && colon == 0))
       return fail(XHAL_INVALID_ARGUMENT,
                   "XHAL_DEVICE_OPTIONS='%s': item '%s' is not [backend:]name=value", env,
                   item.c_str());

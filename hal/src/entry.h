@@ -83,9 +83,9 @@ inline void call_void_slot(Call&& call) noexcept {
 
 // Calls a plugin slot of `dev` (a Device*) through call_slot:
 //   XHAL_PLUGIN_CALL(dev, index_add, plan, alpha, &src, &dst)
-#define XHAL_PLUGIN_CALL(dev, slot, ...)                                          \
-  ::xhal::call_slot((dev)->backend.c_str(), #slot, [&]() -> xhal_status_t {        \
-    return (dev)->api->slot((dev)->plugin_device __VA_OPT__(, ) __VA_ARGS__);                    \
+#define XHAL_PLUGIN_CALL(dev, slot, ...)                                      \
+  ::xhal::call_slot((dev)->backend.c_str(), #slot, [&]() -> xhal_status_t {   \
+    return (dev)->api->slot((dev)->plugin_device __VA_OPT__(, ) __VA_ARGS__); \
   })
 
 // Returns the status of `expr` unless it is XHAL_OK.

@@ -24,11 +24,7 @@ void host_set_error(const char* message) noexcept {
 }
 
 constexpr xhal_plugin_host_t kHost = {
-    sizeof(xhal_plugin_host_t),
-    XHAL_PLUGIN_ABI_MAJOR,
-    XHAL_PLUGIN_ABI_MINOR,
-    &host_set_error,
-    "",
+    sizeof(xhal_plugin_host_t), XHAL_PLUGIN_ABI_MAJOR, XHAL_PLUGIN_ABI_MINOR, &host_set_error, "",
 };
 
 }  // namespace
@@ -77,11 +73,11 @@ xhal_status_t status_from_exception(const char* where, bool in_plugin) {
   } catch (const std::bad_alloc&) {
     return fail(XHAL_OUT_OF_MEMORY, "%s: host memory exhausted (std::bad_alloc)", where);
   } catch (const std::exception& e) {
-    return fail(in_plugin ? XHAL_PLUGIN_ERROR : XHAL_INTERNAL, "%s %s a C++ exception: %s",
-                where, kind, e.what());
+    return fail(in_plugin ? XHAL_PLUGIN_ERROR : XHAL_INTERNAL, "%s %s a C++ exception: %s", where,
+                kind, e.what());
   } catch (...) {
-    return fail(in_plugin ? XHAL_PLUGIN_ERROR : XHAL_INTERNAL,
-                "%s %s an exception of unknown type", where, kind);
+    return fail(in_plugin ? XHAL_PLUGIN_ERROR : XHAL_INTERNAL, "%s %s an exception of unknown type",
+                where, kind);
   }
 }
 
@@ -106,9 +102,8 @@ xhal_status_t plugin_status(int status, const char* backend, const char* slot) {
   std::string message = take_plugin_message();
   // A plugin may only return codes the ABI defines; anything else is its bug.
   if (status < XHAL_OK || status > XHAL_INTERNAL) {
-    return fail(XHAL_PLUGIN_ERROR, "%s plugin: %s returned unknown status %d%s%s",
-                backend, slot, static_cast<int>(status),
-                message.empty() ? "" : ": ", message.c_str());
+    return fail(XHAL_PLUGIN_ERROR, "%s plugin: %s returned unknown status %d%s%s", backend, slot,
+                static_cast<int>(status), message.empty() ? "" : ": ", message.c_str());
   }
   const auto known = static_cast<xhal_status_t>(status);
   if (message.empty()) {
@@ -131,20 +126,34 @@ const char* xhal_status_name(xhal_status_t status_arg) {
   int status;  // any value may arrive from C: compare it as an integer
   std::memcpy(&status, &status_arg, sizeof status);
   switch (status) {
-    case XHAL_OK: return "XHAL_OK";
-    case XHAL_INVALID_ARGUMENT: return "XHAL_INVALID_ARGUMENT";
-    case XHAL_OUT_OF_RANGE: return "XHAL_OUT_OF_RANGE";
-    case XHAL_SHAPE_MISMATCH: return "XHAL_SHAPE_MISMATCH";
-    case XHAL_UNSUPPORTED: return "XHAL_UNSUPPORTED";
-    case XHAL_OUT_OF_MEMORY: return "XHAL_OUT_OF_MEMORY";
-    case XHAL_NOT_FOUND: return "XHAL_NOT_FOUND";
-    case XHAL_DEVICE_LOST: return "XHAL_DEVICE_LOST";
-    case XHAL_PLUGIN_ERROR: return "XHAL_PLUGIN_ERROR";
-    case XHAL_ALIASING: return "XHAL_ALIASING";
-    case XHAL_INVALID_STRUCTURE: return "XHAL_INVALID_STRUCTURE";
-    case XHAL_WRONG_DEVICE: return "XHAL_WRONG_DEVICE";
-    case XHAL_BUSY: return "XHAL_BUSY";
-    case XHAL_INTERNAL: return "XHAL_INTERNAL";
+    case XHAL_OK:
+      return "XHAL_OK";
+    case XHAL_INVALID_ARGUMENT:
+      return "XHAL_INVALID_ARGUMENT";
+    case XHAL_OUT_OF_RANGE:
+      return "XHAL_OUT_OF_RANGE";
+    case XHAL_SHAPE_MISMATCH:
+      return "XHAL_SHAPE_MISMATCH";
+    case XHAL_UNSUPPORTED:
+      return "XHAL_UNSUPPORTED";
+    case XHAL_OUT_OF_MEMORY:
+      return "XHAL_OUT_OF_MEMORY";
+    case XHAL_NOT_FOUND:
+      return "XHAL_NOT_FOUND";
+    case XHAL_DEVICE_LOST:
+      return "XHAL_DEVICE_LOST";
+    case XHAL_PLUGIN_ERROR:
+      return "XHAL_PLUGIN_ERROR";
+    case XHAL_ALIASING:
+      return "XHAL_ALIASING";
+    case XHAL_INVALID_STRUCTURE:
+      return "XHAL_INVALID_STRUCTURE";
+    case XHAL_WRONG_DEVICE:
+      return "XHAL_WRONG_DEVICE";
+    case XHAL_BUSY:
+      return "XHAL_BUSY";
+    case XHAL_INTERNAL:
+      return "XHAL_INTERNAL";
   }
   return "XHAL_UNKNOWN_STATUS";
 }

@@ -13,10 +13,14 @@ namespace {
 
 const char* kind_name(uint64_t kind) {
   switch (kind) {
-    case static_cast<uint64_t>(HandleKind::kDevice): return "device";
-    case static_cast<uint64_t>(HandleKind::kBuffer): return "buffer";
-    case static_cast<uint64_t>(HandleKind::kPlan): return "index plan";
-    case static_cast<uint64_t>(HandleKind::kMatrix): return "CSR matrix";
+    case static_cast<uint64_t>(HandleKind::kDevice):
+      return "device";
+    case static_cast<uint64_t>(HandleKind::kBuffer):
+      return "buffer";
+    case static_cast<uint64_t>(HandleKind::kPlan):
+      return "index plan";
+    case static_cast<uint64_t>(HandleKind::kMatrix):
+      return "CSR matrix";
   }
   return nullptr;
 }
@@ -66,8 +70,8 @@ xhal_status_t stale_handle(HandleKind want, uint64_t bits, const char* arg) {
                   it->second.c_str());
   }
   const uint64_t kind = bits >> 60;
-  if (kind != static_cast<uint64_t>(want) && kind_name(kind) && handles().find(
-          static_cast<HandleKind>(kind), bits))
+  if (kind != static_cast<uint64_t>(want) && kind_name(kind) &&
+      handles().find(static_cast<HandleKind>(kind), bits))
     return fail(XHAL_INVALID_ARGUMENT, "argument '%s' is a %s handle, not a %s handle", arg,
                 kind_name(kind), wanted);
   return fail(XHAL_INVALID_ARGUMENT,

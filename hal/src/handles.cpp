@@ -24,8 +24,8 @@ uint64_t HandleTable::add(HandleKind kind, void* object) {
       chunks_[chunk].store(new Slot[1u << kChunkBits], std::memory_order_release);
     ++next_;
   }
-  Slot& slot = chunks_[index >> kChunkBits].load(std::memory_order_relaxed)
-                   [index & ((1u << kChunkBits) - 1)];
+  Slot& slot = chunks_[index >> kChunkBits].load(
+      std::memory_order_relaxed)[index & ((1u << kChunkBits) - 1)];
   const uint64_t handle = (static_cast<uint64_t>(kind) << 60) |
                           (static_cast<uint64_t>(slot.generation & 0x0fffffffu) << 32) |
                           (static_cast<uint64_t>(index) + 1);

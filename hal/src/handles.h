@@ -29,7 +29,7 @@ enum class HandleKind : uint64_t { kDevice = 1, kBuffer = 2, kPlan = 3, kMatrix 
 
 class HandleTable {
  public:
-  static constexpr uint32_t kChunkBits = 12;  // 4096 slots per chunk
+  static constexpr uint32_t kChunkBits = 12;        // 4096 slots per chunk
   static constexpr uint32_t kMaxChunks = 1u << 14;  // 2^26 live handles at most
 
   // A new handle for `object`; 0 when the table is full (the caller reports

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "handles.h"
 #include "xhal/xhal.h"
 #include "xhal/xhal_plugin.h"
-#include "handles.h"
 
 namespace xhal {
 
@@ -38,8 +38,7 @@ void clear_error();
 std::string take_plugin_message();
 // Maps a plugin slot's return into a public status, keeping the plugin's
 // message or naming the slot ("cpu plugin: index_add failed (XHAL_...)").
-xhal_status_t plugin_status(int status, const char* backend,
-                            const char* slot);
+xhal_status_t plugin_status(int status, const char* backend, const char* slot);
 
 // The services table handed to a plugin's init (set_error feeds
 // take_plugin_message on the calling thread), with `options` as the
@@ -62,8 +61,8 @@ void remember_released_device(uint64_t handle, const std::string& label);
 void forget_released_devices();
 // [offset, offset + size) must lie in [0, buffer_size); overflow-safe.
 // XHAL_OUT_OF_RANGE naming offset, size and the buffer size.
-xhal_status_t check_byte_range(uint64_t offset, uint64_t size,
-                               uint64_t buffer_size, const char* arg);
+xhal_status_t check_byte_range(uint64_t offset, uint64_t size, uint64_t buffer_size,
+                               const char* arg);
 
 // True when the plugin table has every slot `op` needs (the op's own slot
 // plus index_plan_create/destroy or csr_create/destroy where it uses them).
@@ -78,14 +77,14 @@ namespace xhal {
 // The core's objects behind the public handles (handles.h maps one to the
 // other). The public structs (struct xhal_device, ...) stay incomplete.
 struct Device {
-  const xhal_plugin_api_t* api = nullptr;   // the runtime's zero-padded copy of
-                                            // the plugin table: absent slots are null
+  const xhal_plugin_api_t* api = nullptr;  // the runtime's zero-padded copy of
+                                           // the plugin table: absent slots are null
   void* plugin_device = nullptr;
   std::string backend;
   uint32_t backend_index = 0;
-  uint32_t plugin_abi_minor = 0;            // of the plugin's table
-  xhal_device_info_t info{};                // strings point into the runtime
-  std::atomic<int64_t> live_objects{0};     // buffers, plans, matrices
+  uint32_t plugin_abi_minor = 0;         // of the plugin's table
+  xhal_device_info_t info{};             // strings point into the runtime
+  std::atomic<int64_t> live_objects{0};  // buffers, plans, matrices
   // Handles given out by xhal_device_open* and not yet released; the plugin
   // device exists while this is > 0 (changed under the runtime mutex).
   std::atomic<uint32_t> open_handles{0};
@@ -114,9 +113,9 @@ struct Buffer {
   // The handle holds one reference and each live DLPack export one more;
   // the last drop frees the buffer (release_buffer_ref).
   std::atomic<uint32_t> refs{1};
-  bool read_only = false;     // ops, writes, copies and fills may not write it
-  bool imported = false;      // memory the app owns (xhal_buffer_import, DLPack)
-  uint8_t base_misalign = 0;  // address of its first byte mod 8 (0 unless imported)
+  bool read_only = false;             // ops, writes, copies and fills may not write it
+  bool imported = false;              // memory the app owns (xhal_buffer_import, DLPack)
+  uint8_t base_misalign = 0;          // address of its first byte mod 8 (0 unless imported)
   xhal_release_fn release = nullptr;  // run once, after the plugin freed the wrapper
   void* release_user_data = nullptr;
 };
@@ -141,16 +140,16 @@ struct Plan {
 struct Matrix {
   Device* device = nullptr;
   void* plugin_matrix = nullptr;
-  Buffer* values = nullptr;                // nnz f32, owned (no handle)
+  Buffer* values = nullptr;  // nnz f32, owned (no handle)
   int64_t rows = 0, cols = 0, nnz = 0;
   xhal_dtype_t index_dtype = XHAL_DTYPE_I64;
   uint64_t handle = 0;
   // Host copy of the validated pattern (kept: spgemm's symbolic phase,
   // triangle checks, xhal_csr_read) and derived facts.
   std::vector<int64_t> row_ptr, col_idx;
-  bool lower = false, upper = false;       // pattern lies in that triangle
-  bool full_diagonal = false;              // every row has its (i, i) entry
-  std::vector<int64_t> diag_pos;           // entry index of (i,i) or -1
+  bool lower = false, upper = false;  // pattern lies in that triangle
+  bool full_diagonal = false;         // every row has its (i, i) entry
+  std::vector<int64_t> diag_pos;      // entry index of (i,i) or -1
   // The rest of the analysed pattern handed to csr_create, kept for the
   // matrix's lifetime so a plugin may refer to it instead of copying.
   std::vector<int64_t> row_idx, t_row_ptr, t_col_idx, t_perm;
@@ -158,7 +157,7 @@ struct Matrix {
   // from the host (a device write cannot be inspected without a transfer).
   // Read and written under the device's queue lock.
   bool values_known = true;
-  int64_t first_zero_diag_row = -1;        // -1: no stored zero on the diagonal
+  int64_t first_zero_diag_row = -1;  // -1: no stored zero on the diagonal
 };
 
 }  // namespace xhal

@@ -17,15 +17,23 @@ struct SlotName {
   const char* name;
 };
 
-#define XHAL_SLOT(name) SlotName{offsetof(xhal_plugin_api_t, name), #name}
+#define XHAL_SLOT(name) \
+  SlotName { offsetof(xhal_plugin_api_t, name), #name }
 constexpr SlotName kRequiredSlots[] = {
-    XHAL_SLOT(init),           XHAL_SLOT(shutdown),
-    XHAL_SLOT(device_count),   XHAL_SLOT(device_get_info),
-    XHAL_SLOT(device_open),    XHAL_SLOT(device_close),
-    XHAL_SLOT(device_synchronize), XHAL_SLOT(device_get_counters),
-    XHAL_SLOT(buffer_allocate), XHAL_SLOT(buffer_free),
-    XHAL_SLOT(buffer_write),   XHAL_SLOT(buffer_read),
-    XHAL_SLOT(buffer_copy),    XHAL_SLOT(buffer_fill),
+    XHAL_SLOT(init),
+    XHAL_SLOT(shutdown),
+    XHAL_SLOT(device_count),
+    XHAL_SLOT(device_get_info),
+    XHAL_SLOT(device_open),
+    XHAL_SLOT(device_close),
+    XHAL_SLOT(device_synchronize),
+    XHAL_SLOT(device_get_counters),
+    XHAL_SLOT(buffer_allocate),
+    XHAL_SLOT(buffer_free),
+    XHAL_SLOT(buffer_write),
+    XHAL_SLOT(buffer_read),
+    XHAL_SLOT(buffer_copy),
+    XHAL_SLOT(buffer_fill),
 };
 // Optional slots that only make sense together (a create needs its destroy).
 constexpr SlotName kPairedSlots[][2] = {
@@ -76,8 +84,8 @@ std::string check_table(const xhal_plugin_api_t& api, size_t struct_size,
   }
   for (const auto& pair : kPairedSlots) {
     if (slot_present(api, pair[0].offset) != slot_present(api, pair[1].offset)) {
-      return "optional slots '" + std::string(pair[0].name) + "' and '" +
-             pair[1].name + "' must be both present or both absent";
+      return "optional slots '" + std::string(pair[0].name) + "' and '" + pair[1].name +
+             "' must be both present or both absent";
     }
   }
   return "";
@@ -136,8 +144,8 @@ std::string check_device_info(uint32_t index, const xhal_plugin_device_info_t& i
   std::memcpy(&kind, &info.kind, sizeof(kind));  // raw: may be outside the enum
   if (kind != XHAL_DEVICE_KIND_CPU && kind != XHAL_DEVICE_KIND_GPU &&
       kind != XHAL_DEVICE_KIND_OTHER) {
-    return "device_get_info(" + std::to_string(index) + ") gave kind " +
-           std::to_string(kind) + ", not an xhal_device_kind_t (0 cpu, 1 gpu, 2 other)";
+    return "device_get_info(" + std::to_string(index) + ") gave kind " + std::to_string(kind) +
+           ", not an xhal_device_kind_t (0 cpu, 1 gpu, 2 other)";
   }
   return "";
 }
@@ -200,9 +208,8 @@ std::string start_plugin(LoadedPlugin& plugin, PluginRecord& record, bool& initi
     info.struct_size = sizeof(info);
     xhal_status_t info_status = XHAL_OK;
     const std::string slot = "device_get_info(" + std::to_string(i) + ")";
-    if (!guarded(slot.c_str(), &why, [&] {
-          info_status = plugin.api.device_get_info(plugin.context, i, &info);
-        })) {
+    if (!guarded(slot.c_str(), &why,
+                 [&] { info_status = plugin.api.device_get_info(plugin.context, i, &info); })) {
       return failed(why);
     }
     message = take_plugin_message();
@@ -275,34 +282,28 @@ PluginRecord open_and_start(const PluginCandidate& candidate,
                     std::string("dlopen failed: ") + (dl_why ? dl_why : ec.message()));
   }
   if (!plugin->library.has(XHAL_PLUGIN_ENTRY_SYMBOL)) {
-    return rejected(std::move(record),
-                    "missing entry symbol '" XHAL_PLUGIN_ENTRY_SYMBOL "'");
+    return rejected(std::move(record), "missing entry symbol '" XHAL_PLUGIN_ENTRY_SYMBOL "'");
   }
-  const auto entry =
-      plugin->library.get<const xhal_plugin_api_t*()>(XHAL_PLUGIN_ENTRY_SYMBOL);
+  const auto entry = plugin->library.get<const xhal_plugin_api_t*()>(XHAL_PLUGIN_ENTRY_SYMBOL);
   const xhal_plugin_api_t* table = nullptr;
   std::string why;
-  if (!guarded("entry symbol '" XHAL_PLUGIN_ENTRY_SYMBOL "'", &why,
-               [&] { table = entry(); })) {
+  if (!guarded("entry symbol '" XHAL_PLUGIN_ENTRY_SYMBOL "'", &why, [&] { table = entry(); })) {
     return rejected(std::move(record), why);
   }
   if (table == nullptr) {
-    return rejected(std::move(record), "entry symbol '" XHAL_PLUGIN_ENTRY_SYMBOL
-                                       "' returned NULL");
+    return rejected(std::move(record), "entry symbol '" XHAL_PLUGIN_ENTRY_SYMBOL "' returned NULL");
   }
   if (table->struct_size < kHeaderSize) {
-    return rejected(std::move(record),
-                    "table struct_size " + std::to_string(table->struct_size) +
-                        " is smaller than the table header (" +
-                        std::to_string(kHeaderSize) + " bytes)");
+    return rejected(std::move(record), "table struct_size " + std::to_string(table->struct_size) +
+                                           " is smaller than the table header (" +
+                                           std::to_string(kHeaderSize) + " bytes)");
   }
   record.abi_major = table->abi_major;
   record.abi_minor = table->abi_minor;
   if (table->abi_major != XHAL_PLUGIN_ABI_MAJOR) {
-    return rejected(std::move(record),
-                    "plugin ABI " + std::to_string(table->abi_major) + "." +
-                        std::to_string(table->abi_minor) + ", core supports " +
-                        std::to_string(XHAL_PLUGIN_ABI_MAJOR) + ".x");
+    return rejected(std::move(record), "plugin ABI " + std::to_string(table->abi_major) + "." +
+                                           std::to_string(table->abi_minor) + ", core supports " +
+                                           std::to_string(XHAL_PLUGIN_ABI_MAJOR) + ".x");
   }
   // Older tables end early: the zeroed tail reads as absent slots. Newer
   // tables are longer: the core ignores what it does not know. Only whole

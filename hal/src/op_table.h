@@ -28,18 +28,18 @@ enum class Role : uint8_t { kIn, kOut };
 // last dim; count and num_rows come from the plan; op(A) is the matrix,
 // transposed or not; nnz its stored entries.
 enum class Shape : uint8_t {
-  kRows,         // rank >= 1, viewed as [rows, n]
-  kLikeX,        // exactly x's shape
-  kPerRow,       // [rows], or x's shape without its last dim
-  kPerColumn,    // [n]
-  kTable,        // [num_rows, w]; index_select's src gives w (rank 2)
-  kSelected,     // [count, w]; index_add's src gives w (rank 2)
-  kAnyStrided,   // any rank <= 8, any strides >= 0 (permute's src)
-  kPermuted,     // src's shape reordered by perm (permute's dst)
-  kOpColumns,    // [op(A).cols] (spmv) or [op(A).cols, k] (spmm, rank 2)
-  kOpRows,       // [op(A).rows] or [op(A).rows, k], k from x
-  kSolveRhs,     // [n] or [n, k] with n = A's rows
-  kNnz,          // [nnz]
+  kRows,        // rank >= 1, viewed as [rows, n]
+  kLikeX,       // exactly x's shape
+  kPerRow,      // [rows], or x's shape without its last dim
+  kPerColumn,   // [n]
+  kTable,       // [num_rows, w]; index_select's src gives w (rank 2)
+  kSelected,    // [count, w]; index_add's src gives w (rank 2)
+  kAnyStrided,  // any rank <= 8, any strides >= 0 (permute's src)
+  kPermuted,    // src's shape reordered by perm (permute's dst)
+  kOpColumns,   // [op(A).cols] (spmv) or [op(A).cols, k] (spmm, rank 2)
+  kOpRows,      // [op(A).rows] or [op(A).rows, k], k from x
+  kSolveRhs,    // [n] or [n, k] with n = A's rows
+  kNnz,         // [nnz]
 };
 
 inline constexpr uint32_t kF32 = 1u << XHAL_DTYPE_F32;
@@ -53,7 +53,7 @@ struct Arg {
   const char* name;
   Role role;
   Shape shape;
-  uint32_t dtypes;               // allowed by the spec (the device may implement fewer)
+  uint32_t dtypes;                // allowed by the spec (the device may implement fewer)
   uint8_t in_place_with = kNone;  // output: the input it may be exactly (same view)
   uint8_t same_dtype_as = kNone;  // must have this argument's dtype
   bool optional = false;          // may be NULL (csr_solve_backward's ga)
@@ -75,47 +75,78 @@ struct Op {
 
 // clang-format off: one row per op, as the table reads best
 inline constexpr Op kOps[] = {
-    {XHAL_OP_INDEX_SELECT, "index_select", XHAL_SLOT_OF(index_select), Needs::kPlan, 2,
+    {XHAL_OP_INDEX_SELECT,
+     "index_select",
+     XHAL_SLOT_OF(index_select),
+     Needs::kPlan,
+     2,
      {{"src", Role::kIn, Shape::kTable, kAnyDtype},
       {"out", Role::kOut, Shape::kSelected, kAnyDtype, kNone, 0}}},
-    {XHAL_OP_INDEX_ADD, "index_add", XHAL_SLOT_OF(index_add), Needs::kPlan, 2,
+    {XHAL_OP_INDEX_ADD,
+     "index_add",
+     XHAL_SLOT_OF(index_add),
+     Needs::kPlan,
+     2,
      {{"src", Role::kIn, Shape::kSelected, kF32},
       {"dst", Role::kOut, Shape::kTable, kF32, kNone, 0}}},
-    {XHAL_OP_PERMUTE, "permute", XHAL_SLOT_OF(permute), Needs::kNothing, 2,
+    {XHAL_OP_PERMUTE,
+     "permute",
+     XHAL_SLOT_OF(permute),
+     Needs::kNothing,
+     2,
      {{"src", Role::kIn, Shape::kAnyStrided, kAnyDtype},
       {"dst", Role::kOut, Shape::kPermuted, kAnyDtype, kNone, 0}}},
-    {XHAL_OP_SOFTMAX_FORWARD, "softmax_forward", XHAL_SLOT_OF(softmax_forward), Needs::kNothing, 2,
+    {XHAL_OP_SOFTMAX_FORWARD,
+     "softmax_forward",
+     XHAL_SLOT_OF(softmax_forward),
+     Needs::kNothing,
+     2,
      {{"x", Role::kIn, Shape::kRows, kF32},  //
       {"y", Role::kOut, Shape::kLikeX, kF32, 0}}},
-    {XHAL_OP_SOFTMAX_BACKWARD, "softmax_backward", XHAL_SLOT_OF(softmax_backward), Needs::kNothing,
+    {XHAL_OP_SOFTMAX_BACKWARD,
+     "softmax_backward",
+     XHAL_SLOT_OF(softmax_backward),
+     Needs::kNothing,
      3,
      {{"y", Role::kIn, Shape::kRows, kF32},
       {"dy", Role::kIn, Shape::kLikeX, kF32},
       {"dx", Role::kOut, Shape::kLikeX, kF32, 1}}},
-    {XHAL_OP_RMS_NORM_FORWARD, "rms_norm_forward", XHAL_SLOT_OF(rms_norm_forward), Needs::kNothing,
+    {XHAL_OP_RMS_NORM_FORWARD,
+     "rms_norm_forward",
+     XHAL_SLOT_OF(rms_norm_forward),
+     Needs::kNothing,
      4,
      {{"x", Role::kIn, Shape::kRows, kF32},
       {"gamma", Role::kIn, Shape::kPerColumn, kF32},
       {"y", Role::kOut, Shape::kLikeX, kF32, 0},
       {"rstd", Role::kOut, Shape::kPerRow, kF32}}},
-    {XHAL_OP_RMS_NORM_BACKWARD, "rms_norm_backward", XHAL_SLOT_OF(rms_norm_backward),
-     Needs::kNothing, 6,
+    {XHAL_OP_RMS_NORM_BACKWARD,
+     "rms_norm_backward",
+     XHAL_SLOT_OF(rms_norm_backward),
+     Needs::kNothing,
+     6,
      {{"x", Role::kIn, Shape::kRows, kF32},
       {"gamma", Role::kIn, Shape::kPerColumn, kF32},
       {"rstd", Role::kIn, Shape::kPerRow, kF32},
       {"dy", Role::kIn, Shape::kLikeX, kF32},
       {"dx", Role::kOut, Shape::kLikeX, kF32, 3},
       {"dgamma", Role::kOut, Shape::kPerColumn, kF32}}},
-    {XHAL_OP_LAYER_NORM_FORWARD, "layer_norm_forward", XHAL_SLOT_OF(layer_norm_forward),
-     Needs::kNothing, 6,
+    {XHAL_OP_LAYER_NORM_FORWARD,
+     "layer_norm_forward",
+     XHAL_SLOT_OF(layer_norm_forward),
+     Needs::kNothing,
+     6,
      {{"x", Role::kIn, Shape::kRows, kF32},
       {"gamma", Role::kIn, Shape::kPerColumn, kF32},
       {"beta", Role::kIn, Shape::kPerColumn, kF32},
       {"y", Role::kOut, Shape::kLikeX, kF32, 0},
       {"mean", Role::kOut, Shape::kPerRow, kF32},
       {"rstd", Role::kOut, Shape::kPerRow, kF32}}},
-    {XHAL_OP_LAYER_NORM_BACKWARD, "layer_norm_backward", XHAL_SLOT_OF(layer_norm_backward),
-     Needs::kNothing, 8,
+    {XHAL_OP_LAYER_NORM_BACKWARD,
+     "layer_norm_backward",
+     XHAL_SLOT_OF(layer_norm_backward),
+     Needs::kNothing,
+     8,
      {{"x", Role::kIn, Shape::kRows, kF32},
       {"gamma", Role::kIn, Shape::kPerColumn, kF32},
       {"mean", Role::kIn, Shape::kPerRow, kF32},
@@ -124,17 +155,32 @@ inline constexpr Op kOps[] = {
       {"dx", Role::kOut, Shape::kLikeX, kF32, 4},
       {"dgamma", Role::kOut, Shape::kPerColumn, kF32},
       {"dbeta", Role::kOut, Shape::kPerColumn, kF32}}},
-    {XHAL_OP_SPMV, "spmv", XHAL_SLOT_OF(spmv), Needs::kMatrix, 2,
+    {XHAL_OP_SPMV,
+     "spmv",
+     XHAL_SLOT_OF(spmv),
+     Needs::kMatrix,
+     2,
      {{"x", Role::kIn, Shape::kOpColumns, kF32},  //
       {"y", Role::kOut, Shape::kOpRows, kF32}}},
-    {XHAL_OP_SPMM, "spmm", XHAL_SLOT_OF(spmm), Needs::kMatrix, 2,
+    {XHAL_OP_SPMM,
+     "spmm",
+     XHAL_SLOT_OF(spmm),
+     Needs::kMatrix,
+     2,
      {{"x", Role::kIn, Shape::kOpColumns, kF32},  //
       {"y", Role::kOut, Shape::kOpRows, kF32}}},
-    {XHAL_OP_CSR_SOLVE, "csr_solve", XHAL_SLOT_OF(csr_solve), Needs::kMatrix, 2,
+    {XHAL_OP_CSR_SOLVE,
+     "csr_solve",
+     XHAL_SLOT_OF(csr_solve),
+     Needs::kMatrix,
+     2,
      {{"b", Role::kIn, Shape::kSolveRhs, kF32},  //
       {"x", Role::kOut, Shape::kLikeX, kF32, 0}}},
-    {XHAL_OP_CSR_SOLVE_BACKWARD, "csr_solve_backward", XHAL_SLOT_OF(csr_solve_backward),
-     Needs::kMatrix, 4,
+    {XHAL_OP_CSR_SOLVE_BACKWARD,
+     "csr_solve_backward",
+     XHAL_SLOT_OF(csr_solve_backward),
+     Needs::kMatrix,
+     4,
      {{"x", Role::kIn, Shape::kSolveRhs, kF32},
       {"dx", Role::kIn, Shape::kLikeX, kF32},
       {"gb", Role::kOut, Shape::kLikeX, kF32},

@@ -55,8 +55,8 @@ xhal_status_t check_permuted(const Checked& c, const Checked& x, const uint32_t*
 }
 
 // [extent] (spmv) or [extent, k] (spmm; the first argument gives k).
-xhal_status_t check_op_shape(const Matrix& m, bool transpose, bool rows, const Checked& c,
-                             size_t i, bool spmm, OpArgs* a) {
+xhal_status_t check_op_shape(const Matrix& m, bool transpose, bool rows, const Checked& c, size_t i,
+                             bool spmm, OpArgs* a) {
   const int64_t op_rows = transpose ? m.cols : m.rows;
   const int64_t op_cols = transpose ? m.rows : m.cols;
   const int64_t extent = rows ? op_rows : op_cols;
@@ -82,9 +82,12 @@ bool op_slots_present(const xhal_plugin_api_t& api, const ops::Op& op) {
   };
   if (!present(op.slot)) return false;
   switch (op.needs) {
-    case ops::Needs::kNothing: return true;
-    case ops::Needs::kPlan: return api.index_plan_create && api.index_plan_destroy;
-    case ops::Needs::kMatrix: return api.csr_create && api.csr_destroy;
+    case ops::Needs::kNothing:
+      return true;
+    case ops::Needs::kPlan:
+      return api.index_plan_create && api.index_plan_destroy;
+    case ops::Needs::kMatrix:
+      return api.csr_create && api.csr_destroy;
   }
   return false;
 }

@@ -45,8 +45,8 @@ xhal_status_t check_rows(const Checked& c, OpArgs* a);
 xhal_status_t check_table_rows(const Checked& c, bool first, const Checked& x, int64_t rows);
 xhal_status_t check_permuted(const Checked& c, const Checked& x, const uint32_t* perm);
 xhal_status_t check_op_extent(const Checked& c, size_t i, bool spmm, int64_t extent, OpArgs* a);
-xhal_status_t check_op_shape(const Matrix& m, bool transpose, bool rows, const Checked& c,
-                             size_t i, bool spmm, OpArgs* a);
+xhal_status_t check_op_shape(const Matrix& m, bool transpose, bool rows, const Checked& c, size_t i,
+                             bool spmm, OpArgs* a);
 xhal_status_t check_solve_rhs(const Matrix& m, const Checked& c, OpArgs* a);
 xhal_status_t check_nnz(const Matrix& m, const Checked& c);
 
@@ -57,22 +57,30 @@ inline xhal_status_t check_arg_shape(size_t i, const OpContext& ctx, OpArgs* a) 
   const Checked& x = a->arg[0];
   using ops::Shape;
   switch (op.args[i].shape) {
-    case Shape::kRows: return check_rows(c, a);
-    case Shape::kLikeX: return check_shape(c, std::span<const int64_t>(x.shape(), x.rank()));
-    case Shape::kPerRow: return check_per_row(c, x, a->rows);
-    case Shape::kPerColumn: return check_shape(c, {a->n});
+    case Shape::kRows:
+      return check_rows(c, a);
+    case Shape::kLikeX:
+      return check_shape(c, std::span<const int64_t>(x.shape(), x.rank()));
+    case Shape::kPerRow:
+      return check_per_row(c, x, a->rows);
+    case Shape::kPerColumn:
+      return check_shape(c, {a->n});
     case Shape::kTable:
       return check_table_rows(c, i == 0, x, static_cast<int64_t>(ctx.plan->num_rows));
     case Shape::kSelected:
       return check_table_rows(c, i == 0, x, static_cast<int64_t>(ctx.plan->count));
-    case Shape::kAnyStrided: return XHAL_OK;
-    case Shape::kPermuted: return check_permuted(c, x, ctx.perm);
+    case Shape::kAnyStrided:
+      return XHAL_OK;
+    case Shape::kPermuted:
+      return check_permuted(c, x, ctx.perm);
     case Shape::kOpColumns:
     case Shape::kOpRows:
       return check_op_shape(*ctx.matrix, ctx.transpose, op.args[i].shape == Shape::kOpRows, c, i,
                             Id == XHAL_OP_SPMM, a);
-    case Shape::kSolveRhs: return check_solve_rhs(*ctx.matrix, c, a);
-    case Shape::kNnz: return check_nnz(*ctx.matrix, c);
+    case Shape::kSolveRhs:
+      return check_solve_rhs(*ctx.matrix, c, a);
+    case Shape::kNnz:
+      return check_nnz(*ctx.matrix, c);
   }
   return XHAL_INTERNAL;
 }
@@ -107,18 +115,16 @@ inline xhal_status_t validate_op(Device* device, const xhal_tensor_t* const* ten
   for (size_t i = 0; i < n; ++i)
     if (op.args[i].same_dtype_as != ops::kNone && a->present[i])
       XHAL_TRY(check_same_dtype(a->arg[i], a->arg[op.args[i].same_dtype_as]));
-  // Aliasing: an output overlaps no other argument but the one input it may
-  // be exactly. A pair of outputs is checked once, from the later one.
+      // Aliasing: an output overlaps no other argument but the one input it may
+      // be exactly. A pair of outputs is checked once, from the later one.
 #pragma GCC unroll 8
   for (size_t o = 0; o < n; ++o) {
     if (op.args[o].role != ops::Role::kOut || !a->present[o]) continue;
 #pragma GCC unroll 8
     for (size_t j = 0; j < n; ++j) {
       if (j == o || (op.args[j].role == ops::Role::kOut && j > o) || !a->present[j]) continue;
-      if (j == op.args[o].in_place_with)
-        XHAL_TRY(check_in_place_or_disjoint(a->arg[o], a->arg[j]));
-      else
-        XHAL_TRY(check_no_alias(a->arg[o], a->arg[j]));
+      if (j == op.args[o].in_place_with) XHAL_TRY(check_in_place_or_disjoint(a->arg[o], a->arg[j]));
+      else XHAL_TRY(check_no_alias(a->arg[o], a->arg[j]));
     }
   }
   return check_supported(device, Id, op_slots_present(*device->api, op),

@@ -1,7 +1,7 @@
 // Index plans and the ops that use them: index_select (gather) and
 // index_add (deterministic scatter-add over the transposed selection).
-#include <cinttypes>
 #include <array>
+#include <cinttypes>
 #include <new>
 #include <type_traits>
 #include <vector>
@@ -44,8 +44,8 @@ xhal_status_t check_plan(Device* device, xhal_index_plan_t handle, Plan** out) {
 }
 
 xhal_status_t plan_create(xhal_device_t dev_handle, const void* indices,
-                                 const xhal_dtype_t& index_dtype_arg, uint64_t count, uint64_t num_rows,
-                                 xhal_index_plan_t* out_plan) {
+                          const xhal_dtype_t& index_dtype_arg, uint64_t count, uint64_t num_rows,
+                          xhal_index_plan_t* out_plan) {
   Device* device = nullptr;
   XHAL_TRY(get_device(dev_handle, "device", &device));
   if (!out_plan) return fail(XHAL_INVALID_ARGUMENT, "argument 'out_plan': NULL");
@@ -116,8 +116,8 @@ xhal_status_t plan_from_tensor(xhal_device_t dev_handle, const xhal_tensor_t* in
   if (!out_plan) return fail(XHAL_INVALID_ARGUMENT, "argument 'out_plan': NULL");
   Checked c;
   XHAL_TRY(check_tensor(device, "indices", indices, "index_plan_create_from_tensor",
-                        dtype_bit(XHAL_DTYPE_I32) | dtype_bit(XHAL_DTYPE_I64),
-                        Layout::kContiguous, &c));
+                        dtype_bit(XHAL_DTYPE_I32) | dtype_bit(XHAL_DTYPE_I64), Layout::kContiguous,
+                        &c));
   XHAL_TRY(check_rank(c, 1));
   // What plan_create refuses without looking at an index is refused before
   // the transfer (an index out of range is found after it).
@@ -149,9 +149,8 @@ xhal_status_t plan_from_tensor(xhal_device_t dev_handle, const xhal_tensor_t* in
 
 extern "C" {
 
-xhal_status_t xhal_index_plan_create_from_tensor(xhal_device_t device,
-                                                 const xhal_tensor_t* indices, uint64_t num_rows,
-                                                 xhal_index_plan_t* out_plan) {
+xhal_status_t xhal_index_plan_create_from_tensor(xhal_device_t device, const xhal_tensor_t* indices,
+                                                 uint64_t num_rows, xhal_index_plan_t* out_plan) {
   return entry("xhal_index_plan_create_from_tensor",
                [&] { return plan_from_tensor(device, indices, num_rows, out_plan); });
 }
@@ -170,8 +169,7 @@ xhal_status_t xhal_index_plan_release(xhal_index_plan_t plan) {
     if (!p) return get_plan(plan, "plan", &p);
     Device* device = p->device;
     std::lock_guard queue(device->queue);
-    call_void_slot(
-        [&] { device->api->index_plan_destroy(device->plugin_device, p->plugin_plan); });
+    call_void_slot([&] { device->api->index_plan_destroy(device->plugin_device, p->plugin_plan); });
     device->live_objects.fetch_sub(1);
     delete p;
     return XHAL_OK;

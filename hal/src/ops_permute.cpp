@@ -3,8 +3,8 @@
 // that stay adjacent in memory are merged. One contiguous run left means a
 // plain copy (no kernel); otherwise the plugin gathers with the reduced
 // strides, decoding each output index over the OUTPUT shape.
-#include "internal.h"
 #include <array>
+#include "internal.h"
 
 #include "op_validate.h"
 #include "validate.h"

@@ -42,9 +42,8 @@ xhal_status_t zero_fill(Device* device, const Checked& c) {
 // validates the op's tensors; then `run(device, views)` makes the slot call
 // unless x is empty (then `on_empty(device, args)`).
 template <xhal_op_t Id, size_t N, typename Run, typename OnEmpty>
-xhal_status_t row_op(xhal_device_t device_handle,
-                     const xhal_tensor_t* const (&tensors)[N], bool norm, Run&& run,
-                     OnEmpty&& on_empty) {
+xhal_status_t row_op(xhal_device_t device_handle, const xhal_tensor_t* const (&tensors)[N],
+                     bool norm, Run&& run, OnEmpty&& on_empty) {
   constexpr const ops::Op& op = ops::kOps[Id];
   static_assert(N <= ops::kMaxArgs);
   Device* device = nullptr;
@@ -110,8 +109,7 @@ xhal_status_t xhal_rms_norm_backward(xhal_device_t device, const xhal_tensor_t* 
     return row_op<XHAL_OP_RMS_NORM_BACKWARD>(
         device, {x, gamma, rstd, dy, dx, dgamma}, true,
         [](Device* d, const xhal_plugin_tensor_t* v) {
-          return XHAL_PLUGIN_CALL(d, rms_norm_backward, &v[0], &v[1], &v[2], &v[3], &v[4],
-                                  &v[5]);
+          return XHAL_PLUGIN_CALL(d, rms_norm_backward, &v[0], &v[1], &v[2], &v[3], &v[4], &v[5]);
         },
         [](Device* d, const OpArgs& a) { return zero_fill(d, a.arg[5]); });
   });
@@ -141,8 +139,8 @@ xhal_status_t xhal_layer_norm_backward(xhal_device_t device, const xhal_tensor_t
     return row_op<XHAL_OP_LAYER_NORM_BACKWARD>(
         device, {x, gamma, mean, rstd, dy, dx, dgamma, dbeta}, true,
         [](Device* d, const xhal_plugin_tensor_t* v) {
-          return XHAL_PLUGIN_CALL(d, layer_norm_backward, &v[0], &v[1], &v[2], &v[3], &v[4],
-                                  &v[5], &v[6], &v[7]);
+          return XHAL_PLUGIN_CALL(d, layer_norm_backward, &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
+                                  &v[6], &v[7]);
         },
         [](Device* d, const OpArgs& a) {
           XHAL_TRY(zero_fill(d, a.arg[6]));

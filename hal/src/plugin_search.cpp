@@ -124,8 +124,8 @@ std::string backend_from_file_name(const std::string& file_name) {
   const std::string_view backend =
       name.substr(kPrefix.size(), name.size() - kPrefix.size() - kSuffix.size());
   const bool ok = std::all_of(backend.begin(), backend.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-           (c >= '0' && c <= '9') || c == '_' || c == '-';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '-';
   });
   return ok ? std::string(backend) : "";
 }

@@ -8,8 +8,8 @@ namespace xhal {
 
 struct PluginCandidate {
   std::string path;
-  std::string backend;   // from the file name; "" when it does not fit
-  std::string problem;   // non-empty: rejected before loading (why)
+  std::string backend;  // from the file name; "" when it does not fit
+  std::string problem;  // non-empty: rejected before loading (why)
 };
 
 // XHAL_PLUGIN_PATH-style list (`path_list`, may be empty) first, then unless

@@ -49,9 +49,12 @@ __attribute__((destructor)) void run_exit_handler_at_unload() { __cxa_finalize(&
 // GPUs first, then other accelerators, the CPU last.
 int kind_rank(xhal_device_kind_t kind) {
   switch (kind) {
-    case XHAL_DEVICE_KIND_GPU: return 0;
-    case XHAL_DEVICE_KIND_OTHER: return 1;
-    case XHAL_DEVICE_KIND_CPU: return 2;
+    case XHAL_DEVICE_KIND_GPU:
+      return 0;
+    case XHAL_DEVICE_KIND_OTHER:
+      return 1;
+    case XHAL_DEVICE_KIND_CPU:
+      return 2;
   }
   return 1;
 }
@@ -60,8 +63,7 @@ std::string device_label(const DeviceEntry& d) {
   return d.backend + ":" + std::to_string(d.info.backend_index);
 }
 
-std::unique_ptr<DeviceEntry> make_entry(LoadedPlugin* plugin, uint32_t plugin_order,
-                                        uint32_t index,
+std::unique_ptr<DeviceEntry> make_entry(LoadedPlugin* plugin, uint32_t plugin_order, uint32_t index,
                                         const xhal_plugin_device_info_t& from) {
   auto d = std::make_unique<DeviceEntry>();
   d->plugin = plugin;
@@ -77,8 +79,7 @@ std::unique_ptr<DeviceEntry> make_entry(LoadedPlugin* plugin, uint32_t plugin_or
   info.stable_id = d->stable_id.c_str();
   info.kind = from.kind;
   info.memory_bytes = from.memory_bytes;
-  constexpr uint32_t kValidDtypes =
-      ((1u << XHAL_DTYPE_COUNT_) - 1u) & ~(1u << XHAL_DTYPE_INVALID);
+  constexpr uint32_t kValidDtypes = ((1u << XHAL_DTYPE_COUNT_) - 1u) & ~(1u << XHAL_DTYPE_INVALID);
   for (int op = 0; op < XHAL_OP_COUNT_; ++op) {
     const bool slots = op_slots_present(plugin->api, static_cast<xhal_op_t>(op));
     // A dtype claim without the slot is not support (older, shorter tables).
@@ -260,8 +261,7 @@ using xhal::runtime;
 
 extern "C" {
 
-xhal_status_t xhal_version(uint32_t* out_major, uint32_t* out_minor,
-                           uint32_t* out_patch) {
+xhal_status_t xhal_version(uint32_t* out_major, uint32_t* out_minor, uint32_t* out_patch) {
   return xhal::entry("xhal_version", [&] {
     if (!out_major) return xhal::fail(XHAL_INVALID_ARGUMENT, "argument 'out_major' is NULL");
     if (!out_minor) return xhal::fail(XHAL_INVALID_ARGUMENT, "argument 'out_minor' is NULL");
@@ -283,8 +283,9 @@ xhal_status_t xhal_runtime_init(const xhal_runtime_options_t* options) {
       const size_t size = options->struct_size;
       auto has = [size](size_t offset, size_t field) { return offset + field <= size; };
       if (size < sizeof(size_t)) {
-        return xhal::fail(XHAL_INVALID_ARGUMENT, "options->struct_size is %zu; must be at least %zu",
-                          size, sizeof(size_t));
+        return xhal::fail(XHAL_INVALID_ARGUMENT,
+                          "options->struct_size is %zu; must be at least %zu", size,
+                          sizeof(size_t));
       }
       if (has(offsetof(xhal_runtime_options_t, device_selector), sizeof(const char*)) &&
           options->device_selector) {
@@ -302,7 +303,8 @@ xhal_status_t xhal_runtime_init(const xhal_runtime_options_t* options) {
     xhal::Runtime& rt = runtime();
     std::lock_guard lock(rt.mutex);
     if (rt.running) {
-      return xhal::fail(XHAL_BUSY, "the runtime is already running (call xhal_runtime_shutdown first)");
+      return xhal::fail(XHAL_BUSY,
+                        "the runtime is already running (call xhal_runtime_shutdown first)");
     }
     return xhal::start_all_or_nothing_locked(rt, selector, source, plugin_path, path_only);
   });
@@ -352,8 +354,9 @@ xhal_status_t xhal_plugin_get_info(uint32_t index, xhal_plugin_info_t* out_info)
     std::lock_guard lock(rt.mutex);
     if (xhal_status_t s = xhal::ensure_started_locked(); s != XHAL_OK) return s;
     if (index >= rt.plugins.size()) {
-      return xhal::fail(XHAL_OUT_OF_RANGE, "argument 'index' is %u; there are %zu plugin candidates",
-                        index, rt.plugins.size());
+      return xhal::fail(XHAL_OUT_OF_RANGE,
+                        "argument 'index' is %u; there are %zu plugin candidates", index,
+                        rt.plugins.size());
     }
     const xhal::PluginRecord& p = rt.plugins[index];
     xhal_plugin_info_t info{};

@@ -16,7 +16,7 @@ namespace xhal {
 
 struct LoadedPlugin {
   boost::dll::shared_library library;
-  xhal_plugin_api_t api{};    // zero-padded copy: slots past struct_size are null
+  xhal_plugin_api_t api{};  // zero-padded copy: slots past struct_size are null
   void* context = nullptr;
   std::string backend;
   // The services table given to init, and the plugin-wide options it
@@ -30,20 +30,20 @@ struct PluginRecord {
   std::string path;
   std::string backend;
   xhal_plugin_state_t state = XHAL_PLUGIN_REJECTED;
-  std::string reason;         // rejection reason, skip reason, or the init note
+  std::string reason;  // rejection reason, skip reason, or the init note
   uint32_t abi_major = 0, abi_minor = 0;
   std::string plugin_version;
   uint32_t device_count = 0;
-  std::unique_ptr<LoadedPlugin> plugin;  // set when LOADED
+  std::unique_ptr<LoadedPlugin> plugin;            // set when LOADED
   std::vector<xhal_plugin_device_info_t> devices;  // as the plugin described them
 };
 
 // One device of a loaded plugin, in the runtime's list.
 struct DeviceEntry {
   LoadedPlugin* plugin = nullptr;
-  uint32_t plugin_order = 0;   // position of its plugin in search order
+  uint32_t plugin_order = 0;  // position of its plugin in search order
   std::string backend, name, stable_id;
-  xhal_device_info_t info{};   // strings point into this entry
+  xhal_device_info_t info{};       // strings point into this entry
   std::unique_ptr<Device> handle;  // the core object behind every open of this device
 };
 

@@ -17,8 +17,8 @@ std::string_view trim(std::string_view s) {
 }
 
 bool is_name_char(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-         (c >= '0' && c <= '9') || c == '_' || c == '-';
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '-';
 }
 
 // Stable ids are UUIDs ("GPU-8f1c...") or bus ids ("pci:0000:17:00.0").
@@ -29,8 +29,7 @@ bool all_of(std::string_view s, bool (*pred)(char)) {
 }
 
 bool all_digits(std::string_view s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(),
-                                   [](char c) { return c >= '0' && c <= '9'; });
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
 // Returns "" when `term` is well formed, else why not.
@@ -73,8 +72,10 @@ std::string parse_term(std::string_view term, SelectorTerm* out) {
 bool matches(const SelectorTerm& term, const SelectableDevice& device) {
   if (term.backend != "*" && term.backend != device.backend) return false;
   switch (term.device) {
-    case SelectorTerm::Device::kAny: return true;
-    case SelectorTerm::Device::kIndex: return term.index == device.backend_index;
+    case SelectorTerm::Device::kAny:
+      return true;
+    case SelectorTerm::Device::kIndex:
+      return term.index == device.backend_index;
     case SelectorTerm::Device::kStableId:
       return !device.stable_id.empty() && term.stable_id == device.stable_id;
   }

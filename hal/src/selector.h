@@ -16,14 +16,14 @@ namespace xhal {
 struct SelectorTerm {
   enum class Device { kAny, kIndex, kStableId };
   bool negate = false;
-  std::string backend;        // "*" matches every backend
+  std::string backend;  // "*" matches every backend
   Device device = Device::kAny;
-  uint32_t index = 0;         // when kIndex
-  std::string stable_id;      // when kStableId
+  uint32_t index = 0;     // when kIndex
+  std::string stable_id;  // when kStableId
 };
 
 struct Selector {
-  std::string text;           // as given, for messages
+  std::string text;  // as given, for messages
   std::vector<SelectorTerm> terms;
   bool has_positive = false;  // only '!' terms: start from every device
 };

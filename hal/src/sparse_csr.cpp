@@ -100,8 +100,8 @@ void free_values(Device* device, Buffer* values) {
 
 }  // namespace
 
-xhal_status_t make_csr(Device* device, CsrPattern&& p, xhal_dtype_t index_dtype,
-                       CsrValues values, Matrix** out) {
+xhal_status_t make_csr(Device* device, CsrPattern&& p, xhal_dtype_t index_dtype, CsrValues values,
+                       Matrix** out) {
   auto m = std::make_unique<Matrix>();
   m->device = device;
   m->rows = p.rows;
@@ -367,8 +367,7 @@ xhal_status_t xhal_csr_get_index_dtype(xhal_csr_t matrix, xhal_dtype_t* out_inde
   return entry("xhal_csr_get_index_dtype", [&]() -> xhal_status_t {
     Matrix* m = nullptr;
     XHAL_TRY(get_matrix(matrix, "matrix", &m));
-    if (!out_index_dtype)
-      return fail(XHAL_INVALID_ARGUMENT, "argument 'out_index_dtype' is NULL");
+    if (!out_index_dtype) return fail(XHAL_INVALID_ARGUMENT, "argument 'out_index_dtype' is NULL");
     *out_index_dtype = m->index_dtype;
     return XHAL_OK;
   });

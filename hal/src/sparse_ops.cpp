@@ -79,10 +79,9 @@ struct SparseCall {
   OpArgs args;
 };
 template <xhal_op_t Id, size_t N>
-xhal_status_t begin(xhal_device_t device_handle, xhal_csr_t a_handle,
-                    const xhal_transpose_t& trans, const xhal_tensor_t* const (&tensors)[N],
-                    std::unique_lock<QueueMutex>* lock, SparseCall* call,
-                    const xhal_triangle_t* triangle = nullptr,
+xhal_status_t begin(xhal_device_t device_handle, xhal_csr_t a_handle, const xhal_transpose_t& trans,
+                    const xhal_tensor_t* const (&tensors)[N], std::unique_lock<QueueMutex>* lock,
+                    SparseCall* call, const xhal_triangle_t* triangle = nullptr,
                     const xhal_diagonal_t* diagonal = nullptr) {
   XHAL_TRY(get_device(device_handle, "device", &call->device));
   *lock = std::unique_lock(call->device->queue);
@@ -96,8 +95,8 @@ xhal_status_t begin(xhal_device_t device_handle, xhal_csr_t a_handle,
 }
 
 template <xhal_op_t Id>
-xhal_status_t sp_mul(xhal_device_t device, xhal_csr_t a, const xhal_transpose_t& trans,
-                     float alpha, const xhal_tensor_t* x, float beta, const xhal_tensor_t* y) {
+xhal_status_t sp_mul(xhal_device_t device, xhal_csr_t a, const xhal_transpose_t& trans, float alpha,
+                     const xhal_tensor_t* x, float beta, const xhal_tensor_t* y) {
   std::unique_lock<QueueMutex> lock;
   SparseCall c;
   XHAL_TRY(begin<Id>(device, a, trans, {x, y}, &lock, &c));
@@ -136,8 +135,8 @@ xhal_status_t xhal_csr_solve(xhal_device_t device, xhal_csr_t a, xhal_transpose_
     const int64_t n = c.a->rows, k = c.args.k;
     if (c.args.arg[1].elements == 0) return XHAL_OK;
     const auto pb = as_columns(c.args.arg[0], n, k), px = as_columns(c.args.arg[1], n, k);
-    return XHAL_PLUGIN_CALL(c.device, csr_solve, c.a->plugin_matrix, trans, triangle, diagonal,
-                            &pb, &px);
+    return XHAL_PLUGIN_CALL(c.device, csr_solve, c.a->plugin_matrix, trans, triangle, diagonal, &pb,
+                            &px);
   });
 }
 
@@ -149,7 +148,7 @@ xhal_status_t xhal_csr_solve_backward(xhal_device_t device, xhal_csr_t a, xhal_t
     std::unique_lock<QueueMutex> lock;
     SparseCall c;
     XHAL_TRY(begin<XHAL_OP_CSR_SOLVE_BACKWARD>(device, a, trans, {x, dx, gb, ga}, &lock, &c,
-                   &triangle, &diagonal));
+                                               &triangle, &diagonal));
     const OpArgs& g = c.args;
     const int64_t n = c.a->rows, k = g.k;
     if (g.arg[2].elements == 0 && (!ga || g.arg[3].elements == 0)) return XHAL_OK;

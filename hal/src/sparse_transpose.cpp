@@ -54,8 +54,8 @@ void transpose_pattern(Matrix& m) {
   first_row[0] = 0;
   for (int64_t t = 1; t < parts; ++t) {
     const int64_t target = nnz / parts * t;
-    first_row[t] = std::upper_bound(m.row_ptr.begin(), m.row_ptr.end(), target) -
-                   m.row_ptr.begin() - 1;
+    first_row[t] =
+        std::upper_bound(m.row_ptr.begin(), m.row_ptr.end(), target) - m.row_ptr.begin() - 1;
     first_row[t] = std::clamp(first_row[t], first_row[t - 1], rows);
   }
   // slot[t * cols + c]: part t's entries in column c, then where its next

@@ -85,8 +85,8 @@ xhal_status_t explicit_strides(const char* name, const xhal_tensor_t& t,
   return XHAL_OK;
 }
 
-xhal_status_t check_tensor(Device* device, const char* name, const xhal_tensor_t* t,
-                           const char* op, uint32_t allowed_dtypes, Layout layout, Checked* out) {
+xhal_status_t check_tensor(Device* device, const char* name, const xhal_tensor_t* t, const char* op,
+                           uint32_t allowed_dtypes, Layout layout, Checked* out) {
   if (!t) return fail(XHAL_INVALID_ARGUMENT, "argument '%s': NULL tensor", name);
   Buffer* buf = nullptr;
   if (xhal_status_t s = get_buffer(t->buffer, name, &buf); s != XHAL_OK) return s;
@@ -232,8 +232,8 @@ xhal_status_t check_in_place_or_disjoint(const Checked& out, const Checked& in) 
   return XHAL_OK;
 }
 
-xhal_status_t check_supported(Device* device, xhal_op_t op, bool slot_present,
-                              xhal_dtype_t dtype, const char* arg) {
+xhal_status_t check_supported(Device* device, xhal_op_t op, bool slot_present, xhal_dtype_t dtype,
+                              const char* arg) {
   const uint32_t mask = device->info.op_dtypes[op];
   if (!slot_present || mask == 0)
     return fail(XHAL_UNSUPPORTED, "op %s is not implemented by backend '%s'", op_name(op),

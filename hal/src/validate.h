@@ -71,7 +71,6 @@ struct Checked {
   xhal_dtype_t dtype() const { return tensor->dtype; }
 };
 
-
 // Per-tensor checks, in this order: NULL descriptor, buffer handle (NULL,
 // released), buffer of another device, dtype known and allowed for `op`,
 // byte offset a multiple of the element size (the address, for imported
@@ -79,8 +78,8 @@ struct Checked {
 // strides >= 0 (and row-major when `layout` is contiguous), bytes inside the
 // buffer. Fills `out` on success; on failure `out` is partly written and
 // must not be read.
-xhal_status_t check_tensor(Device* device, const char* name, const xhal_tensor_t* t,
-                           const char* op, uint32_t allowed_dtypes, Layout layout, Checked* out);
+xhal_status_t check_tensor(Device* device, const char* name, const xhal_tensor_t* t, const char* op,
+                           uint32_t allowed_dtypes, Layout layout, Checked* out);
 
 // Exact shape. XHAL_SHAPE_MISMATCH "argument 'dst': shape [4, 3] but
 // expected [4, 8]".
@@ -103,8 +102,8 @@ xhal_status_t check_in_place_or_disjoint(const Checked& out, const Checked& in);
 
 // The device implements `op` (its slot is present and it reports dtypes for
 // it) for `dtype`; else XHAL_UNSUPPORTED naming the op and the backend.
-xhal_status_t check_supported(Device* device, xhal_op_t op, bool slot_present,
-                              xhal_dtype_t dtype, const char* arg);
+xhal_status_t check_supported(Device* device, xhal_op_t op, bool slot_present, xhal_dtype_t dtype,
+                              const char* arg);
 // A slot that is not an op (index plans, matrices) is present.
 xhal_status_t check_slot(Device* device, bool slot_present, const char* what);
 
@@ -122,7 +121,7 @@ bool row_major_strides(uint32_t rank, const int64_t* shape, int64_t out[XHAL_MAX
 // Inline over the fixed XHAL_MAX_RANK slots so the per-call copy folds into
 // a few stores (it ran on every row-op call).
 [[gnu::always_inline]] inline xhal_plugin_tensor_t reshape(const Checked& c,
-                                                             std::initializer_list<int64_t> shape) {
+                                                           std::initializer_list<int64_t> shape) {
   xhal_plugin_tensor_t p;
   p.buffer = c.plugin.buffer;
   p.offset = c.plugin.offset;
@@ -158,6 +157,5 @@ struct PermutePlan {
 };
 PermutePlan plan_permute(uint32_t rank, const int64_t* dst_shape, const int64_t* src_strides,
                          const uint32_t* perm);
-
 
 }  // namespace xhal

@@ -22,7 +22,7 @@ xhal_status_t validate_csr_pattern(const CsrPattern& p, const char* arg);
 
 // Where a new matrix's values come from.
 struct CsrValues {
-  const float* host = nullptr;          // nnz floats, or
+  const float* host = nullptr;     // nnz floats, or
   const Buffer* device = nullptr;  // a buffer of >= nnz floats, or neither: zeros
 };
 

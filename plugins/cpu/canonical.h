@@ -5,8 +5,8 @@
 
 #include <bit>
 #include <cmath>
-#include <cstdint>
 #include <cstddef>
+#include <cstdint>
 
 namespace xhal::cpu {
 

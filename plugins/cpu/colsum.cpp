@@ -27,8 +27,8 @@ void colsum_tree(float* partial, int64_t blocks, int64_t n, float* out) {
     // what padding to the next power of two gives.
     for (int64_t count = blocks; count > 1; count = (count + 1) / 2) {
       for (int64_t i = 0; i < count / 2; ++i)
-        add_rows(partial + i * n + j0, partial + (2 * i) * n + j0,
-                 partial + (2 * i + 1) * n + j0, width);
+        add_rows(partial + i * n + j0, partial + (2 * i) * n + j0, partial + (2 * i + 1) * n + j0,
+                 width);
       if (count % 2 == 1)
         add_rows(partial + (count / 2) * n + j0, partial + (count - 1) * n + j0, nullptr, width);
     }

@@ -15,7 +15,7 @@ namespace xhal::cpu {
 struct CpuBuffer {
   std::byte* data = nullptr;  // 64-byte aligned, unless imported
   uint64_t size = 0;
-  bool owned = true;          // false: the app's memory (buffer_import), never freed here
+  bool owned = true;  // false: the app's memory (buffer_import), never freed here
 };
 
 // A device handle given to the core is a CpuDevice*.
@@ -43,9 +43,9 @@ xhal_status_t spmv(void* device, void* a, xhal_transpose_t trans, float alpha,
                    const xhal_plugin_tensor_t* x, float beta, const xhal_plugin_tensor_t* y);
 xhal_status_t spmm(void* device, void* a, xhal_transpose_t trans, float alpha,
                    const xhal_plugin_tensor_t* x, float beta, const xhal_plugin_tensor_t* y);
-xhal_status_t csr_solve(void* device, void* a, xhal_transpose_t trans,
-                        xhal_triangle_t triangle, xhal_diagonal_t diagonal,
-                        const xhal_plugin_tensor_t* b, const xhal_plugin_tensor_t* x);
+xhal_status_t csr_solve(void* device, void* a, xhal_transpose_t trans, xhal_triangle_t triangle,
+                        xhal_diagonal_t diagonal, const xhal_plugin_tensor_t* b,
+                        const xhal_plugin_tensor_t* x);
 xhal_status_t csr_solve_backward(void* device, void* a, xhal_transpose_t trans,
                                  xhal_triangle_t triangle, xhal_diagonal_t diagonal,
                                  const xhal_plugin_tensor_t* x, const xhal_plugin_tensor_t* dx,

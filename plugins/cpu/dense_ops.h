@@ -24,8 +24,8 @@ xhal_status_t buffer_fill(void* device, void* dst, uint64_t offset, uint64_t siz
 // ---- interop, plugin ABI 1.3 (interop.cpp) ----
 xhal_status_t device_get_memory_kind(void* device, xhal_memory_kind_t* out_kind,
                                      int32_t* out_ordinal);
-xhal_status_t buffer_import(void* device, xhal_memory_kind_t kind, int32_t ordinal,
-                            void* pointer, uint64_t size, void** out_buffer);
+xhal_status_t buffer_import(void* device, xhal_memory_kind_t kind, int32_t ordinal, void* pointer,
+                            uint64_t size, void** out_buffer);
 xhal_status_t buffer_get_native(void* device, void* buffer, void** out_pointer);
 xhal_status_t device_get_native_queue(void* device, void** out_queue);
 xhal_status_t queue_signal_external(void* device, void* external_queue);
@@ -53,9 +53,8 @@ xhal_status_t rms_norm_forward(void* device, const xhal_plugin_tensor_t* x,
                                const xhal_plugin_tensor_t* gamma, float eps,
                                const xhal_plugin_tensor_t* y, const xhal_plugin_tensor_t* rstd);
 xhal_status_t rms_norm_backward(void* device, const xhal_plugin_tensor_t* x,
-                                const xhal_plugin_tensor_t* gamma,
-                                const xhal_plugin_tensor_t* rstd, const xhal_plugin_tensor_t* dy,
-                                const xhal_plugin_tensor_t* dx,
+                                const xhal_plugin_tensor_t* gamma, const xhal_plugin_tensor_t* rstd,
+                                const xhal_plugin_tensor_t* dy, const xhal_plugin_tensor_t* dx,
                                 const xhal_plugin_tensor_t* dgamma);
 xhal_status_t layer_norm_forward(void* device, const xhal_plugin_tensor_t* x,
                                  const xhal_plugin_tensor_t* gamma,
@@ -65,8 +64,8 @@ xhal_status_t layer_norm_forward(void* device, const xhal_plugin_tensor_t* x,
 xhal_status_t layer_norm_backward(void* device, const xhal_plugin_tensor_t* x,
                                   const xhal_plugin_tensor_t* gamma,
                                   const xhal_plugin_tensor_t* mean,
-                                  const xhal_plugin_tensor_t* rstd,
-                                  const xhal_plugin_tensor_t* dy, const xhal_plugin_tensor_t* dx,
+                                  const xhal_plugin_tensor_t* rstd, const xhal_plugin_tensor_t* dy,
+                                  const xhal_plugin_tensor_t* dx,
                                   const xhal_plugin_tensor_t* dgamma,
                                   const xhal_plugin_tensor_t* dbeta);
 

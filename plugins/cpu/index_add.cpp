@@ -7,11 +7,11 @@
 #include <algorithm>
 #include <vector>
 
-#include "op_registry.h"
 #include "dense_ops.h"
 #include "index_plan.h"
-#include "row_ops.h"
 #include "isa_kernels.h"
+#include "op_registry.h"
+#include "row_ops.h"
 
 namespace xhal::cpu {
 namespace {
@@ -82,8 +82,8 @@ void add_hub_row(const IndexPlan& plan, const TouchedRow& hub, float alpha, cons
         const int64_t j0 = t * kIndexTile;
         const int64_t width = std::min(kIndexTile, w - j0);
         const int64_t c1 = std::min((s + 1) * seg_chunks, chunks);
-        k.segsum_chunks(src, w, sources, m, s * seg_chunks, c1, segments > 1 ? height : 0, j0, width,
-                   stack.data(), partial.data() + s * w + j0);
+        k.segsum_chunks(src, w, sources, m, s * seg_chunks, c1, segments > 1 ? height : 0, j0,
+                        width, stack.data(), partial.data() + s * w + j0);
       }
   }
   // The levels above the segments: the same tree, column-wise.

@@ -4,9 +4,9 @@
 #include <memory>
 #include <new>
 
-#include "op_registry.h"
 #include "dense_ops.h"
 #include "index_plan.h"
+#include "op_registry.h"
 
 namespace xhal::cpu {
 namespace {
@@ -17,8 +17,7 @@ void add_row(IndexPlan* plan, int64_t row, int64_t begin, int64_t end) {
 
 }  // namespace
 
-xhal_status_t index_plan_create(void*, const xhal_plugin_index_plan_desc_t* desc,
-                                void** out_plan) {
+xhal_status_t index_plan_create(void*, const xhal_plugin_index_plan_desc_t* desc, void** out_plan) {
   try {
     auto owned = std::make_unique<IndexPlan>();
     IndexPlan* plan = owned.get();
@@ -48,6 +47,7 @@ xhal_status_t index_plan_create(void*, const xhal_plugin_index_plan_desc_t* desc
 void index_plan_destroy(void*, void* plan) { delete static_cast<IndexPlan*>(plan); }
 
 // The slots this file fills (op_registry.h).
-XHAL_CPU_OP(kNotAnOp, 0, api.index_plan_create = index_plan_create; api.index_plan_destroy = index_plan_destroy);
+XHAL_CPU_OP(kNotAnOp, 0, api.index_plan_create = index_plan_create;
+            api.index_plan_destroy = index_plan_destroy);
 
 }  // namespace xhal::cpu

@@ -24,8 +24,8 @@ struct TouchedRow {
 struct IndexPlan {
   uint64_t count = 0;
   uint64_t num_rows = 0;
-  std::vector<int64_t> indices;      // [count]
-  std::vector<int64_t> row_sources;  // [count], grouped by row, ascending within a row
+  std::vector<int64_t> indices;        // [count]
+  std::vector<int64_t> row_sources;    // [count], grouped by row, ascending within a row
   std::vector<TouchedRow> light_rows;  // rows with 1..kHubSources sources, ascending
   std::vector<TouchedRow> hub_rows;    // rows with more
 };
@@ -39,14 +39,19 @@ inline int64_t row_elements(const xhal_plugin_tensor_t* t) {
 
 inline uint64_t dtype_size(xhal_dtype_t dtype) {
   switch (dtype) {
-    case XHAL_DTYPE_U8: return 1;
+    case XHAL_DTYPE_U8:
+      return 1;
     case XHAL_DTYPE_F16:
-    case XHAL_DTYPE_BF16: return 2;
+    case XHAL_DTYPE_BF16:
+      return 2;
     case XHAL_DTYPE_F32:
-    case XHAL_DTYPE_I32: return 4;
+    case XHAL_DTYPE_I32:
+      return 4;
     case XHAL_DTYPE_I64:
-    case XHAL_DTYPE_F64: return 8;
-    default: return 0;
+    case XHAL_DTYPE_F64:
+      return 8;
+    default:
+      return 0;
   }
 }
 

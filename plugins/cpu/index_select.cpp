@@ -1,10 +1,10 @@
 // Gather: out[i, :] = src[idx[i], :], rows moved as bytes (any dtype).
 #include <cstring>
 
-#include "op_registry.h"
 #include "dense_ops.h"
 #include "index_plan.h"
 #include "isa_kernels.h"
+#include "op_registry.h"
 
 namespace xhal::cpu {
 namespace {
@@ -30,11 +30,20 @@ xhal_status_t index_select(void* device, void* plan_handle, const xhal_plugin_te
   if (plan.count == 0 || row_bytes == 0) return XHAL_OK;
   // One-word rows: a typed loop instead of a memcpy call per element.
   switch (row_bytes) {
-    case 1: gather_words<1>(plan, s, o); return XHAL_OK;
-    case 2: gather_words<2>(plan, s, o); return XHAL_OK;
-    case 4: gather_words<4>(plan, s, o); return XHAL_OK;
-    case 8: gather_words<8>(plan, s, o); return XHAL_OK;
-    default: break;
+    case 1:
+      gather_words<1>(plan, s, o);
+      return XHAL_OK;
+    case 2:
+      gather_words<2>(plan, s, o);
+      return XHAL_OK;
+    case 4:
+      gather_words<4>(plan, s, o);
+      return XHAL_OK;
+    case 8:
+      gather_words<8>(plan, s, o);
+      return XHAL_OK;
+    default:
+      break;
   }
   const int64_t count = static_cast<int64_t>(plan.count);
   const IsaKernels& k = isa();

@@ -5,10 +5,16 @@
 #include "isa_kernels.h"
 
 namespace xhal::cpu {
-namespace isa_sse2 { extern const IsaKernels kTable; }
+namespace isa_sse2 {
+extern const IsaKernels kTable;
+}
 #if XHAL_CPU_HAVE_ISA_avx512f
-namespace isa_avx2 { extern const IsaKernels kTable; }
-namespace isa_avx512f { extern const IsaKernels kTable; }
+namespace isa_avx2 {
+extern const IsaKernels kTable;
+}
+namespace isa_avx512f {
+extern const IsaKernels kTable;
+}
 #endif
 
 namespace {

@@ -25,20 +25,20 @@ struct IsaKernels {
   // Also adds dy * xh into the 32-row block partial p (colsum stage 1).
   void (*rms_norm_backward_row)(const float* x, const float* gamma, float rstd, const float* dy,
                                 float* dx, float* p, int64_t n, bool stream);
-  void (*layer_norm_row)(const float* x, const float* gamma, const float* beta, float eps,
-                         float* y, int64_t n, float* mean, float* rstd, bool stream);
+  void (*layer_norm_row)(const float* x, const float* gamma, const float* beta, float eps, float* y,
+                         int64_t n, float* mean, float* rstd, bool stream);
   void (*layer_norm_backward_row)(const float* x, const float* gamma, float mean, float rstd,
                                   const float* dy, float* dx, float* pg, float* pb, int64_t n,
                                   bool stream);
   // index_add: the segsum tree (3.7) of chunks [c0, c1) of one row's source
   // list over columns [j0, j0 + width), padded to `height` (see index_add.cpp);
   // stack holds kIndexTreeDepth * kIndexTile floats.
-  void (*segsum_chunks)(const float* src, int64_t w, const int64_t* sources, int64_t m,
-                        int64_t c0, int64_t c1, int height, int64_t j0, int64_t width,
-                        float* stack, float* out);
+  void (*segsum_chunks)(const float* src, int64_t w, const int64_t* sources, int64_t m, int64_t c0,
+                        int64_t c1, int height, int64_t j0, int64_t width, float* stack,
+                        float* out);
   // A destination row with 1..32 sources, summed and added in one pass.
-  void (*add_small_row)(float* dst, const float* src, int64_t w, const int64_t* sources,
-                        int64_t m, float alpha);
+  void (*add_small_row)(float* dst, const float* src, int64_t w, const int64_t* sources, int64_t m,
+                        float alpha);
   // dst[j] = dst[j] + alpha * t[j]
   void (*axpy)(float* dst, const float* t, float alpha, int64_t width);
   // Elementwise tree level: dst[j] = a[j] + b[j] (b may be null: + 0).
@@ -60,7 +60,7 @@ inline int64_t softmax_scratch_floats(int64_t n) { return n + (n + 1023) / 1024;
 // Outputs at least this large are written with streaming stores.
 constexpr uint64_t kStreamBytes = 8u << 20;
 
-constexpr int64_t kIndexTile = 256;     // columns index_add sums together
+constexpr int64_t kIndexTile = 256;  // columns index_add sums together
 constexpr int kIndexTreeDepth = 64;
 
 // The best table for this CPU (or the one a test forced).

@@ -185,8 +185,8 @@ XHAL_CPU_INLINE void store_vt(float* p, VT v, bool stream) {
 }
 
 // stream: dst and dst_a are aligned to the vector width (checked by the caller).
-void transpose_tile_f32(const float* src, float* dst, int64_t src_b, int64_t dst_a,
-                        int64_t a_len, int64_t b_len, bool stream) {
+void transpose_tile_f32(const float* src, float* dst, int64_t src_b, int64_t dst_a, int64_t a_len,
+                        int64_t b_len, bool stream) {
   const int64_t aL = a_len - a_len % kT, bL = b_len - b_len % kT;
   for (int64_t a = 0; a < aL; a += kT)
     for (int64_t b = 0; b < bL; b += kT) {

@@ -146,7 +146,11 @@ void softmax_backward_row(const float* y, const float* dy, float* dx, int64_t n,
 float rms_norm_row(const float* x, const float* gamma, float eps, float* y, int64_t n,
                    bool stream) {
   const float sum = rowsum(
-      n, [&](int64_t i) XHAL_CPU_LAMBDA_INLINE { V v = load(x + i); return v * v; },
+      n,
+      [&](int64_t i) XHAL_CPU_LAMBDA_INLINE {
+        V v = load(x + i);
+        return v * v;
+      },
       [&](int64_t i) XHAL_CPU_LAMBDA_INLINE { return x[i] * x[i]; });
   const float ms = sum / static_cast<float>(n);
   const float rstd = 1.0f / std::sqrt(ms + eps);
@@ -164,9 +168,8 @@ void rms_norm_backward_row(const float* x, const float* gamma, float rstd, const
   const V rv = splat(rstd);
   const float dot = rowsum(
       n,
-      [&](int64_t i) XHAL_CPU_LAMBDA_INLINE {
-        return (load(dy + i) * load(gamma + i)) * (load(x + i) * rv);
-      },
+      [&](int64_t i)
+          XHAL_CPU_LAMBDA_INLINE { return (load(dy + i) * load(gamma + i)) * (load(x + i) * rv); },
       [&](int64_t i) XHAL_CPU_LAMBDA_INLINE { return (dy[i] * gamma[i]) * (x[i] * rstd); });
   const float c = dot / static_cast<float>(n);
   const V cv = splat(c);
@@ -194,15 +197,22 @@ void rms_norm_backward_row(const float* x, const float* gamma, float rstd, const
 void layer_norm_row(const float* x, const float* gamma, const float* beta, float eps, float* y,
                     int64_t n, float* mean_out, float* rstd_out, bool stream) {
   const float nf = static_cast<float>(n);
-  const float mean = rowsum(n, [&](int64_t i) XHAL_CPU_LAMBDA_INLINE { return load(x + i); },
-                            [&](int64_t i) XHAL_CPU_LAMBDA_INLINE { return x[i]; }) /
+  const float mean = rowsum(
+                         n, [&](int64_t i) XHAL_CPU_LAMBDA_INLINE { return load(x + i); },
+                         [&](int64_t i) XHAL_CPU_LAMBDA_INLINE { return x[i]; }) /
                      nf;
   const V mv = splat(mean);
-  const float var =
-      rowsum(
-          n, [&](int64_t i) XHAL_CPU_LAMBDA_INLINE { V d = load(x + i) - mv; return d * d; },
-          [&](int64_t i) XHAL_CPU_LAMBDA_INLINE { float d = x[i] - mean; return d * d; }) /
-      nf;
+  const float var = rowsum(
+                        n,
+                        [&](int64_t i) XHAL_CPU_LAMBDA_INLINE {
+                          V d = load(x + i) - mv;
+                          return d * d;
+                        },
+                        [&](int64_t i) XHAL_CPU_LAMBDA_INLINE {
+                          float d = x[i] - mean;
+                          return d * d;
+                        }) /
+                    nf;
   const float rstd = 1.0f / std::sqrt(var + eps);
   const V rv = splat(rstd);
   write_row(
@@ -210,9 +220,8 @@ void layer_norm_row(const float* x, const float* gamma, const float* beta, float
       [&](int64_t i) XHAL_CPU_LAMBDA_INLINE {
         return ((load(x + i) - mv) * rv) * load(gamma + i) + load(beta + i);
       },
-      [&](int64_t i) XHAL_CPU_LAMBDA_INLINE {
-        return ((x[i] - mean) * rstd) * gamma[i] + beta[i];
-      });
+      [&](int64_t i)
+          XHAL_CPU_LAMBDA_INLINE { return ((x[i] - mean) * rstd) * gamma[i] + beta[i]; });
   if (stream) stream_fence();
   *mean_out = mean;
   *rstd_out = rstd;

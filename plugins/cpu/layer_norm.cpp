@@ -3,9 +3,9 @@
 // dgamma/dbeta from 32-row block partials as in rms_norm.cpp.
 #include <memory>
 
-#include "op_registry.h"
 #include "dense_ops.h"
 #include "isa_kernels.h"
+#include "op_registry.h"
 #include "row_ops.h"
 
 namespace xhal::cpu {
@@ -35,8 +35,8 @@ xhal_status_t layer_norm_forward(void* device, const xhal_plugin_tensor_t* x,
 xhal_status_t layer_norm_backward(void* device, const xhal_plugin_tensor_t* x,
                                   const xhal_plugin_tensor_t* gamma,
                                   const xhal_plugin_tensor_t* mean,
-                                  const xhal_plugin_tensor_t* rstd,
-                                  const xhal_plugin_tensor_t* dy, const xhal_plugin_tensor_t* dx,
+                                  const xhal_plugin_tensor_t* rstd, const xhal_plugin_tensor_t* dy,
+                                  const xhal_plugin_tensor_t* dx,
                                   const xhal_plugin_tensor_t* dgamma,
                                   const xhal_plugin_tensor_t* dbeta) {
   count_launch(device);

@@ -38,6 +38,6 @@ struct OpRegistrar {
 
 #define XHAL_CPU_CONCAT_(a, b) a##b
 #define XHAL_CPU_CONCAT(a, b) XHAL_CPU_CONCAT_(a, b)
-#define XHAL_CPU_OP(op, dtypes, ...)                                                    \
-  static const ::xhal::cpu::OpRegistrar XHAL_CPU_CONCAT(xhal_cpu_op_, __LINE__)(        \
+#define XHAL_CPU_OP(op, dtypes, ...)                                             \
+  static const ::xhal::cpu::OpRegistrar XHAL_CPU_CONCAT(xhal_cpu_op_, __LINE__)( \
       (op), (dtypes), [](xhal_plugin_api_t& api) { __VA_ARGS__; })

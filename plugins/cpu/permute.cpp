@@ -9,10 +9,10 @@
 #include <algorithm>
 #include <cstring>
 
-#include "op_registry.h"
 #include "dense_ops.h"
 #include "index_plan.h"
 #include "isa_kernels.h"
+#include "op_registry.h"
 
 namespace xhal::cpu {
 namespace {
@@ -174,10 +174,18 @@ xhal_status_t permute(void* device, const xhal_plugin_tensor_t* src,
   const std::byte* s = tensor_data<const std::byte>(src);
   std::byte* o = tensor_data<std::byte>(dst);
   switch (dtype_size(src->dtype)) {
-    case 1: permute_sized<1>(l, s, o); break;
-    case 2: permute_sized<2>(l, s, o); break;
-    case 4: permute_sized<4>(l, s, o); break;
-    case 8: permute_sized<8>(l, s, o); break;
+    case 1:
+      permute_sized<1>(l, s, o);
+      break;
+    case 2:
+      permute_sized<2>(l, s, o);
+      break;
+    case 4:
+      permute_sized<4>(l, s, o);
+      break;
+    case 8:
+      permute_sized<8>(l, s, o);
+      break;
     default:
       set_error("cpu plugin: permute: unsupported element size");
       return XHAL_UNSUPPORTED;

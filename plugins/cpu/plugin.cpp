@@ -13,8 +13,8 @@
 #include <string>
 #include <thread>
 
-#include "op_registry.h"
 #include "dense_ops.h"
+#include "op_registry.h"
 #include "options.h"
 
 namespace xhal::cpu {
@@ -110,8 +110,8 @@ xhal_status_t device_get_info(void* context_arg, uint32_t index, xhal_plugin_dev
   // only (the core lists two devices with one stable id once).
   xhal_plugin_device_info_t info = context->info;
   if (index > 0) {
-    const std::string name = std::string(context->info.name) + " [virtual " +
-                             std::to_string(index) + "]";
+    const std::string name =
+        std::string(context->info.name) + " [virtual " + std::to_string(index) + "]";
     const std::string id = std::string(context->info.stable_id) + "/" + std::to_string(index);
     std::snprintf(info.name, sizeof info.name, "%s", name.c_str());
     std::snprintf(info.stable_id, sizeof info.stable_id, "%s", id.c_str());

@@ -14,7 +14,7 @@
 
 namespace xhal::cpu::XHAL_CPU_ISA_NS {
 
-constexpr int64_t kChunk = 1024;      // rowsum chunk: 128 lanes x 8 steps
+constexpr int64_t kChunk = 1024;  // rowsum chunk: 128 lanes x 8 steps
 constexpr int kChunkVectors = 128 / kLanes;
 
 // ---- pairwise tree (3.1) over a stream of values --------------------------

@@ -3,9 +3,9 @@
 // in ascending row order by one thread; stage 2 is colsum_tree.
 #include <memory>
 
-#include "op_registry.h"
 #include "dense_ops.h"
 #include "isa_kernels.h"
+#include "op_registry.h"
 #include "row_ops.h"
 
 namespace xhal::cpu {
@@ -29,9 +29,8 @@ xhal_status_t rms_norm_forward(void* device, const xhal_plugin_tensor_t* x,
 }
 
 xhal_status_t rms_norm_backward(void* device, const xhal_plugin_tensor_t* x,
-                                const xhal_plugin_tensor_t* gamma,
-                                const xhal_plugin_tensor_t* rstd, const xhal_plugin_tensor_t* dy,
-                                const xhal_plugin_tensor_t* dx,
+                                const xhal_plugin_tensor_t* gamma, const xhal_plugin_tensor_t* rstd,
+                                const xhal_plugin_tensor_t* dy, const xhal_plugin_tensor_t* dx,
                                 const xhal_plugin_tensor_t* dgamma) {
   count_launch(device);
   const RowShape s = row_shape(x);

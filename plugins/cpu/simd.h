@@ -55,8 +55,8 @@ XHAL_CPU_INLINE V load(const float* p) {
 }
 XHAL_CPU_INLINE void store(float* p, V v) { std::memcpy(p, &v, sizeof v); }
 
-// Store that bypasses the caches (p aligned to the vector width): for outputs far larger than the caches, it saves reading
-// each destination line before writing it. Needs stream_fence() before the
+// Store that bypasses the caches (p aligned to the vector width): for outputs far larger than the
+// caches, it saves reading each destination line before writing it. Needs stream_fence() before the
 // data is handed over.
 XHAL_CPU_INLINE void store_stream(float* p, V v) {
 #if defined(__AVX512F__)
@@ -126,12 +126,14 @@ XHAL_CPU_INLINE V native_binary(V a, V b, F f) {
   return out;
 }
 XHAL_CPU_INLINE V max_ps(V a, V b) {
-  return native_binary(a, b, [](NativePs x, NativePs y)
-                                 XHAL_CPU_LAMBDA_INLINE { return XHAL_CPU_NATIVE_PS(max)(x, y); });
+  return native_binary(a, b, [](NativePs x, NativePs y) XHAL_CPU_LAMBDA_INLINE {
+    return XHAL_CPU_NATIVE_PS(max)(x, y);
+  });
 }
 XHAL_CPU_INLINE V min_ps(V a, V b) {
-  return native_binary(a, b, [](NativePs x, NativePs y)
-                                 XHAL_CPU_LAMBDA_INLINE { return XHAL_CPU_NATIVE_PS(min)(x, y); });
+  return native_binary(a, b, [](NativePs x, NativePs y) XHAL_CPU_LAMBDA_INLINE {
+    return XHAL_CPU_NATIVE_PS(min)(x, y);
+  });
 }
 #undef XHAL_CPU_NATIVE_PS
 #else

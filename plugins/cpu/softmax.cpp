@@ -4,9 +4,9 @@
 // scaled by xhal_exp(m[c] - M) * (1 / S)).
 #include <vector>
 
-#include "op_registry.h"
 #include "dense_ops.h"
 #include "isa_kernels.h"
+#include "op_registry.h"
 #include "row_ops.h"
 
 namespace xhal::cpu {
@@ -42,8 +42,7 @@ xhal_status_t softmax_backward(void* device, const xhal_plugin_tensor_t* y,
   const auto row = isa().softmax_backward_row;
   const bool stream = static_cast<uint64_t>(s.rows * s.n) * sizeof(float) >= kStreamBytes;
 #pragma omp parallel for schedule(dynamic, 4) if (s.rows * s.n > 8192)
-  for (int64_t r = 0; r < s.rows; ++r)
-    row(yp + r * s.n, dyp + r * s.n, dxp + r * s.n, s.n, stream);
+  for (int64_t r = 0; r < s.rows; ++r) row(yp + r * s.n, dyp + r * s.n, dxp + r * s.n, s.n, stream);
   return XHAL_OK;
 }
 

@@ -113,10 +113,8 @@ inline void balanced_rows(const std::vector<I>& row_ptr, int64_t rows, int part,
     int64_t lo = 0, hi = rows;  // smallest r with row_ptr[r] + r >= target
     while (lo < hi) {
       const int64_t mid = lo + (hi - lo) / 2;
-      if (static_cast<int64_t>(row_ptr[static_cast<size_t>(mid)]) + mid >= target)
-        hi = mid;
-      else
-        lo = mid + 1;
+      if (static_cast<int64_t>(row_ptr[static_cast<size_t>(mid)]) + mid >= target) hi = mid;
+      else lo = mid + 1;
     }
     return lo;
   };
@@ -139,7 +137,8 @@ inline void run_chosen(TeamChoice& choice, int64_t work, Body&& body) {
   const bool team = choice.use_team();
   const auto start = std::chrono::steady_clock::now();
   body(team ? threads : 1);
-  choice.record(team, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  choice.record(team,
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
 }
 
 // Runs an op's body; a failed scratch allocation (taken before any output

@@ -1,8 +1,8 @@
 // csr_create / csr_destroy: copies the validated pattern (its arrays are
 // only valid during the call), narrows indices to int32 where they fit and
 // builds the level schedules of the triangular solves once per pattern.
-#include "op_registry.h"
 #include "sparse_matrix.h"
+#include "op_registry.h"
 
 #include <omp.h>
 
@@ -108,7 +108,8 @@ void fill_patterns(CsrPatterns<I>& ps, const xhal_plugin_csr_desc_t* d, bool low
     const int64_t begin = d->t_row_ptr[j], count = d->t_row_ptr[j + 1] - begin;
     for (int64_t q = 0; q < count; ++q)
       ps.slot[d->t_perm[begin + q]] = static_cast<I>(ps.first_slot[j] + q / kSegsumChunk);
-    ps.first_slot[j + 1] = ps.first_slot[j] + std::max<int64_t>(1, (count + kSegsumChunk - 1) / kSegsumChunk);
+    ps.first_slot[j + 1] =
+        ps.first_slot[j] + std::max<int64_t>(1, (count + kSegsumChunk - 1) / kSegsumChunk);
   }
   const int threads = omp_get_max_threads();
   if (threads > 1 && threads <= kMaxSolveTeam) {
@@ -120,8 +121,8 @@ void fill_patterns(CsrPatterns<I>& ps, const xhal_plugin_csr_desc_t* d, bool low
       I* split = ps.row_split.data() + static_cast<size_t>(t - 1) * static_cast<size_t>(d->rows);
       for (int64_t i = 0; i < d->rows; ++i) {
         const int64_t* row_end = d->col_idx + d->row_ptr[i + 1];
-        split[i] = static_cast<I>(std::lower_bound(d->col_idx + d->row_ptr[i], row_end, c0) -
-                                  d->col_idx);
+        split[i] =
+            static_cast<I>(std::lower_bound(d->col_idx + d->row_ptr[i], row_end, c0) - d->col_idx);
       }
     }
   }
@@ -161,7 +162,8 @@ xhal_status_t csr_create(void* /*device*/, const xhal_plugin_csr_desc_t* desc, v
     }
     m->lower = lower;
     m->upper = upper;
-    const bool narrow = desc->rows <= INT32_MAX && desc->cols <= INT32_MAX && desc->nnz <= INT32_MAX;
+    const bool narrow =
+        desc->rows <= INT32_MAX && desc->cols <= INT32_MAX && desc->nnz <= INT32_MAX;
     if (narrow) {
       fill_patterns(m->patterns.emplace<CsrPatterns<int32_t>>(), desc, lower, upper);
     } else {

@@ -41,7 +41,8 @@ class TeamChoice {
     if (single == 0.0) return false;
     const bool team_faster = team <= single;
     const double slowdown = team_faster ? single / team : team / single;
-    const uint64_t every = kExploreEvery * static_cast<uint64_t>(slowdown < 256.0 ? slowdown + 0.5 : 256.0);
+    const uint64_t every =
+        kExploreEvery * static_cast<uint64_t>(slowdown < 256.0 ? slowdown + 0.5 : 256.0);
     return call % every == 0 ? !team_faster : team_faster;
   }
   void record(bool team, double seconds) {
@@ -67,9 +68,9 @@ class TeamChoice {
 // depend on the schedule: each x[k] has one formula.
 template <typename I>
 struct SolveSchedule {
-  bool built = false;     // the pattern lies in this solve's triangle
-  int64_t levels = 0;     // length of the longest dependency chain
-  int team = 1;           // members the rows were dealt to (1: one thread)
+  bool built = false;          // the pattern lies in this solve's triangle
+  int64_t levels = 0;          // length of the longest dependency chain
+  int team = 1;                // members the rows were dealt to (1: one thread)
   std::vector<int64_t> first;  // [team + 1]: member t walks rows[first[t], first[t+1])
   std::vector<I> rows;
   mutable TeamChoice choice;
@@ -101,7 +102,7 @@ struct CsrPatterns {
   int split_team = 1;
   std::vector<I> row_split;
   // Position of each entry of A in the transposed order (inverse of t_perm).
-  std::vector<I> t_pos;             // [nnz]
+  std::vector<I> t_pos;  // [nnz]
   // 1 when A's row i stores (i, i) (square A only): the transposed solve
   // then skips it in row i and column i without reading either's indices.
   std::vector<uint8_t> has_diagonal;  // [rows]
@@ -109,7 +110,7 @@ struct CsrPatterns {
 
 struct CsrMatrix {
   int64_t rows = 0, cols = 0, nnz = 0;
-  CpuBuffer* values = nullptr;  // owned by the core; contents change
+  CpuBuffer* values = nullptr;        // owned by the core; contents change
   bool lower = false, upper = false;  // where A's entries lie (diagonal counts for both)
   std::variant<CsrPatterns<int32_t>, CsrPatterns<int64_t>> patterns;
   // Team or one thread for A x, A^T x and the pattern gradient of a backward.

@@ -4,8 +4,8 @@
 // Rows are dealt to the team at creation and each member waits only for the
 // rows of others it reads (sparse_matrix.h, SolveSchedule); the bits do not
 // depend on the schedule.
-#include "op_registry.h"
 #include "sparse_solve.h"
+#include "op_registry.h"
 
 #include <algorithm>
 #include <bit>
@@ -85,15 +85,11 @@ template <typename I, bool kPermuted>
 void solve_pattern(const CsrPattern<I>& p, const SolveSchedule<I>& sched, const float* values,
                    bool ascending, bool unit, const Columns& b, const Columns& x) {
   if (unit) {
-    if (ascending)
-      solve_rows<I, kPermuted, true, true>(p, sched, values, b, x);
-    else
-      solve_rows<I, kPermuted, true, false>(p, sched, values, b, x);
+    if (ascending) solve_rows<I, kPermuted, true, true>(p, sched, values, b, x);
+    else solve_rows<I, kPermuted, true, false>(p, sched, values, b, x);
   } else {
-    if (ascending)
-      solve_rows<I, kPermuted, false, true>(p, sched, values, b, x);
-    else
-      solve_rows<I, kPermuted, false, false>(p, sched, values, b, x);
+    if (ascending) solve_rows<I, kPermuted, false, true>(p, sched, values, b, x);
+    else solve_rows<I, kPermuted, false, false>(p, sched, values, b, x);
   }
 }
 
@@ -121,14 +117,14 @@ inline float sum_up_to_4(const float* t, int64_t m) {
 // being gathered through t_perm.
 template <typename I, bool kUnit, bool kAscending>
 struct TransposedRowSolver {
-  const I* row_ptr;    // A
+  const I* row_ptr;  // A
   const I* col;
   const I* t_row_ptr;  // A^T
   const I* t_col;
   const I* t_pos;
   const uint8_t* has_diagonal;
   const float* values;
-  float* terms;        // [nnz], in transposed order
+  float* terms;  // [nnz], in transposed order
   const float* b;
   float* x;
 
@@ -167,9 +163,16 @@ void solve_transposed_rows(const CsrPatterns<I>& ps, const SolveSchedule<I>& sch
                            const float* values, float* terms, const Columns& b, const Columns& x) {
   const int64_t n = ps.a.rows;
   const int64_t work = static_cast<int64_t>(ps.a.row_ptr[n]) + n;
-  const TransposedRowSolver<I, kUnit, kAscending> row{
-      ps.a.row_ptr.data(), ps.a.col_idx.data(), ps.at.row_ptr.data(), ps.at.col_idx.data(),
-      ps.t_pos.data(),     ps.has_diagonal.data(), values,            terms, b.data, x.data};
+  const TransposedRowSolver<I, kUnit, kAscending> row{ps.a.row_ptr.data(),
+                                                      ps.a.col_idx.data(),
+                                                      ps.at.row_ptr.data(),
+                                                      ps.at.col_idx.data(),
+                                                      ps.t_pos.data(),
+                                                      ps.has_diagonal.data(),
+                                                      values,
+                                                      terms,
+                                                      b.data,
+                                                      x.data};
   run_rows(sched, n, kAscending, row, work);
 }
 
@@ -179,15 +182,11 @@ void solve_transposed_vector(const CsrPatterns<I>& ps, const SolveSchedule<I>& s
                              const Columns& x) {
   float* terms = call_scratch<float>(static_cast<size_t>(ps.a.row_ptr[ps.a.rows]));
   if (unit) {
-    if (ascending)
-      solve_transposed_rows<I, true, true>(ps, sched, values, terms, b, x);
-    else
-      solve_transposed_rows<I, true, false>(ps, sched, values, terms, b, x);
+    if (ascending) solve_transposed_rows<I, true, true>(ps, sched, values, terms, b, x);
+    else solve_transposed_rows<I, true, false>(ps, sched, values, terms, b, x);
   } else {
-    if (ascending)
-      solve_transposed_rows<I, false, true>(ps, sched, values, terms, b, x);
-    else
-      solve_transposed_rows<I, false, false>(ps, sched, values, terms, b, x);
+    if (ascending) solve_transposed_rows<I, false, true>(ps, sched, values, terms, b, x);
+    else solve_transposed_rows<I, false, false>(ps, sched, values, terms, b, x);
   }
 }
 
@@ -221,12 +220,9 @@ xhal_status_t solve(const CsrMatrix& m, xhal_transpose_t trans, xhal_triangle_t 
     if (x.n == 0 || x.k == 0) return XHAL_OK;
     using I = typename std::remove_cvref_t<decltype(p.row_ptr)>::value_type;
     const bool vectors = x.k == 1 && x.row_stride == 1 && b.row_stride == 1;
-    if (transposed && vectors)
-      solve_transposed_vector(ps, sched, values, ascending, unit, b, x);
-    else if (transposed)
-      solve_pattern<I, true>(p, sched, values, ascending, unit, b, x);
-    else
-      solve_pattern<I, false>(p, sched, values, ascending, unit, b, x);
+    if (transposed && vectors) solve_transposed_vector(ps, sched, values, ascending, unit, b, x);
+    else if (transposed) solve_pattern<I, true>(p, sched, values, ascending, unit, b, x);
+    else solve_pattern<I, false>(p, sched, values, ascending, unit, b, x);
     return XHAL_OK;
   });
 }

@@ -22,8 +22,7 @@ void gradient_rows(const CsrPattern<I>& p, bool unit, const Columns& x, const Co
       float g;
       if constexpr (kVectors)  // segsum of one term: +0 + gb[i] * x[j]
         g = -(0.0f + gb.data[i] * x.data[j]);
-      else
-        g = -segsum(x.k, [&](int64_t c) { return gb.at(i, c) * x.at(j, c); });
+      else g = -segsum(x.k, [&](int64_t c) { return gb.at(i, c) * x.at(j, c); });
       ga[e * ga_stride] = unit && cidx == r ? 0.0f : g;
     }
   }
@@ -44,12 +43,10 @@ void pattern_gradient(const CsrPattern<I>& p, bool transposed, bool unit, const 
       balanced_rows(p.row_ptr, rows, omp_get_thread_num(), omp_get_num_threads(), &first, &last);
       if (vectors && transposed)
         gradient_rows<I, true, true>(p, unit, x, gb, ga, ga_stride, first, last);
-      else if (vectors)
-        gradient_rows<I, false, true>(p, unit, x, gb, ga, ga_stride, first, last);
+      else if (vectors) gradient_rows<I, false, true>(p, unit, x, gb, ga, ga_stride, first, last);
       else if (transposed)
         gradient_rows<I, true, false>(p, unit, x, gb, ga, ga_stride, first, last);
-      else
-        gradient_rows<I, false, false>(p, unit, x, gb, ga, ga_stride, first, last);
+      else gradient_rows<I, false, false>(p, unit, x, gb, ga, ga_stride, first, last);
     }
   });
 }

@@ -36,10 +36,8 @@ struct WaitForRow {
   void operator()(int64_t j) const {
     if (is_done(j)) return;
     for (int spins = 0; !is_done(j); ++spins) {
-      if (spins < 4096)
-        spin_pause();
-      else
-        std::this_thread::yield();  // another process may hold the core
+      if (spins < 4096) spin_pause();
+      else std::this_thread::yield();  // another process may hold the core
     }
   }
 };
@@ -84,10 +82,8 @@ void run_rows(const SolveSchedule<I>& sched, int64_t n, bool ascending, const Ro
     return;
   }
   run_chosen(sched.choice, work, [&](int threads) {
-    if (threads < sched.team)
-      walk_alone();
-    else
-      run_dealt(sched, n, row, walk_alone);
+    if (threads < sched.team) walk_alone();
+    else run_dealt(sched, n, row, walk_alone);
   });
 }
 

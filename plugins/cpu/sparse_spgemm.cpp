@@ -7,8 +7,8 @@
 #include <cstdio>
 #include <new>
 
-#include "op_registry.h"
 #include "dense_ops.h"
+#include "op_registry.h"
 #include "sparse_kernels.h"
 
 namespace xhal::cpu {
@@ -18,7 +18,8 @@ template <typename IA, typename IB, typename IC>
 void multiply_numeric(const CsrPattern<IA>& a, const float* av, const CsrPattern<IB>& b,
                       const float* bv, const CsrPattern<IC>& c, float* cv, int64_t c_cols) {
   const int64_t rows = c.rows;
-  const int64_t work = static_cast<int64_t>(c.row_ptr[rows]) + static_cast<int64_t>(a.row_ptr[rows]);
+  const int64_t work =
+      static_cast<int64_t>(c.row_ptr[rows]) + static_cast<int64_t>(a.row_ptr[rows]);
   const int teams = work < kParallelMinWork ? 1 : omp_get_max_threads();
   // Allocated here: an exception may not leave the parallel region.
   std::vector<float> accumulators(static_cast<size_t>(teams) * static_cast<size_t>(c_cols));

@@ -46,7 +46,7 @@ void buffer_free(void* device, void* buffer) {
   auto* d = static_cast<Device*>(device);
   auto* b = static_cast<Buffer*>(buffer);
   use_device(d->ordinal);
-  if (b->ptr && b->owned) {  // imported memory: the core synchronised, the app frees it
+  if (b->ptr && b->owned) {           // imported memory: the core synchronised, the app frees it
     gpuStreamSynchronize(d->stream);  // queued work may still use it
     gpuFree(b->ptr);
   }
@@ -84,9 +84,10 @@ xhal_status_t buffer_copy(void* device, void* src, uint64_t src_offset, void* ds
   auto* d = static_cast<Device*>(device);
   if (!size) return XHAL_OK;
   use_device(d->ordinal);
-  gpuError_t e = gpuMemcpyAsync(static_cast<char*>(static_cast<Buffer*>(dst)->ptr) + dst_offset,
-                                static_cast<const char*>(static_cast<Buffer*>(src)->ptr) + src_offset,
-                                size, gpuMemcpyDeviceToDevice, d->stream);
+  gpuError_t e =
+      gpuMemcpyAsync(static_cast<char*>(static_cast<Buffer*>(dst)->ptr) + dst_offset,
+                     static_cast<const char*>(static_cast<Buffer*>(src)->ptr) + src_offset, size,
+                     gpuMemcpyDeviceToDevice, d->stream);
   return e == gpuSuccess ? XHAL_OK : runtime_error(e, "buffer_copy");
 }
 
@@ -105,9 +106,10 @@ xhal_status_t buffer_fill(void* device, void* dst, uint64_t offset, uint64_t siz
   if (pattern_size <= 4 && 4 % pattern_size == 0 && offset % 4 == 0 && size % 4 == 0 &&
       reinterpret_cast<uintptr_t>(base) % 4 == 0) {
     uint32_t w = 0;
-    for (int i = 0; i < 4; ++i) w |= static_cast<uint32_t>((p >> (8 * (i % pattern_size))) & 0xff) << (8 * i);
+    for (int i = 0; i < 4; ++i)
+      w |= static_cast<uint32_t>((p >> (8 * (i % pattern_size))) & 0xff) << (8 * i);
     fill4_kernel<<<grid_for(size / 4, 256), 256, 0, d->stream>>>(reinterpret_cast<uint32_t*>(base),
-                                                                  size / 4, w);
+                                                                 size / 4, w);
   } else {
     fill_kernel<<<grid_for(size, 256), 256, 0, d->stream>>>(base, size, p, pattern_size);
   }

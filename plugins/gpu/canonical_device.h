@@ -66,14 +66,11 @@ __device__ __forceinline__ float nan_max(float a, float b) {
 struct MaxSum {
   float m, s;
 };
-__device__ __forceinline__ MaxSum maxsum_identity() {
-  return {__int_as_float(0xff800000), 0.0f};
-}
+__device__ __forceinline__ MaxSum maxsum_identity() { return {__int_as_float(0xff800000), 0.0f}; }
 __device__ __forceinline__ MaxSum maxsum_combine(MaxSum a, MaxSum b) {
   float M = nan_max(a.m, b.m);
   if (M == __int_as_float(0xff800000)) return {M, 0.0f};
-  return {M, xadd(xmul(a.s, canonical_exp(xsub(a.m, M))),
-                  xmul(b.s, canonical_exp(xsub(b.m, M))))};
+  return {M, xadd(xmul(a.s, canonical_exp(xsub(a.m, M))), xmul(b.s, canonical_exp(xsub(b.m, M))))};
 }
 
 // The last 5 levels of the pairwise tree (section 3.1) over the 32 lanes of

@@ -10,9 +10,8 @@ namespace {
 
 // Stage 1: p[b][j] over rows 32b..32b+31 in order; stage 2: tree over b.
 template <bool kLayerNorm>
-__global__ void colsum_stage1(const float* x, const float* dy, const float* mean,
-                              const float* rstd, int64_t rows, int64_t n, int64_t nb, float* pg,
-                              float* pb) {
+__global__ void colsum_stage1(const float* x, const float* dy, const float* mean, const float* rstd,
+                              int64_t rows, int64_t n, int64_t nb, float* pg, float* pb) {
   for (int64_t it = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; it < nb * n;
        it += int64_t{gridDim.x} * blockDim.x) {
     const int64_t b = it / n, j = it % n;
@@ -62,11 +61,11 @@ xhal_status_t colsums(Device* d, bool layer_norm, const float* x, const float* d
   float* pg = static_cast<float*>(ws);
   float* pb = pg + nb * n;
   if (layer_norm)
-    colsum_stage1<true><<<grid_for(nb * n, 256), 256, 0, d->stream>>>(x, dy, mean, rstd, rows, n,
-                                                                     nb, pg, pb);
+    colsum_stage1<true>
+        <<<grid_for(nb * n, 256), 256, 0, d->stream>>>(x, dy, mean, rstd, rows, n, nb, pg, pb);
   else
-    colsum_stage1<false><<<grid_for(nb * n, 256), 256, 0, d->stream>>>(x, dy, mean, rstd, rows, n,
-                                                                      nb, pg, pb);
+    colsum_stage1<false>
+        <<<grid_for(nb * n, 256), 256, 0, d->stream>>>(x, dy, mean, rstd, rows, n, nb, pg, pb);
   colsum_stage2<<<grid_for(n * 32, 256), 256, 0, d->stream>>>(pg, nb, n, dgamma);
   int launches = 2;
   if (layer_norm && dbeta) {

@@ -153,8 +153,8 @@ bool parse_device_options(const char* text, GpuBackend backend, DeviceOptions* o
   DeviceOptions o = default_device_options(backend);
   const std::string all = text ? text : "";
   auto reject = [&](const std::string& item, const std::string& why) {
-    *error = "device option '" + item + "': " + why + "; known options: " +
-             known_device_options(backend);
+    *error = "device option '" + item + "': " + why +
+             "; known options: " + known_device_options(backend);
     return false;
   };
   size_t begin = 0;
@@ -172,16 +172,17 @@ bool parse_device_options(const char* text, GpuBackend backend, DeviceOptions* o
       if (name == s.name) spec = &s;
     if (!spec) return reject(item, "unknown name '" + name + "'");
     if (!applies(*spec, backend))
-      return reject(item, std::string("'") + name + "' does not apply to " +
-                              backend_name(backend) + " (it tunes the CUDA sync-free solve)");
+      return reject(item, std::string("'") + name + "' does not apply to " + backend_name(backend) +
+                              " (it tunes the CUDA sync-free solve)");
     switch (spec->parse(value, backend, &o)) {
-      case Parsed::kOk: break;
+      case Parsed::kOk:
+        break;
       case Parsed::kNotNumber:
-        return reject(item, std::string("'") + value + "' is not a number (expects " +
-                                spec->expects + ")");
+        return reject(
+            item, std::string("'") + value + "' is not a number (expects " + spec->expects + ")");
       case Parsed::kOutOfRange:
-        return reject(item, std::string("'") + value + "' is out of range (expects " +
-                                spec->expects + ")");
+        return reject(
+            item, std::string("'") + value + "' is out of range (expects " + spec->expects + ")");
       case Parsed::kNotChoice:
         return reject(item, std::string("'") + value + "' is not a valid value (expects " +
                                 spec->expects + ")");

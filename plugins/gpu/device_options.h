@@ -25,8 +25,8 @@ struct DeviceOptions {
   int solve_block_threads = 128;  // 32..256, a multiple of 32
   int solve_blocks_per_sm = 0;    // 0: auto (4 with rows of > 32 terms, else 1)
   SolvePoll solve_poll = SolvePoll::kAuto;
-  int solve_poll_terms = 0;       // 0: auto (32 with rows of > 32 terms, else 16)
-  uint32_t solve_sleep_ns = 0;    // back-off while polling; 0: none
+  int solve_poll_terms = 0;     // 0: auto (32 with rows of > 32 terms, else 16)
+  uint32_t solve_sleep_ns = 0;  // back-off while polling; 0: none
   // The norm backward fuses dgamma/dbeta into the row kernel from this many
   // rows on, counted in whole colsum blocks of 32 rows.
   int64_t norm_backward_fused_from_rows = 4096;

@@ -21,8 +21,8 @@ xhal_status_t check_launch(Device* d, const char* op, int launches) {
   // device_synchronize instead.
   const gpuError_t e = gpuGetLastError();
   if (__builtin_expect(e != gpuSuccess, 0))
-    return fail(XHAL_PLUGIN_ERROR, "%s plugin: %s: kernel launch failed: %s",
-                XHAL_GPU_BACKEND_NAME, op, gpuGetErrorString(e));
+    return fail(XHAL_PLUGIN_ERROR, "%s plugin: %s: kernel launch failed: %s", XHAL_GPU_BACKEND_NAME,
+                op, gpuGetErrorString(e));
   return XHAL_OK;
 }
 
@@ -63,11 +63,15 @@ xhal_status_t upload(Device* d, const void* host, size_t bytes, void** out) {
 size_t dtype_size(xhal_dtype_t t) {
   switch (t) {
     case XHAL_DTYPE_F16:
-    case XHAL_DTYPE_BF16: return 2;
+    case XHAL_DTYPE_BF16:
+      return 2;
     case XHAL_DTYPE_I64:
-    case XHAL_DTYPE_F64: return 8;
-    case XHAL_DTYPE_U8: return 1;
-    default: return 4;
+    case XHAL_DTYPE_F64:
+      return 8;
+    case XHAL_DTYPE_U8:
+      return 1;
+    default:
+      return 4;
   }
 }
 

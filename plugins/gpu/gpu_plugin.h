@@ -21,8 +21,7 @@ struct Device {
   DeviceOptions options;  // parsed at open, read-only afterwards
   gpuStream_t stream = nullptr;
   std::mutex mutex;
-  std::atomic<uint64_t> h2d_transfers{0}, h2d_bytes{0}, d2h_transfers{0}, d2h_bytes{0},
-      launches{0};
+  std::atomic<uint64_t> h2d_transfers{0}, h2d_bytes{0}, d2h_transfers{0}, d2h_bytes{0}, launches{0};
   void* scratch = nullptr;  // grown on demand, used within one slot call
   size_t scratch_size = 0;
 };
@@ -140,10 +139,9 @@ xhal_status_t spmm(void*, void*, xhal_transpose_t, float, const xhal_plugin_tens
                    const xhal_plugin_tensor_t*);
 xhal_status_t csr_solve(void*, void*, xhal_transpose_t, xhal_triangle_t, xhal_diagonal_t,
                         const xhal_plugin_tensor_t*, const xhal_plugin_tensor_t*);
-xhal_status_t csr_solve_backward(void*, void*, xhal_transpose_t, xhal_triangle_t,
-                                 xhal_diagonal_t, const xhal_plugin_tensor_t*,
+xhal_status_t csr_solve_backward(void*, void*, xhal_transpose_t, xhal_triangle_t, xhal_diagonal_t,
                                  const xhal_plugin_tensor_t*, const xhal_plugin_tensor_t*,
-                                 const xhal_plugin_tensor_t*);
+                                 const xhal_plugin_tensor_t*, const xhal_plugin_tensor_t*);
 xhal_status_t spgemm_numeric(void*, void*, void*, void*);
 
 }  // namespace xhal::gpu

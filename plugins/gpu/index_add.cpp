@@ -100,8 +100,8 @@ template <class V>
 __global__ void add_chunks_batched_kernel(const V* __restrict__ src, V* __restrict__ partial,
                                           const int64_t* __restrict__ chunk_begin,
                                           const int32_t* __restrict__ chunk_len,
-                                          const int64_t* __restrict__ sources,
-                                          int64_t num_chunks, int64_t w) {
+                                          const int64_t* __restrict__ sources, int64_t num_chunks,
+                                          int64_t w) {
   const int64_t total = num_chunks * w;
   for (int64_t it = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; it < total;
        it += int64_t{gridDim.x} * blockDim.x) {
@@ -187,8 +187,7 @@ xhal_status_t index_add(void* device, void* plan, float alpha, const xhal_plugin
       reinterpret_cast<uintptr_t>(o) % 16 == 0)
     st = run_index_add<float4>(d, p, alpha, reinterpret_cast<const float4*>(s),
                                reinterpret_cast<float4*>(o), w / 4, &launches);
-  else
-    st = run_index_add<float>(d, p, alpha, s, o, w, &launches);
+  else st = run_index_add<float>(d, p, alpha, s, o, w, &launches);
   if (st != XHAL_OK) return st;
   return check_launch(d, "index_add", launches);
 }

@@ -34,9 +34,9 @@ IndexAddSchedule build_index_add_schedule(const int64_t* touched_rows, const int
     for (size_t k = 0; k < chunks.size(); ++k) {
       const int64_t base = s.long_base[k], c = chunks[k];
       for (int64_t g = 0; g < (c + kIndexChunk - 1) / kIndexChunk; ++g)
-        s.group_triples.insert(s.group_triples.end(),
-                               {base + kIndexChunk * g,
-                                std::min(kIndexChunk, c - kIndexChunk * g), base + g});
+        s.group_triples.insert(
+            s.group_triples.end(),
+            {base + kIndexChunk * g, std::min(kIndexChunk, c - kIndexChunk * g), base + g});
       chunks[k] = (c + kIndexChunk - 1) / kIndexChunk;
     }
     s.group_offsets.push_back(static_cast<int64_t>(s.group_triples.size() / 3));

@@ -43,7 +43,8 @@ struct LnFwd {
   __device__ float rs(const float* tot, int64_t n) const {
     return xdiv(1.0f, xsqrt(xadd(xdiv(tot[1], static_cast<float>(n)), eps)));
   }
-  __device__ void apply(ChunkRegs& r, const float* tot, int64_t, int64_t n, int64_t i0, float4* out) const {
+  __device__ void apply(ChunkRegs& r, const float* tot, int64_t, int64_t n, int64_t i0,
+                        float4* out) const {
     const float mu = xdiv(tot[0], static_cast<float>(n));
     const float s = rs(tot, n);
 #pragma unroll
@@ -51,7 +52,8 @@ struct LnFwd {
       const float4 g = col4(gamma, elem(i0, t), n), b = col4(beta, elem(i0, t), n);
 #pragma unroll
       for (int q = 0; q < 4; ++q)
-        comp(out[t], q) = xadd(xmul(xmul(xsub(comp(r.in[0][t], q), mu), s), comp(g, q)), comp(b, q));
+        comp(out[t], q) =
+            xadd(xmul(xmul(xsub(comp(r.in[0][t], q), mu), s), comp(g, q)), comp(b, q));
     }
   }
   __device__ float* output() const { return y; }
@@ -87,7 +89,8 @@ struct LnBwd {
     });
     return {a, b};
   }
-  __device__ void apply(ChunkRegs& r, const Sum2* tot, int64_t row, int64_t n, int64_t i0, float4* out) const {
+  __device__ void apply(ChunkRegs& r, const Sum2* tot, int64_t row, int64_t n, int64_t i0,
+                        float4* out) const {
     const float mu = mean[row], s = rstd[row];
     const float a = xdiv(tot[0].a, static_cast<float>(n));
     const float b = xdiv(tot[0].b, static_cast<float>(n));
@@ -126,8 +129,8 @@ xhal_status_t layer_norm_forward(void* device, const xhal_plugin_tensor_t* x,
   Device* d = enter(device);
   std::lock_guard lock(d->mutex);
   auto [rows, n] = shape_of(x);
-  LnFwd b{tensor_f32(x), tensor_f32(gamma), tensor_f32(beta), eps, tensor_f32(y),
-          tensor_f32(mean), tensor_f32(rstd)};
+  LnFwd b{tensor_f32(x), tensor_f32(gamma), tensor_f32(beta), eps,
+          tensor_f32(y), tensor_f32(mean),  tensor_f32(rstd)};
   return run_rows(d, b, rows, n, aligned16(b.x) && aligned16(b.y), "layer_norm_forward");
 }
 
@@ -141,8 +144,8 @@ xhal_status_t layer_norm_backward(void* device, const xhal_plugin_tensor_t* x,
   Device* d = enter(device);
   std::lock_guard lock(d->mutex);
   auto [rows, n] = shape_of(x);
-  LnBwd b{tensor_f32(x), tensor_f32(dy), tensor_f32(gamma), tensor_f32(mean), tensor_f32(rstd),
-          tensor_f32(dx)};
+  LnBwd b{tensor_f32(x),    tensor_f32(dy),   tensor_f32(gamma),
+          tensor_f32(mean), tensor_f32(rstd), tensor_f32(dx)};
   const bool vec = aligned16(b.x) && aligned16(b.dy) && aligned16(b.gamma) && aligned16(b.dx);
   xhal_status_t fst;
   if ((dgamma || dbeta) &&
@@ -154,12 +157,12 @@ xhal_status_t layer_norm_backward(void* device, const xhal_plugin_tensor_t* x,
     float* db = dbeta ? tensor_f32(dbeta) : nullptr;
     xhal_status_t st;
     if (dg) {
-      st = colsums(d, true, tensor_f32(x), tensor_f32(dy), tensor_f32(mean), tensor_f32(rstd),
-                   rows, n, dg, db);
+      st = colsums(d, true, tensor_f32(x), tensor_f32(dy), tensor_f32(mean), tensor_f32(rstd), rows,
+                   n, dg, db);
     } else {
       // Only dbeta: write dgamma's tree into dbeta first, then overwrite.
-      st = colsums(d, true, tensor_f32(x), tensor_f32(dy), tensor_f32(mean), tensor_f32(rstd),
-                   rows, n, db, db);
+      st = colsums(d, true, tensor_f32(x), tensor_f32(dy), tensor_f32(mean), tensor_f32(rstd), rows,
+                   n, db, db);
     }
     if (st != XHAL_OK) return st;
   }

@@ -17,8 +17,8 @@ namespace xhal::gpu {
 namespace {
 
 template <class B, int W, int RB, bool VEC, bool PF>
-__global__ void __launch_bounds__(W * RB * 32)
-norm_bwd_fused_kernel(B body, int64_t rows, int64_t n, float* pg, float* pb) {
+__global__ void __launch_bounds__(W* RB * 32)
+    norm_bwd_fused_kernel(B body, int64_t rows, int64_t n, float* pg, float* pb) {
   static_assert(W == 1 || RB == 1, "one block tree per block");
   using Op = typename B::Op;
   using T = typename Op::T;
@@ -75,8 +75,10 @@ norm_bwd_fused_kernel(B body, int64_t rows, int64_t n, float* pg, float* pb) {
 template <class B, int W, int RB, bool VEC, bool PF>
 void launch_fused(Device* d, const B& body, int64_t rows, int64_t n, float* pg, float* pb) {
   const int64_t nb = (rows + 31) / 32, groups = (nb + RB - 1) / RB;
-  const unsigned grid = static_cast<unsigned>(groups < (int64_t{1} << 20) ? groups : int64_t{1} << 20);
-  norm_bwd_fused_kernel<B, W, RB, VEC, PF><<<grid, W * RB * 32, 0, d->stream>>>(body, rows, n, pg, pb);
+  const unsigned grid =
+      static_cast<unsigned>(groups < (int64_t{1} << 20) ? groups : int64_t{1} << 20);
+  norm_bwd_fused_kernel<B, W, RB, VEC, PF>
+      <<<grid, W * RB * 32, 0, d->stream>>>(body, rows, n, pg, pb);
 }
 
 template <class B, bool VEC>
@@ -94,8 +96,8 @@ void launch_fused_w(Device* d, const B& body, int64_t rows, int64_t n, float* pg
 // blocks: the 32-row walks must still fill the GPU), or rows longer than one
 // block.
 template <class B>
-bool try_fused_norm_bwd(Device* d, const B& body, int64_t rows, int64_t n, bool vec,
-                        float* dgamma, float* dbeta, xhal_status_t* st) {
+bool try_fused_norm_bwd(Device* d, const B& body, int64_t rows, int64_t n, bool vec, float* dgamma,
+                        float* dbeta, xhal_status_t* st) {
   const int64_t nb = (rows + 31) / 32;
   if (rows == 0 || n == 0 || n > int64_t{kBigW<B>} * kChunk) return false;
   if (nb < (d->options.norm_backward_fused_from_rows + 31) / 32) return false;

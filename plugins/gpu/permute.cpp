@@ -46,8 +46,8 @@ struct alignas(sizeof(T) * V) VecOf {
 
 template <class T, int TILE, int V>
 __global__ void __launch_bounds__(256)
-transpose_tile_kernel(const T* __restrict__ src, T* __restrict__ dst, Strided s, int64_t A,
-                      int64_t B, int64_t sb, int64_t batches) {
+    transpose_tile_kernel(const T* __restrict__ src, T* __restrict__ dst, Strided s, int64_t A,
+                          int64_t B, int64_t sb, int64_t batches) {
   constexpr int kPad = sizeof(T) >= 4 ? 1 : 4 / static_cast<int>(sizeof(T));
   constexpr int kTpr = TILE / V;                           // threads per tile row
   constexpr int kRpp = 256 / kTpr;                         // tile rows per pass
@@ -191,10 +191,18 @@ xhal_status_t permute(void* device, const xhal_plugin_tensor_t* src,
   const void* sp = tensor_ptr(src);
   void* dp = tensor_ptr(dst);
   switch (dtype_size(src->dtype)) {
-    case 1: launch_permute<unsigned char>(d, sp, dp, s, total); break;
-    case 2: launch_permute<uint16_t>(d, sp, dp, s, total); break;
-    case 8: launch_permute<uint64_t>(d, sp, dp, s, total); break;
-    default: launch_permute<uint32_t>(d, sp, dp, s, total); break;
+    case 1:
+      launch_permute<unsigned char>(d, sp, dp, s, total);
+      break;
+    case 2:
+      launch_permute<uint16_t>(d, sp, dp, s, total);
+      break;
+    case 8:
+      launch_permute<uint64_t>(d, sp, dp, s, total);
+      break;
+    default:
+      launch_permute<uint32_t>(d, sp, dp, s, total);
+      break;
   }
   return check_launch(d, "permute");
 }

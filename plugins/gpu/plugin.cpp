@@ -41,9 +41,10 @@ xhal_status_t init(const xhal_plugin_host_t* host, void** out_context, char* out
   gpuError_t e = gpuGetDeviceCount(&count);
   if (e != gpuSuccess || count <= 0) {
     if (out_note && note_capacity)
-      std::snprintf(out_note, note_capacity, "no %s device found: %s%s", XHAL_GPU_RUNTIME_NAME,
-                    e != gpuSuccess ? gpuGetErrorString(e) : "the runtime lists none",
-                    driver_missing() ? " (no driver library " XHAL_GPU_DRIVER_LIB " on this machine)" : "");
+      std::snprintf(
+          out_note, note_capacity, "no %s device found: %s%s", XHAL_GPU_RUNTIME_NAME,
+          e != gpuSuccess ? gpuGetErrorString(e) : "the runtime lists none",
+          driver_missing() ? " (no driver library " XHAL_GPU_DRIVER_LIB " on this machine)" : "");
     gpuGetLastError();  // clear the sticky-free error so later calls are clean
     count = 0;
   }
@@ -144,8 +145,8 @@ xhal_status_t device_synchronize(void* device) {
   use_device(d->ordinal);
   gpuError_t e = gpuStreamSynchronize(d->stream);
   if (e != gpuSuccess)
-    return fail(XHAL_DEVICE_LOST, "%s plugin: asynchronous device fault: %s",
-                XHAL_GPU_BACKEND_NAME, gpuGetErrorString(e));
+    return fail(XHAL_DEVICE_LOST, "%s plugin: asynchronous device fault: %s", XHAL_GPU_BACKEND_NAME,
+                gpuGetErrorString(e));
   return XHAL_OK;
 }
 

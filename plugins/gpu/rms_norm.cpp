@@ -18,12 +18,14 @@ struct RmsFwd {
   __device__ static float pad(int) { return 0.0f; }
   __device__ float chunk_stat(int, const ChunkRegs& r, const float*, int64_t, int64_t,
                               int64_t) const {
-    return chunk_sum_of([&](int t, int q) { return xmul(comp(r.in[0][t], q), comp(r.in[0][t], q)); });
+    return chunk_sum_of(
+        [&](int t, int q) { return xmul(comp(r.in[0][t], q), comp(r.in[0][t], q)); });
   }
   __device__ float rs(const float* tot, int64_t n) const {
     return xdiv(1.0f, xsqrt(xadd(xdiv(tot[0], static_cast<float>(n)), eps)));
   }
-  __device__ void apply(ChunkRegs& r, const float* tot, int64_t, int64_t n, int64_t i0, float4* out) const {
+  __device__ void apply(ChunkRegs& r, const float* tot, int64_t, int64_t n, int64_t i0,
+                        float4* out) const {
     const float s = rs(tot, n);
 #pragma unroll
     for (int t = 0; t < 8; ++t) {
@@ -33,7 +35,9 @@ struct RmsFwd {
     }
   }
   __device__ float* output() const { return y; }
-  __device__ void row_out(int64_t row, const float* tot, int64_t n) const { rstd[row] = rs(tot, n); }
+  __device__ void row_out(int64_t row, const float* tot, int64_t n) const {
+    rstd[row] = rs(tot, n);
+  }
 };
 
 struct RmsBwd {
@@ -58,7 +62,8 @@ struct RmsBwd {
       return xmul(g, xh);
     });
   }
-  __device__ void apply(ChunkRegs& r, const float* tot, int64_t row, int64_t n, int64_t i0, float4* out) const {
+  __device__ void apply(ChunkRegs& r, const float* tot, int64_t row, int64_t n, int64_t i0,
+                        float4* out) const {
     const float s = rstd[row];
     const float c = xdiv(tot[0], static_cast<float>(n));
 #pragma unroll

@@ -88,7 +88,7 @@ constexpr bool kStatInApply<B, std::void_t<decltype(B::kStatInApply)>> = B::kSta
 // reduction p into ws[p], phase kPhases applies.
 template <class B, int W, bool VEC>
 __global__ void __launch_bounds__(W * 32)
-row_kernel(B body, int64_t rows, int64_t n, int split, int phase, typename B::Op::T* ws) {
+    row_kernel(B body, int64_t rows, int64_t n, int split, int phase, typename B::Op::T* ws) {
   using Op = typename B::Op;
   using T = typename Op::T;
   __shared__ T sh[W + 2];
@@ -104,7 +104,8 @@ row_kernel(B body, int64_t rows, int64_t n, int split, int phase, typename B::Op
     for (int k = 0; k < B::kInputs; ++k) {
       const float* base = body.input(k) + row * n;
 #pragma unroll
-      for (int t = 0; t < 8; ++t) r.in[k][t] = load4<VEC>(base, i0 + t * 128 + 4 * lane, n, B::pad(k));
+      for (int t = 0; t < 8; ++t)
+        r.in[k][t] = load4<VEC>(base, i0 + t * 128 + 4 * lane, n, B::pad(k));
     }
     T tot[B::kPhases];
     if (!split) {
@@ -148,14 +149,10 @@ constexpr int kBigW = B::kInputs >= 2 ? 8 : 32;
 template <class B, bool VEC>
 void launch_rows_w(Device* d, const B& body, int64_t rows, int64_t n, int split, int phase,
                    typename B::Op::T* ws) {
-  if (split)
-    launch_rows<B, kBigW<B>, VEC>(d, body, rows, n, split, phase, ws);
-  else if (n <= kChunk)
-    launch_rows<B, 1, VEC>(d, body, rows, n, 0, 0, ws);
-  else if (n <= 4 * kChunk)
-    launch_rows<B, 4, VEC>(d, body, rows, n, 0, 0, ws);
-  else
-    launch_rows<B, kBigW<B>, VEC>(d, body, rows, n, 0, 0, ws);
+  if (split) launch_rows<B, kBigW<B>, VEC>(d, body, rows, n, split, phase, ws);
+  else if (n <= kChunk) launch_rows<B, 1, VEC>(d, body, rows, n, 0, 0, ws);
+  else if (n <= 4 * kChunk) launch_rows<B, 4, VEC>(d, body, rows, n, 0, 0, ws);
+  else launch_rows<B, kBigW<B>, VEC>(d, body, rows, n, 0, 0, ws);
 }
 
 inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
@@ -173,7 +170,9 @@ xhal_status_t run_rows(Device* d, const B& body, int64_t rows, int64_t n, bool v
     return check_launch(d, op);
   }
   const int64_t split64 = (n + seg_elems - 1) / seg_elems;
-  if (split64 > (1 << 20)) return fail(XHAL_UNSUPPORTED, "%s plugin: %s: rows of %lld elements are too long", XHAL_GPU_BACKEND_NAME, op, static_cast<long long>(n));
+  if (split64 > (1 << 20))
+    return fail(XHAL_UNSUPPORTED, "%s plugin: %s: rows of %lld elements are too long",
+                XHAL_GPU_BACKEND_NAME, op, static_cast<long long>(n));
   const int split = static_cast<int>(split64);
   void* ws = nullptr;
   xhal_status_t st = scratch(d, sizeof(T) * B::kPhases * rows * split, &ws);

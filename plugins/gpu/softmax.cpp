@@ -17,8 +17,7 @@ struct SoftmaxFwd {
   float* y;
   __device__ const float* input(int) const { return x; }
   __device__ static float pad(int) { return neg_inf(); }
-  __device__ MaxSum chunk_stat(int, ChunkRegs& r, const MaxSum*, int64_t, int64_t,
-                               int64_t) const {
+  __device__ MaxSum chunk_stat(int, ChunkRegs& r, const MaxSum*, int64_t, int64_t, int64_t) const {
     float4(&v)[8] = r.in[0];
     // fmaxf drops NaN; a NaN element still turns e and s into NaN through
     // xhal_exp(NaN - m), except when m would be -inf, checked below.
@@ -68,9 +67,11 @@ struct SoftmaxBwd {
   __device__ static float pad(int) { return 0.0f; }
   __device__ float chunk_stat(int, const ChunkRegs& r, const float*, int64_t, int64_t,
                               int64_t) const {
-    return chunk_sum_of([&](int t, int q) { return xmul(comp(r.in[0][t], q), comp(r.in[1][t], q)); });
+    return chunk_sum_of(
+        [&](int t, int q) { return xmul(comp(r.in[0][t], q), comp(r.in[1][t], q)); });
   }
-  __device__ void apply(ChunkRegs& r, const float* tot, int64_t, int64_t, int64_t, float4* out) const {
+  __device__ void apply(ChunkRegs& r, const float* tot, int64_t, int64_t, int64_t,
+                        float4* out) const {
 #pragma unroll
     for (int t = 0; t < 8; ++t)
 #pragma unroll

@@ -90,13 +90,12 @@ xhal_status_t csr_create(void* device, const xhal_plugin_csr_desc_t* desc, void*
   std::vector<I> rp, col, ri, trp, tcol, tperm;
   {
     auto narrow = [](const int64_t* p, int64_t n, std::vector<I>* out) { out->assign(p, p + n); };
-    std::thread t[] = {
-        std::thread(narrow, desc->row_ptr, desc->rows + 1, &rp),
-        std::thread(narrow, desc->col_idx, desc->nnz, &col),
-        std::thread(narrow, desc->row_idx, desc->nnz, &ri),
-        std::thread(narrow, desc->t_row_ptr, desc->cols + 1, &trp),
-        std::thread(narrow, desc->t_col_idx, desc->nnz, &tcol),
-        std::thread(narrow, desc->t_perm, desc->nnz, &tperm)};
+    std::thread t[] = {std::thread(narrow, desc->row_ptr, desc->rows + 1, &rp),
+                       std::thread(narrow, desc->col_idx, desc->nnz, &col),
+                       std::thread(narrow, desc->row_idx, desc->nnz, &ri),
+                       std::thread(narrow, desc->t_row_ptr, desc->cols + 1, &trp),
+                       std::thread(narrow, desc->t_col_idx, desc->nnz, &tcol),
+                       std::thread(narrow, desc->t_perm, desc->nnz, &tperm)};
     for (auto& th : t) th.join();
   }
   const bool square = desc->rows == desc->cols;

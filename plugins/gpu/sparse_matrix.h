@@ -18,12 +18,12 @@ namespace xhal::gpu {
 struct LevelSchedule {
   bool built = false;
   RowRec* recs = nullptr;  // [rows] in level order
-  I* order = nullptr;    // rows sorted by level
+  I* order = nullptr;      // rows sorted by level
   I* level_off = nullptr;  // [levels + 1] into order
   struct Batch {
     int begin, end;  // levels [begin, end)
     bool one_block;
-    int64_t width;   // widest level of the batch
+    int64_t width;  // widest level of the batch
   };
   std::vector<Batch> batches;
 };

@@ -19,8 +19,8 @@ constexpr int kMaxBatchLevels = 8192;  // level offsets of a batch in shared mem
 
 // Level schedule of rows [0, rows) of a CSR pattern walked ascending or
 // descending; false when an off-diagonal entry lies on the wrong side.
-bool build_levels(const std::vector<I>& rp, const std::vector<I>& col, int64_t rows,
-                  bool ascending, std::vector<I>& order, std::vector<I>& level_off) {
+bool build_levels(const std::vector<I>& rp, const std::vector<I>& col, int64_t rows, bool ascending,
+                  std::vector<I>& order, std::vector<I>& level_off) {
   std::vector<I> level(rows, 0);
   I max_level = -1;
   for (int64_t s = 0; s < rows; ++s) {
@@ -132,7 +132,7 @@ __device__ __forceinline__ void finish_row(const SolveArgs& s, const Prefetched&
 }
 
 __global__ void __launch_bounds__(1024)
-solve_batch_kernel(SolveArgs s, const RowRec* recs, int lbeg, int lend) {
+    solve_batch_kernel(SolveArgs s, const RowRec* recs, int lbeg, int lend) {
   __shared__ I off[kMaxBatchLevels + 1];
   for (int i = threadIdx.x; i <= lend - lbeg; i += blockDim.x) off[i] = s.level_off[lbeg + i];
   __syncthreads();
@@ -212,8 +212,8 @@ xhal_status_t level_solve(Device* d, const Matrix* m, const Pattern& p, const Le
     void* tv = nullptr;
     xhal_status_t st = scratch(d, sizeof(float) * m->nnz, &tv);
     if (st != XHAL_OK) return st;
-    gather_values_kernel<<<grid_for(m->nnz, 256), 256, 0, d->stream>>>(
-        s.a.values, p.perm, m->nnz, static_cast<float*>(tv));
+    gather_values_kernel<<<grid_for(m->nnz, 256), 256, 0, d->stream>>>(s.a.values, p.perm, m->nnz,
+                                                                       static_cast<float*>(tv));
     ++*launches;
     s.a.values = static_cast<const float*>(tv);
     s.a.perm = nullptr;

@@ -26,8 +26,7 @@ struct SolveArgs {
   bool unit;
 };
 
-__device__ __forceinline__ void finish_row(const SolveArgs& s, I k, float bk, float dv,
-                                           float sum);
+__device__ __forceinline__ void finish_row(const SolveArgs& s, I k, float bk, float dv, float sum);
 
 // A lane's sequential sum from +0 of its terms; with k >= 0 it finishes row
 // k as soon as the sum is complete.
@@ -104,8 +103,7 @@ __device__ __forceinline__ float chunk_sum(const SolveArgs& s, int64_t b, int64_
 
 // b[k] and the diagonal were loaded before the wait: only row k reads b[k]
 // and writes x[k] (b may be x).
-__device__ __forceinline__ void finish_row(const SolveArgs& s, I k, float bk, float dv,
-                                           float sum) {
+__device__ __forceinline__ void finish_row(const SolveArgs& s, I k, float bk, float dv, float sum) {
   const float t = xsub(bk, sum);
   const float xk = s.unit ? t : xdiv(t, dv);
   s.x.at(k, 0) = xk;
@@ -153,7 +151,8 @@ __global__ void __launch_bounds__(256) solve_kernel(SolveArgs s) {
           const int64_t c = lane * per + i;
           const int64_t cb = c < chunks ? rb + c * 32 : re;
           stack[top++] = warp_walk_sum<Wide>(s, cb, cb + 32 < re ? cb + 32 : re);
-          for (int64_t h = i; h & 1; h >>= 1, --top) stack[top - 2] = xadd(stack[top - 2], stack[top - 1]);
+          for (int64_t h = i; h & 1; h >>= 1, --top)
+            stack[top - 2] = xadd(stack[top - 2], stack[top - 1]);
         }
         sum = warp_tree<SumOp>(stack[0]);
       } else {
@@ -200,7 +199,7 @@ xhal_status_t syncfree_solve(Device* d, SyncFreeState* st, const SyncFreeSchedul
     bc.p += c * b.cs;
     xc.p += c * x.cs;
     bc.k = xc.k = 1;
-    SolveArgs s{sc.recs, sc.warps, a, bc, xc, st->xs, {st->ticket, grid * warps_per_block},
+    SolveArgs s{sc.recs,   sc.warps, a,   bc, xc, st->xs, {st->ticket, grid * warps_per_block},
                 st->epoch, sleep_ns, unit};
     if (!converged) solve_kernel<false, false><<<grid, block, 0, d->stream>>>(s);
     else if (wide) solve_kernel<true, true><<<grid, block, 0, d->stream>>>(s);

@@ -14,7 +14,7 @@ namespace xhal::gpu {
 // knows only an upper bound of its length.
 struct SyncFreeSchedule {
   bool built = false;
-  RowRec* recs = nullptr;    // padding has k = -1
+  RowRec* recs = nullptr;     // padding has k = -1
   unsigned* warps = nullptr;  // device: warps' worth of positions
   unsigned max_warps = 0;     // host: an upper bound of *warps
   bool has_long = false;      // a row of more than 32 off-diagonal entries
@@ -32,7 +32,8 @@ struct SyncFreeState {
 
 #if !defined(XHAL_GPU_HIP)
 // Allocates the state for an n x n matrix (kept in `allocations`).
-xhal_status_t syncfree_init(Device* d, int64_t n, SyncFreeState* st, std::vector<void*>* allocations);
+xhal_status_t syncfree_init(Device* d, int64_t n, SyncFreeState* st,
+                            std::vector<void*>* allocations);
 
 // The schedule of a pattern (device copies of row_ptr and col) that lies in
 // the lower (ascending) or upper (descending) triangle, as the caller has
@@ -40,9 +41,8 @@ xhal_status_t syncfree_init(Device* d, int64_t n, SyncFreeState* st, std::vector
 // entries, `max_terms` is the most off-diagonal entries of a row. No
 // transfer to the host; synchronises the stream.
 xhal_status_t syncfree_analyse(Device* d, SyncFreeState* st, const I* row_ptr, const I* col,
-                               int64_t rows, bool ascending, int64_t long_rows,
-                               int64_t max_terms, SyncFreeSchedule* out,
-                               std::vector<void*>* allocations);
+                               int64_t rows, bool ascending, int64_t long_rows, int64_t max_terms,
+                               SyncFreeSchedule* out, std::vector<void*>* allocations);
 
 // Solves every column of x (k launches); b may be x. The launch shape and
 // polling form follow d->options (solve.*).

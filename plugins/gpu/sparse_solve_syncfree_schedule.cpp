@@ -102,8 +102,7 @@ __global__ void layout_kernel(const unsigned* highest, unsigned* counts, unsigne
 }
 
 __global__ void place_kernel(const I* row_ptr, const I* col, const I* level, int64_t rows,
-                             bool ascending, const unsigned* offset, unsigned* fill,
-                             RowRec* recs) {
+                             bool ascending, const unsigned* offset, unsigned* fill, RowRec* recs) {
   for (int64_t k = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; k < rows;
        k += int64_t{gridDim.x} * blockDim.x) {
     const int64_t slot = 2 * int64_t{level[k]} + is_long(row_ptr, col, k, ascending);
@@ -138,9 +137,8 @@ xhal_status_t syncfree_init(Device* d, int64_t n, SyncFreeState* st,
 }
 
 xhal_status_t syncfree_analyse(Device* d, SyncFreeState* st, const I* row_ptr, const I* col,
-                               int64_t rows, bool ascending, int64_t long_rows,
-                               int64_t max_terms, SyncFreeSchedule* out,
-                               std::vector<void*>* allocations) {
+                               int64_t rows, bool ascending, int64_t long_rows, int64_t max_terms,
+                               SyncFreeSchedule* out, std::vector<void*>* allocations) {
   if (rows == 0) return XHAL_OK;
   // level[rows], highest, counts[2 rows], fill[2 rows] (levels <= rows).
   const size_t words = rows + 1 + 4 * static_cast<size_t>(rows);
@@ -169,7 +167,7 @@ xhal_status_t syncfree_analyse(Device* d, SyncFreeState* st, const I* row_ptr, c
   const int block = 128;
   const int64_t blocks = (rows + block - 1) / block;
   const unsigned grid = static_cast<unsigned>(std::min<int64_t>(blocks, int64_t{4} * st->sms));
-  LevelArgs la{row_ptr, col, rows, ascending, st->xs, {st->ticket, grid * (block / 32)},
+  LevelArgs la{row_ptr,   col,   rows,   ascending, st->xs, {st->ticket, grid * (block / 32)},
                st->epoch, level, highest};
   level_kernel<<<grid, block, 0, d->stream>>>(la);
   count_kernel<<<grid_for(rows, 256), 256, 0, d->stream>>>(row_ptr, col, level, rows, ascending,

@@ -32,13 +32,15 @@ __global__ void spmm_long_kernel(PatternView a, const I* long_rows, int64_t num,
                                  float alpha, float beta) {
   const int64_t warps = int64_t{gridDim.x} * (blockDim.x / 32);
   const int64_t total = num * y.k;
-  for (int64_t it = (blockIdx.x * int64_t{blockDim.x} + threadIdx.x) / 32; it < total; it += warps) {
+  for (int64_t it = (blockIdx.x * int64_t{blockDim.x} + threadIdx.x) / 32; it < total;
+       it += warps) {
     const int64_t r = long_rows[it / y.k], c = it % y.k;
     const I b = a.row_ptr[r];
     const float s =
         warp_segsum([&](int64_t k) { return xmul(a.value(b + k), x.at(a.col[b + k], c)); },
                     a.row_ptr[r + 1] - b);
-    if ((threadIdx.x & 31) == 0) y.at(r, c) = finish(alpha, s, beta, beta == 0.0f ? 0.0f : y.at(r, c));
+    if ((threadIdx.x & 31) == 0)
+      y.at(r, c) = finish(alpha, s, beta, beta == 0.0f ? 0.0f : y.at(r, c));
   }
 }
 
@@ -52,8 +54,8 @@ xhal_status_t spmm(void* device, void* a, xhal_transpose_t trans, float alpha,
   const Pattern& p = trans == XHAL_TRANSPOSE ? m->at : m->a;
   Cols xc = cols_of(x), yc = cols_of(y);
   if (p.rows == 0 || yc.k == 0) return XHAL_OK;
-  spmm_short_kernel<<<grid_for(p.rows * yc.k, 256), 256, 0, d->stream>>>(view(p, m), p.rows, xc,
-                                                                          yc, alpha, beta);
+  spmm_short_kernel<<<grid_for(p.rows * yc.k, 256), 256, 0, d->stream>>>(view(p, m), p.rows, xc, yc,
+                                                                         alpha, beta);
   int launches = 1;
   if (p.num_long) {
     spmm_long_kernel<<<grid_for(p.num_long * yc.k * 32, 256), 256, 0, d->stream>>>(

@@ -90,7 +90,8 @@ xhal_status_t buffer_copy(void* device, void* src, uint64_t src_offset, void* ds
   std::lock_guard lock(d->mutex);
   VkPipeline p[3] = {};
   if (d->compute_copy)
-    XHAL_VK_TRY(pipelines(d, {xhal_spirv::copy_u8, xhal_spirv::copy_u32, xhal_spirv::copy_u128}, p));
+    XHAL_VK_TRY(
+        pipelines(d, {xhal_spirv::copy_u8, xhal_spirv::copy_u32, xhal_spirv::copy_u128}, p));
   XHAL_VK_TRY(d->begin());
   d->record_copy(buf(src)->mem, src_offset, buf(dst)->mem, dst_offset, size, p[0], p[1], p[2]);
   return d->submit();

@@ -31,23 +31,40 @@ xhal_status_t fail(xhal_status_t status, const char* fmt, ...) {
 
 const char* vk_result_name(VkResult r) {
   switch (r) {
-    case VK_SUCCESS: return "VK_SUCCESS";
-    case VK_NOT_READY: return "VK_NOT_READY";
-    case VK_TIMEOUT: return "VK_TIMEOUT";
-    case VK_INCOMPLETE: return "VK_INCOMPLETE";
-    case VK_ERROR_OUT_OF_HOST_MEMORY: return "VK_ERROR_OUT_OF_HOST_MEMORY";
-    case VK_ERROR_OUT_OF_DEVICE_MEMORY: return "VK_ERROR_OUT_OF_DEVICE_MEMORY";
-    case VK_ERROR_INITIALIZATION_FAILED: return "VK_ERROR_INITIALIZATION_FAILED";
-    case VK_ERROR_DEVICE_LOST: return "VK_ERROR_DEVICE_LOST";
-    case VK_ERROR_MEMORY_MAP_FAILED: return "VK_ERROR_MEMORY_MAP_FAILED";
-    case VK_ERROR_LAYER_NOT_PRESENT: return "VK_ERROR_LAYER_NOT_PRESENT";
-    case VK_ERROR_EXTENSION_NOT_PRESENT: return "VK_ERROR_EXTENSION_NOT_PRESENT";
-    case VK_ERROR_FEATURE_NOT_PRESENT: return "VK_ERROR_FEATURE_NOT_PRESENT";
-    case VK_ERROR_INCOMPATIBLE_DRIVER: return "VK_ERROR_INCOMPATIBLE_DRIVER";
-    case VK_ERROR_TOO_MANY_OBJECTS: return "VK_ERROR_TOO_MANY_OBJECTS";
-    case VK_ERROR_OUT_OF_POOL_MEMORY: return "VK_ERROR_OUT_OF_POOL_MEMORY";
-    case VK_ERROR_INVALID_SHADER_NV: return "VK_ERROR_INVALID_SHADER_NV";
-    default: return "VkResult (other)";
+    case VK_SUCCESS:
+      return "VK_SUCCESS";
+    case VK_NOT_READY:
+      return "VK_NOT_READY";
+    case VK_TIMEOUT:
+      return "VK_TIMEOUT";
+    case VK_INCOMPLETE:
+      return "VK_INCOMPLETE";
+    case VK_ERROR_OUT_OF_HOST_MEMORY:
+      return "VK_ERROR_OUT_OF_HOST_MEMORY";
+    case VK_ERROR_OUT_OF_DEVICE_MEMORY:
+      return "VK_ERROR_OUT_OF_DEVICE_MEMORY";
+    case VK_ERROR_INITIALIZATION_FAILED:
+      return "VK_ERROR_INITIALIZATION_FAILED";
+    case VK_ERROR_DEVICE_LOST:
+      return "VK_ERROR_DEVICE_LOST";
+    case VK_ERROR_MEMORY_MAP_FAILED:
+      return "VK_ERROR_MEMORY_MAP_FAILED";
+    case VK_ERROR_LAYER_NOT_PRESENT:
+      return "VK_ERROR_LAYER_NOT_PRESENT";
+    case VK_ERROR_EXTENSION_NOT_PRESENT:
+      return "VK_ERROR_EXTENSION_NOT_PRESENT";
+    case VK_ERROR_FEATURE_NOT_PRESENT:
+      return "VK_ERROR_FEATURE_NOT_PRESENT";
+    case VK_ERROR_INCOMPATIBLE_DRIVER:
+      return "VK_ERROR_INCOMPATIBLE_DRIVER";
+    case VK_ERROR_TOO_MANY_OBJECTS:
+      return "VK_ERROR_TOO_MANY_OBJECTS";
+    case VK_ERROR_OUT_OF_POOL_MEMORY:
+      return "VK_ERROR_OUT_OF_POOL_MEMORY";
+    case VK_ERROR_INVALID_SHADER_NV:
+      return "VK_ERROR_INVALID_SHADER_NV";
+    default:
+      return "VkResult (other)";
   }
 }
 
@@ -62,14 +79,19 @@ xhal_status_t vk_fail(VkResult r, const char* what) {
 
 uint32_t dtype_size(xhal_dtype_t d) {
   switch (d) {
-    case XHAL_DTYPE_U8: return 1;
+    case XHAL_DTYPE_U8:
+      return 1;
     case XHAL_DTYPE_F16:
-    case XHAL_DTYPE_BF16: return 2;
+    case XHAL_DTYPE_BF16:
+      return 2;
     case XHAL_DTYPE_F32:
-    case XHAL_DTYPE_I32: return 4;
+    case XHAL_DTYPE_I32:
+      return 4;
     case XHAL_DTYPE_I64:
-    case XHAL_DTYPE_F64: return 8;
-    default: return 0;
+    case XHAL_DTYPE_F64:
+      return 8;
+    default:
+      return 0;
   }
 }
 
@@ -128,11 +150,13 @@ void Gpu::destroy() {
 xhal_status_t mem_create(Gpu& g, uint64_t size, bool host_visible, Mem* out) {
   Mem m;
   const uint64_t rounded = size == 0 ? 64 : (size + 63) / 64 * 64;
-  if (rounded < size) return fail(XHAL_OUT_OF_MEMORY, "allocation of %" PRIu64 " bytes overflows", size);
+  if (rounded < size)
+    return fail(XHAL_OUT_OF_MEMORY, "allocation of %" PRIu64 " bytes overflows", size);
   // Sizes past the device's stated limits are invalid usage, not a failing
   // call: refuse them here as out of memory.
   if (rounded > g.max_buffer_size)
-    return fail(XHAL_OUT_OF_MEMORY, "buffer of %" PRIu64 " bytes exceeds the device's maxBufferSize (%" PRIu64 ")",
+    return fail(XHAL_OUT_OF_MEMORY,
+                "buffer of %" PRIu64 " bytes exceeds the device's maxBufferSize (%" PRIu64 ")",
                 size, g.max_buffer_size);
   auto bci = vk_struct<VkBufferCreateInfo>(VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO);
   bci.size = rounded;
@@ -142,17 +166,20 @@ xhal_status_t mem_create(Gpu& g, uint64_t size, bool host_visible, Mem* out) {
   VkResult r = g.vk.vkCreateBuffer(g.device, &bci, nullptr, &m.buffer);
   if (r != VK_SUCCESS) {
     const xhal_status_t s = vk_fail(r, "vkCreateBuffer");
-    return s == XHAL_PLUGIN_ERROR ? fail(XHAL_OUT_OF_MEMORY, "vkCreateBuffer of %" PRIu64
-                                         " bytes failed: %s", size, vk_result_name(r))
-                                  : s;
+    return s == XHAL_PLUGIN_ERROR
+               ? fail(XHAL_OUT_OF_MEMORY, "vkCreateBuffer of %" PRIu64 " bytes failed: %s", size,
+                      vk_result_name(r))
+               : s;
   }
   // Ask whether the driver wants the buffer to own its allocation (NVIDIA
   // does for large buffers; every buffer here has its own allocation anyway,
   // and saying so lets the driver place and page it as it prefers).
-  auto dreq = vk_struct<VkMemoryDedicatedRequirements>(VK_STRUCTURE_TYPE_MEMORY_DEDICATED_REQUIREMENTS);
+  auto dreq =
+      vk_struct<VkMemoryDedicatedRequirements>(VK_STRUCTURE_TYPE_MEMORY_DEDICATED_REQUIREMENTS);
   auto req2 = vk_struct<VkMemoryRequirements2>(VK_STRUCTURE_TYPE_MEMORY_REQUIREMENTS_2);
   req2.pNext = &dreq;
-  auto rinfo = vk_struct<VkBufferMemoryRequirementsInfo2>(VK_STRUCTURE_TYPE_BUFFER_MEMORY_REQUIREMENTS_INFO_2);
+  auto rinfo = vk_struct<VkBufferMemoryRequirementsInfo2>(
+      VK_STRUCTURE_TYPE_BUFFER_MEMORY_REQUIREMENTS_INFO_2);
   rinfo.buffer = m.buffer;
   g.vk.vkGetBufferMemoryRequirements2(g.device, &rinfo, &req2);
   const VkMemoryRequirements req = req2.memoryRequirements;
@@ -177,15 +204,17 @@ xhal_status_t mem_create(Gpu& g, uint64_t size, bool host_visible, Mem* out) {
   const uint64_t heap = g.memory.memoryHeaps[g.memory.memoryTypes[type].heapIndex].size;
   if (req.size > heap) {
     g.vk.vkDestroyBuffer(g.device, m.buffer, nullptr);
-    return fail(XHAL_OUT_OF_MEMORY, "buffer of %" PRIu64 " bytes is larger than its memory heap (%" PRIu64
-                " bytes)", size, heap);
+    return fail(XHAL_OUT_OF_MEMORY,
+                "buffer of %" PRIu64 " bytes is larger than its memory heap (%" PRIu64 " bytes)",
+                size, heap);
   }
   auto flags = vk_struct<VkMemoryAllocateFlagsInfo>(VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_FLAGS_INFO);
   flags.flags = VK_MEMORY_ALLOCATE_DEVICE_ADDRESS_BIT;
-  auto dedicated = vk_struct<VkMemoryDedicatedAllocateInfo>(VK_STRUCTURE_TYPE_MEMORY_DEDICATED_ALLOCATE_INFO);
+  auto dedicated =
+      vk_struct<VkMemoryDedicatedAllocateInfo>(VK_STRUCTURE_TYPE_MEMORY_DEDICATED_ALLOCATE_INFO);
   dedicated.buffer = m.buffer;
-  if (g.dedicated && (dreq.prefersDedicatedAllocation || dreq.requiresDedicatedAllocation ||
-                      size >= (16u << 20)))
+  if (g.dedicated &&
+      (dreq.prefersDedicatedAllocation || dreq.requiresDedicatedAllocation || size >= (16u << 20)))
     flags.pNext = &dedicated;
   auto mai = vk_struct<VkMemoryAllocateInfo>(VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO);
   mai.pNext = &flags;
@@ -307,7 +336,8 @@ xhal_status_t Device::submit() {
     return vk_fail(r, "vkEndCommandBuffer");
   }
   const uint64_t value = submitted + 1;
-  auto tsi = vk_struct<VkTimelineSemaphoreSubmitInfo>(VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO);
+  auto tsi =
+      vk_struct<VkTimelineSemaphoreSubmitInfo>(VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO);
   tsi.signalSemaphoreValueCount = 1;
   tsi.pSignalSemaphoreValues = &value;
   auto si = vk_struct<VkSubmitInfo>(VK_STRUCTURE_TYPE_SUBMIT_INFO);

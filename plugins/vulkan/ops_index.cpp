@@ -266,8 +266,8 @@ xhal_status_t permute(void* device, const xhal_plugin_tensor_t* src,
     return d->submit();
   }
   XHAL_VK_TRY(pipelines(d, {static_cast<ShaderId>(xhal_spirv::permute_u8 + step)}, pl));
-  const PermutePush push{address_of(src), address_of(dst), d->params.address, total,
-                         src->rank, total < (uint64_t{1} << 32) ? 1u : 0u};
+  const PermutePush push{address_of(src), address_of(dst), d->params.address,
+                         total,           src->rank,       total < (uint64_t{1} << 32) ? 1u : 0u};
   XHAL_VK_TRY(d->begin());
   d->update_params(&layout, sizeof layout);
   d->dispatch2d(pl[0], &push, sizeof push, (total + 1023) / 1024);

@@ -52,10 +52,11 @@ xhal_status_t norm(Device* d, ShaderId row_id, bool layer, bool backward, NormPu
                    const xhal_plugin_tensor_t* dgamma, const xhal_plugin_tensor_t* dbeta) {
   std::lock_guard lock(d->mutex);
   VkPipeline p[3];
-  XHAL_VK_TRY(pipelines(d,
-                        {row_variant(row_id, push.n), layer ? xhal_spirv::colsum1_ln : xhal_spirv::colsum1_rms,
-                         layer ? xhal_spirv::colsum2_ln : xhal_spirv::colsum2_rms},
-                        p));
+  XHAL_VK_TRY(pipelines(
+      d,
+      {row_variant(row_id, push.n), layer ? xhal_spirv::colsum1_ln : xhal_spirv::colsum1_rms,
+       layer ? xhal_spirv::colsum2_ln : xhal_spirv::colsum2_rms},
+      p));
   push.nf = static_cast<float>(push.n);
   ColsumPush col{};
   if (backward) {
@@ -72,7 +73,7 @@ xhal_status_t norm(Device* d, ShaderId row_id, bool layer, bool backward, NormPu
     // (64 times fewer), for p and (LN) q, each 256-byte aligned.
     auto align = [](uint64_t b) { return (b + 255) / 256 * 256; };
     uint64_t bytes = 0;
-    for (uint64_t count = col.blocks; ; count = (count + 63) / 64) {
+    for (uint64_t count = col.blocks;; count = (count + 63) / 64) {
       bytes += align(count * col.n * sizeof(float)) * (layer ? 2 : 1);
       if (count <= 1) break;
     }
@@ -145,9 +146,8 @@ xhal_status_t rms_norm_forward(void* device, const xhal_plugin_tensor_t* x,
 }
 
 xhal_status_t rms_norm_backward(void* device, const xhal_plugin_tensor_t* x,
-                                const xhal_plugin_tensor_t* gamma,
-                                const xhal_plugin_tensor_t* rstd, const xhal_plugin_tensor_t* dy,
-                                const xhal_plugin_tensor_t* dx,
+                                const xhal_plugin_tensor_t* gamma, const xhal_plugin_tensor_t* rstd,
+                                const xhal_plugin_tensor_t* dy, const xhal_plugin_tensor_t* dx,
                                 const xhal_plugin_tensor_t* dgamma) {
   NormPush push{};
   push.x = address_of(x);
@@ -181,8 +181,8 @@ xhal_status_t layer_norm_forward(void* device, const xhal_plugin_tensor_t* x,
 xhal_status_t layer_norm_backward(void* device, const xhal_plugin_tensor_t* x,
                                   const xhal_plugin_tensor_t* gamma,
                                   const xhal_plugin_tensor_t* mean,
-                                  const xhal_plugin_tensor_t* rstd,
-                                  const xhal_plugin_tensor_t* dy, const xhal_plugin_tensor_t* dx,
+                                  const xhal_plugin_tensor_t* rstd, const xhal_plugin_tensor_t* dy,
+                                  const xhal_plugin_tensor_t* dx,
                                   const xhal_plugin_tensor_t* dgamma,
                                   const xhal_plugin_tensor_t* dbeta) {
   NormPush push{};

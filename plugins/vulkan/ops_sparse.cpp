@@ -11,7 +11,7 @@
 namespace xhal::vk {
 namespace {
 
-constexpr int64_t kShortRow = 32;  // spmv: rows up to this many entries take one invocation
+constexpr int64_t kShortRow = 32;    // spmv: rows up to this many entries take one invocation
 constexpr uint64_t kRunItems = 256;  // a solve level this small joins a one-workgroup run
 constexpr uint64_t kRunSize = 64;    // invocations of that workgroup (solve.comp RUN_SIZE)
 
@@ -83,7 +83,8 @@ void build_walk(std::vector<int64_t>& all, Pattern& p, const int64_t* row_ptr, c
   w.level_ptr.assign(static_cast<size_t>(levels) + 1, 0);
   for (int64_t k = 0; k < n; ++k) ++w.level_ptr[level[k] + 1];
   for (int64_t l = 0; l < levels; ++l) w.level_ptr[l + 1] += w.level_ptr[l];
-  std::vector<int64_t> order(static_cast<size_t>(n)), next(w.level_ptr.begin(), w.level_ptr.end() - 1);
+  std::vector<int64_t> order(static_cast<size_t>(n)),
+      next(w.level_ptr.begin(), w.level_ptr.end() - 1);
   for (int64_t k = 0; k < n; ++k) order[next[level[k]]++] = k;
   w.level_max.assign(static_cast<size_t>(levels), 0);
   for (int64_t k = 0; k < n; ++k)
@@ -219,9 +220,10 @@ xhal_status_t record_solve(Device* d, const Matrix& m, xhal_transpose_t trans,
   const Pattern& pat = t ? m.at : m.a;
   const Walk& w = pat.walk[ascending ? 1 : 0];
   if (!w.built)
-    return fail(XHAL_INVALID_STRUCTURE,
-                "csr_solve: argument 'triangle' is %s but the pattern does not lie in that triangle",
-                triangle == XHAL_TRIANGLE_LOWER ? "lower" : "upper");
+    return fail(
+        XHAL_INVALID_STRUCTURE,
+        "csr_solve: argument 'triangle' is %s but the pattern does not lie in that triangle",
+        triangle == XHAL_TRIANGLE_LOWER ? "lower" : "upper");
   SolvePush push{};
   push.row_ptr = m.addr(pat.row_ptr_at);
   push.col = m.addr(pat.col_at);
@@ -327,9 +329,15 @@ xhal_status_t csr_solve_backward(void* device, void* a, xhal_transpose_t trans,
   }
   if (ga && m.nnz > 0) {
     d->barrier();
-    GradPush push{m.addr(m.row_idx_at), m.addr(m.a.col_at), address_of(x), address_of(gb),
-                  address_of(ga), static_cast<uint64_t>(m.nnz), k,
-                  trans == XHAL_TRANSPOSE ? 1u : 0u, diagonal == XHAL_DIAGONAL_UNIT ? 1u : 0u};
+    GradPush push{m.addr(m.row_idx_at),
+                  m.addr(m.a.col_at),
+                  address_of(x),
+                  address_of(gb),
+                  address_of(ga),
+                  static_cast<uint64_t>(m.nnz),
+                  k,
+                  trans == XHAL_TRANSPOSE ? 1u : 0u,
+                  diagonal == XHAL_DIAGONAL_UNIT ? 1u : 0u};
     d->dispatch(p[2], &push, sizeof push, d->groups_for(push.nnz, 256));
   }
   return d->submit();
@@ -344,9 +352,9 @@ xhal_status_t spgemm_numeric(void* device, void* a, void* b, void* c) {
   if (mc.nnz == 0) return XHAL_OK;
   VkPipeline p[1];
   XHAL_VK_TRY(pipelines(d, {xhal_spirv::spgemm}, p));
-  const SpgemmPush push{ma.addr(ma.a.row_ptr_at), ma.addr(ma.a.col_at), ma.values_addr(),
-                        mb.addr(mb.a.row_ptr_at), mb.addr(mb.a.col_at), mb.values_addr(),
-                        mc.addr(mc.row_idx_at),   mc.addr(mc.a.col_at), mc.values_addr(),
+  const SpgemmPush push{ma.addr(ma.a.row_ptr_at),     ma.addr(ma.a.col_at), ma.values_addr(),
+                        mb.addr(mb.a.row_ptr_at),     mb.addr(mb.a.col_at), mb.values_addr(),
+                        mc.addr(mc.row_idx_at),       mc.addr(mc.a.col_at), mc.values_addr(),
                         static_cast<uint64_t>(mc.nnz)};
   XHAL_VK_TRY(d->begin());
   d->dispatch(p[0], &push, sizeof push, d->groups_for(push.nnz, 256));

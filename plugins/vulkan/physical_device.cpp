@@ -27,10 +27,9 @@ bool has_device_extension(VkPhysicalDevice p, const char* name) {
 
 std::string format_uuid(const uint8_t* u) {
   char s[64];
-  std::snprintf(s, sizeof s,
-                "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1],
-                u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14],
-                u[15]);
+  std::snprintf(s, sizeof s, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+                u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12],
+                u[13], u[14], u[15]);
   return s;
 }
 
@@ -51,16 +50,22 @@ void fill_op_dtypes(xhal_plugin_device_info_t* info) {
 
 std::string make_gpu(VkPhysicalDevice phys, Gpu* g) {
   g->physical = phys;
-  auto id = vk_struct<VkPhysicalDeviceIDProperties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES);
-  auto fc = vk_struct<VkPhysicalDeviceFloatControlsProperties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES);
-  auto pci = vk_struct<VkPhysicalDevicePCIBusInfoPropertiesEXT>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PCI_BUS_INFO_PROPERTIES_EXT);
+  auto id =
+      vk_struct<VkPhysicalDeviceIDProperties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES);
+  auto fc = vk_struct<VkPhysicalDeviceFloatControlsProperties>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FLOAT_CONTROLS_PROPERTIES);
+  auto pci = vk_struct<VkPhysicalDevicePCIBusInfoPropertiesEXT>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PCI_BUS_INFO_PROPERTIES_EXT);
   const bool has_pci = has_device_extension(phys, VK_EXT_PCI_BUS_INFO_EXTENSION_NAME);
-  auto driver = vk_struct<VkPhysicalDeviceDriverProperties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES);
-  auto props2 = vk_struct<VkPhysicalDeviceProperties2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2);
+  auto driver = vk_struct<VkPhysicalDeviceDriverProperties>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES);
+  auto props2 =
+      vk_struct<VkPhysicalDeviceProperties2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2);
   props2.pNext = &driver;
   driver.pNext = &id;
   id.pNext = &fc;
-  auto m4 = vk_struct<VkPhysicalDeviceMaintenance4Properties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_4_PROPERTIES);
+  auto m4 = vk_struct<VkPhysicalDeviceMaintenance4Properties>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_4_PROPERTIES);
   vkGetPhysicalDeviceProperties(phys, &g->props);
   if (g->props.apiVersion < VK_API_VERSION_1_2) return "needs Vulkan 1.2";
   // Chain: driver -> id -> float controls [-> pci] [-> maintenance4].
@@ -75,10 +80,13 @@ std::string make_gpu(VkPhysicalDevice phys, Gpu* g) {
   g->vendor_nvidia = g->props.vendorID == 0x10de;
   if (driver.driverID == VK_DRIVER_ID_MESA_LLVMPIPE) g->loop_budget = 40000;  // of 65535
   g->max_groups_x = g->props.limits.maxComputeWorkGroupCount[0];
-  if (g->props.apiVersion >= VK_API_VERSION_1_3 && m4.maxBufferSize) g->max_buffer_size = m4.maxBufferSize;
+  if (g->props.apiVersion >= VK_API_VERSION_1_3 && m4.maxBufferSize)
+    g->max_buffer_size = m4.maxBufferSize;
 
-  auto f11 = vk_struct<VkPhysicalDeviceVulkan11Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES);
-  auto f12 = vk_struct<VkPhysicalDeviceVulkan12Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES);
+  auto f11 = vk_struct<VkPhysicalDeviceVulkan11Features>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES);
+  auto f12 = vk_struct<VkPhysicalDeviceVulkan12Features>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES);
   auto f2 = vk_struct<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
   f2.pNext = &f11;
   f11.pNext = &f12;
@@ -145,8 +153,10 @@ std::string make_gpu(VkPhysicalDevice phys, Gpu* g) {
   qci.queueFamilyIndex = g->queue_family;
   qci.queueCount = 1;
   qci.pQueuePriorities = &priority;
-  auto e11 = vk_struct<VkPhysicalDeviceVulkan11Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES);
-  auto e12 = vk_struct<VkPhysicalDeviceVulkan12Features>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES);
+  auto e11 = vk_struct<VkPhysicalDeviceVulkan11Features>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES);
+  auto e12 = vk_struct<VkPhysicalDeviceVulkan12Features>(
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES);
   auto e2 = vk_struct<VkPhysicalDeviceFeatures2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2);
   e2.pNext = &e11;
   e11.pNext = &e12;
@@ -190,11 +200,17 @@ std::string make_gpu(VkPhysicalDevice phys, Gpu* g) {
     std::snprintf(info.stable_id, sizeof info.stable_id, "vk-%s", uuid.c_str());
   }
   switch (g->props.deviceType) {
-    case VK_PHYSICAL_DEVICE_TYPE_CPU: info.kind = XHAL_DEVICE_KIND_CPU; break;
+    case VK_PHYSICAL_DEVICE_TYPE_CPU:
+      info.kind = XHAL_DEVICE_KIND_CPU;
+      break;
     case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU:
     case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU:
-    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: info.kind = XHAL_DEVICE_KIND_GPU; break;
-    default: info.kind = XHAL_DEVICE_KIND_OTHER; break;
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU:
+      info.kind = XHAL_DEVICE_KIND_GPU;
+      break;
+    default:
+      info.kind = XHAL_DEVICE_KIND_OTHER;
+      break;
   }
   uint64_t bytes = 0;
   for (uint32_t h = 0; h < g->memory.memoryHeapCount; ++h)

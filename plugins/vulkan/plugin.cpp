@@ -37,7 +37,8 @@ VKAPI_ATTR VkBool32 VKAPI_CALL on_debug_message(VkDebugUtilsMessageSeverityFlagB
                                                 const VkDebugUtilsMessengerCallbackDataEXT* data,
                                                 void*) {
   if (severity < VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT) return VK_FALSE;
-  std::fprintf(stderr, "xhal vulkan validation: %s\n", data && data->pMessage ? data->pMessage : "?");
+  std::fprintf(stderr, "xhal vulkan validation: %s\n",
+               data && data->pMessage ? data->pMessage : "?");
   std::fflush(stderr);
   if (g_validation == Validation::kFatal && (type & VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT))
     std::abort();
@@ -122,14 +123,16 @@ xhal_status_t init(const xhal_plugin_host_t* host, void** out_context, char* out
   ici.ppEnabledLayerNames = layers.data();
   ici.enabledExtensionCount = static_cast<uint32_t>(extensions.size());
   ici.ppEnabledExtensionNames = extensions.data();
-  auto mci = vk_struct<VkDebugUtilsMessengerCreateInfoEXT>(VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT);
+  auto mci = vk_struct<VkDebugUtilsMessengerCreateInfoEXT>(
+      VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT);
   mci.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT |
                         VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT;
   mci.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
                     VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
                     VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT;
   mci.pfnUserCallback = on_debug_message;
-  if (g_validation != Validation::kOff && debug_utils) ici.pNext = &mci;  // instance create/destroy too
+  if (g_validation != Validation::kOff && debug_utils)
+    ici.pNext = &mci;  // instance create/destroy too
   VkResult r = vkCreateInstance(&ici, nullptr, &ctx->instance);
   if (r != VK_SUCCESS) {
     note = std::string("vkCreateInstance failed: ") + vk_result_name(r);
@@ -162,8 +165,7 @@ xhal_status_t init(const xhal_plugin_host_t* host, void** out_context, char* out
   }
   if (ctx->gpus.empty())
     note = count == 0 ? "no Vulkan device found" : "no usable Vulkan device: " + rejected;
-  else
-    note = rejected;
+  else note = rejected;
   return finish();
 }
 
@@ -189,8 +191,8 @@ xhal_status_t device_get_info(void* context, uint32_t index, xhal_plugin_device_
   const size_t header = sizeof info.struct_size;
   const size_t limit = out->struct_size < sizeof info ? out->struct_size : sizeof info;
   if (limit > header)
-    std::memcpy(reinterpret_cast<char*>(out) + header, reinterpret_cast<const char*>(&info) + header,
-                limit - header);
+    std::memcpy(reinterpret_cast<char*>(out) + header,
+                reinterpret_cast<const char*>(&info) + header, limit - header);
   return XHAL_OK;
 }
 
@@ -219,9 +221,9 @@ xhal_status_t open_device(Gpu* g, const Options& options, Device** out) {
   d->gpu = g;
   d->options = options;
   g->dedicated = options.dedicated;
-  d->compute_copy = options.copy == CopyMode::kCompute ||
-                    (options.copy == CopyMode::kAuto &&
-                     g->props.deviceType != VK_PHYSICAL_DEVICE_TYPE_CPU);
+  d->compute_copy =
+      options.copy == CopyMode::kCompute ||
+      (options.copy == CopyMode::kAuto && g->props.deviceType != VK_PHYSICAL_DEVICE_TYPE_CPU);
   auto bail = [&](xhal_status_t s) {
     destroy_device(d);
     return s;

@@ -53,8 +53,8 @@ float host_exp(float x) {
 }
 
 constexpr int kOutputs = 7;
-const char* const kOutputNames[kOutputs] = {"a+b",   "a-b",     "a*b",   "a*b+c (unfused)",
-                                             "a/b (integer)", "sqrt(a) (integer)", "xhal_exp(a)"};
+const char* const kOutputNames[kOutputs] = {
+    "a+b", "a-b", "a*b", "a*b+c (unfused)", "a/b (integer)", "sqrt(a) (integer)", "xhal_exp(a)"};
 
 struct Triple {
   float a, b, c;
@@ -69,7 +69,8 @@ std::vector<Triple> make_inputs() {
       0xc2aeac50u, 0x42b00000u, 0xc2b00000u, 0x1f800000u, 0x5f800000u};
   std::vector<Triple> v;
   for (uint32_t a : specials)
-    for (uint32_t b : specials) v.push_back({from_bits(a), from_bits(b), from_bits(specials[(a ^ b) % 33])});
+    for (uint32_t b : specials)
+      v.push_back({from_bits(a), from_bits(b), from_bits(specials[(a ^ b) % 33])});
   // A fused a*b+c gives 2^-24 here, the two roundings give 0.
   const float e = 1.0f + host_pow2(-12);
   v.push_back({e, e, -(1.0f + host_pow2(-11))});
@@ -82,7 +83,8 @@ std::vector<Triple> make_inputs() {
     state ^= state << 17;
     return static_cast<uint32_t>(state >> 11);
   };
-  for (int i = 0; i < 3000; ++i) v.push_back({from_bits(next()), from_bits(next()), from_bits(next())});
+  for (int i = 0; i < 3000; ++i)
+    v.push_back({from_bits(next()), from_bits(next()), from_bits(next())});
   for (int i = 0; i < 3000; ++i) {
     // a, b near 2^-63 so products and quotients land on subnormals and
     // normals alike; c of similar size to a*b for cancellation.

@@ -21,15 +21,16 @@ namespace xhal::vk {
 // ---- errors ----------------------------------------------------------------
 void set_host(const xhal_plugin_host_t* host);
 // Sets the call's message (printf style) and returns `status`.
-xhal_status_t fail(xhal_status_t status, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
+xhal_status_t fail(xhal_status_t status, const char* fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 // Maps a failed VkResult to a status (device lost, out of memory, else
 // XHAL_PLUGIN_ERROR) with a message naming `what`.
 xhal_status_t vk_fail(VkResult r, const char* what);
 const char* vk_result_name(VkResult r);
 
-#define XHAL_VK_TRY(expr)                       \
-  do {                                          \
-    const xhal_status_t xhal_vk_s_ = (expr);    \
+#define XHAL_VK_TRY(expr)                         \
+  do {                                            \
+    const xhal_status_t xhal_vk_s_ = (expr);      \
     if (xhal_vk_s_ != XHAL_OK) return xhal_vk_s_; \
   } while (0)
 
@@ -126,12 +127,11 @@ struct Device {
   static constexpr uint64_t kStagingHalf = 16u << 20;
   Mem staging;
   uint64_t staging_value[2] = {0, 0};
-  Mem scratch;          // per-op temporaries (grows)
-  Mem params;           // argument blocks too big for push constants
+  Mem scratch;  // per-op temporaries (grows)
+  Mem params;   // argument blocks too big for push constants
   static constexpr uint64_t kParamsBytes = 4096;
 
-  std::atomic<uint64_t> h2d_transfers{0}, h2d_bytes{0}, d2h_transfers{0}, d2h_bytes{0},
-      launches{0};
+  std::atomic<uint64_t> h2d_transfers{0}, h2d_bytes{0}, d2h_transfers{0}, d2h_bytes{0}, launches{0};
 
   const VolkDeviceTable& vk() const { return gpu->vk; }
 
@@ -232,9 +232,8 @@ xhal_status_t rms_norm_forward(void* device, const xhal_plugin_tensor_t* x,
                                const xhal_plugin_tensor_t* gamma, float eps,
                                const xhal_plugin_tensor_t* y, const xhal_plugin_tensor_t* rstd);
 xhal_status_t rms_norm_backward(void* device, const xhal_plugin_tensor_t* x,
-                                const xhal_plugin_tensor_t* gamma,
-                                const xhal_plugin_tensor_t* rstd, const xhal_plugin_tensor_t* dy,
-                                const xhal_plugin_tensor_t* dx,
+                                const xhal_plugin_tensor_t* gamma, const xhal_plugin_tensor_t* rstd,
+                                const xhal_plugin_tensor_t* dy, const xhal_plugin_tensor_t* dx,
                                 const xhal_plugin_tensor_t* dgamma);
 xhal_status_t layer_norm_forward(void* device, const xhal_plugin_tensor_t* x,
                                  const xhal_plugin_tensor_t* gamma,
@@ -244,8 +243,8 @@ xhal_status_t layer_norm_forward(void* device, const xhal_plugin_tensor_t* x,
 xhal_status_t layer_norm_backward(void* device, const xhal_plugin_tensor_t* x,
                                   const xhal_plugin_tensor_t* gamma,
                                   const xhal_plugin_tensor_t* mean,
-                                  const xhal_plugin_tensor_t* rstd,
-                                  const xhal_plugin_tensor_t* dy, const xhal_plugin_tensor_t* dx,
+                                  const xhal_plugin_tensor_t* rstd, const xhal_plugin_tensor_t* dy,
+                                  const xhal_plugin_tensor_t* dx,
                                   const xhal_plugin_tensor_t* dgamma,
                                   const xhal_plugin_tensor_t* dbeta);
 

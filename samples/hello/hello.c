@@ -9,14 +9,14 @@
 
 #define COUNT 4096
 
-#define CHECK(call)                                                     \
-  do {                                                                  \
-    xhal_status_t status_ = (call);                                     \
-    if (status_ != XHAL_OK) {                                           \
-      fprintf(stderr, "hello: %s failed: %s: %s\n", #call,              \
-              xhal_status_name(status_), xhal_last_error());            \
-      goto cleanup;                                                     \
-    }                                                                   \
+#define CHECK(call)                                                                   \
+  do {                                                                                \
+    xhal_status_t status_ = (call);                                                   \
+    if (status_ != XHAL_OK) {                                                         \
+      fprintf(stderr, "hello: %s failed: %s: %s\n", #call, xhal_status_name(status_), \
+              xhal_last_error());                                                     \
+      goto cleanup;                                                                   \
+    }                                                                                 \
   } while (0)
 
 int main(void) {
@@ -34,8 +34,8 @@ int main(void) {
   memset(&info, 0, sizeof(info));
   info.struct_size = sizeof(info);
   CHECK(xhal_device_query(device, &info));
-  printf("device: %s:%u \"%s\" (stable id %s)\n", info.backend, info.backend_index,
-         info.name, info.stable_id);
+  printf("device: %s:%u \"%s\" (stable id %s)\n", info.backend, info.backend_index, info.name,
+         info.stable_id);
 
   CHECK(xhal_buffer_allocate(device, bytes, &source));
   CHECK(xhal_buffer_allocate(device, bytes, &copy));

@@ -188,7 +188,8 @@ TEST(CpuDense, VectorExpMatchesScalarBits) {
           EXPECT_TRUE(std::isnan(out[l]));
           continue;
         }
-        ASSERT_EQ(std::bit_cast<uint32_t>(out[l]), std::bit_cast<uint32_t>(want)) << "x=" << x[i + l];
+        ASSERT_EQ(std::bit_cast<uint32_t>(out[l]), std::bit_cast<uint32_t>(want))
+            << "x=" << x[i + l];
       }
     }
   });
@@ -199,7 +200,8 @@ class RowSizes : public ::testing::TestWithParam<std::pair<int64_t, int64_t>> {}
 
 TEST_P(RowSizes, SoftmaxForwardBackwardMatchSpec) {
   for_each_isa([&] {
-    const int64_t rows = GetParam().first, n = GetParam().second;  // clang 14: lambdas cannot capture structured bindings
+    const int64_t rows = GetParam().first,
+                  n = GetParam().second;  // clang 14: lambdas cannot capture structured bindings
     HostTensor x({rows, n}, random_floats(rows * n, 2, -20.0f, 20.0f));
     // Row 0 gets special entries: -inf, huge and tiny values, ties.
     x.data[0] = -INFINITY;
@@ -229,7 +231,8 @@ TEST_P(RowSizes, SoftmaxForwardBackwardMatchSpec) {
 
 TEST_P(RowSizes, RmsNormForwardBackwardMatchSpec) {
   for_each_isa([&] {
-    const int64_t rows = GetParam().first, n = GetParam().second;  // clang 14: lambdas cannot capture structured bindings
+    const int64_t rows = GetParam().first,
+                  n = GetParam().second;  // clang 14: lambdas cannot capture structured bindings
     const float eps = 1e-5f;
     HostTensor x({rows, n}, random_floats(rows * n, 4));
     HostTensor gamma({n}, random_floats(n, 5));
@@ -259,15 +262,17 @@ TEST_P(RowSizes, RmsNormForwardBackwardMatchSpec) {
       for (int64_t i = 0; i < n; ++i) want_dx[r * n + i] = (g(i) - xh(r, i) * c) * rstd.data[r];
     }
     expect_same_bits(dx.data, want_dx, "rms dx");
-    expect_same_bits(dgamma.data,
-                     ref_colsum(rows, n, [&](int64_t r, int64_t j) { return dy.data[r * n + j] * xh(r, j); }),
-                     "rms dgamma");
+    expect_same_bits(
+        dgamma.data,
+        ref_colsum(rows, n, [&](int64_t r, int64_t j) { return dy.data[r * n + j] * xh(r, j); }),
+        "rms dgamma");
   });
 }
 
 TEST_P(RowSizes, LayerNormForwardBackwardMatchSpec) {
   for_each_isa([&] {
-    const int64_t rows = GetParam().first, n = GetParam().second;  // clang 14: lambdas cannot capture structured bindings
+    const int64_t rows = GetParam().first,
+                  n = GetParam().second;  // clang 14: lambdas cannot capture structured bindings
     const float eps = 1e-5f;
     // An offset mean makes the two-pass variance matter.
     HostTensor x({rows, n}, random_floats(rows * n, 7, 99.0f, 101.0f));
@@ -282,7 +287,12 @@ TEST_P(RowSizes, LayerNormForwardBackwardMatchSpec) {
     for (int64_t r = 0; r < rows; ++r) {
       const float* xr = x.data.data() + r * n;
       const float mu = ref_rowsum(n, [&](int64_t i) { return xr[i]; }) / (float)n;
-      const float var = ref_rowsum(n, [&](int64_t i) { float d = xr[i] - mu; return d * d; }) / (float)n;
+      const float var = ref_rowsum(n,
+                                   [&](int64_t i) {
+                                     float d = xr[i] - mu;
+                                     return d * d;
+                                   }) /
+                        (float)n;
       want_mean[r] = mu;
       want_rstd[r] = 1.0f / std::sqrt(var + eps);
       for (int64_t i = 0; i < n; ++i)
@@ -299,7 +309,9 @@ TEST_P(RowSizes, LayerNormForwardBackwardMatchSpec) {
     ASSERT_EQ(layer_norm_backward(&g_device, &x.t, &gamma.t, &mean.t, &rstd.t, &dy.t, &dx.t,
                                   &dgamma.t, &dbeta.t),
               XHAL_OK);
-    auto xh = [&](int64_t r, int64_t i) { return (x.data[r * n + i] - mean.data[r]) * rstd.data[r]; };
+    auto xh = [&](int64_t r, int64_t i) {
+      return (x.data[r * n + i] - mean.data[r]) * rstd.data[r];
+    };
     std::vector<float> want_dx(rows * n);
     for (int64_t r = 0; r < rows; ++r) {
       auto g = [&](int64_t i) { return dy.data[r * n + i] * gamma.data[i]; };
@@ -309,9 +321,10 @@ TEST_P(RowSizes, LayerNormForwardBackwardMatchSpec) {
         want_dx[r * n + i] = ((g(i) - a) - xh(r, i) * b) * rstd.data[r];
     }
     expect_same_bits(dx.data, want_dx, "ln dx");
-    expect_same_bits(dgamma.data,
-                     ref_colsum(rows, n, [&](int64_t r, int64_t j) { return dy.data[r * n + j] * xh(r, j); }),
-                     "ln dgamma");
+    expect_same_bits(
+        dgamma.data,
+        ref_colsum(rows, n, [&](int64_t r, int64_t j) { return dy.data[r * n + j] * xh(r, j); }),
+        "ln dgamma");
     expect_same_bits(dbeta.data,
                      ref_colsum(rows, n, [&](int64_t r, int64_t j) { return dy.data[r * n + j]; }),
                      "ln dbeta");
@@ -321,20 +334,18 @@ TEST_P(RowSizes, LayerNormForwardBackwardMatchSpec) {
 // Full chunks, ragged tails, a single element, odd block counts (3 blocks of
 // 32 rows with a short last one), one long row past 200,000 columns, and an
 // output big enough for the streaming-store path.
-INSTANTIATE_TEST_SUITE_P(Shapes, RowSizes,
-                         ::testing::Values(std::pair<int64_t, int64_t>{1, 1},
-                                           std::pair<int64_t, int64_t>{3, 5},
-                                           std::pair<int64_t, int64_t>{70, 1024},
-                                           std::pair<int64_t, int64_t>{33, 1025},
-                                           std::pair<int64_t, int64_t>{65, 3000},
-                                           std::pair<int64_t, int64_t>{2, 200001},
-                                           // Few blocks, long rows: the norm
-                                           // backwards split columns (3 blocks,
-                                           // a short last row group and slab).
-                                           std::pair<int64_t, int64_t>{70, 20003},
-                                           // >= 8 MiB of output: streaming stores,
-                                           // rows starting off a 64-byte line.
-                                           std::pair<int64_t, int64_t>{2050, 1025}));
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, RowSizes,
+    ::testing::Values(std::pair<int64_t, int64_t>{1, 1}, std::pair<int64_t, int64_t>{3, 5},
+                      std::pair<int64_t, int64_t>{70, 1024}, std::pair<int64_t, int64_t>{33, 1025},
+                      std::pair<int64_t, int64_t>{65, 3000}, std::pair<int64_t, int64_t>{2, 200001},
+                      // Few blocks, long rows: the norm
+                      // backwards split columns (3 blocks,
+                      // a short last row group and slab).
+                      std::pair<int64_t, int64_t>{70, 20003},
+                      // >= 8 MiB of output: streaming stores,
+                      // rows starting off a 64-byte line.
+                      std::pair<int64_t, int64_t>{2050, 1025}));
 
 TEST(CpuDense, SoftmaxAllMinusInfRowIsNanAndInPlaceWorks) {
   for_each_isa([&] {
@@ -357,14 +368,14 @@ TEST(CpuDense, SoftmaxChunksWithNanInfOverflowAndZeros) {
   for_each_isa([&] {
     const int64_t n = 4096, rows = 6;
     HostTensor x({rows, n}, random_floats(rows * n, 12, -20.0f, 20.0f));
-    x.data[0 * n + 1024 + 500] = NAN;       // mid-chunk NaN
-    x.data[1 * n + 2048 + 7] = INFINITY;    // +inf in a chunk
-    for (int64_t i = 0; i < 1024; ++i)      // finite, but the sum overflows
+    x.data[0 * n + 1024 + 500] = NAN;     // mid-chunk NaN
+    x.data[1 * n + 2048 + 7] = INFINITY;  // +inf in a chunk
+    for (int64_t i = 0; i < 1024; ++i)    // finite, but the sum overflows
       x.data[2 * n + i] = (i % 2 ? 3e38f : 2.9e38f);
-    for (int64_t i = 0; i < 1024; ++i)      // only zeros of both signs
+    for (int64_t i = 0; i < 1024; ++i)  // only zeros of both signs
       x.data[3 * n + 3072 + i] = (i % 3 ? -0.0f : 0.0f);
-    x.data[4 * n + 1023] = NAN;             // NaN in the last lane of a chunk
-    for (int64_t i = 0; i < 1024; ++i)      // a whole chunk of -inf: e = +0
+    x.data[4 * n + 1023] = NAN;         // NaN in the last lane of a chunk
+    for (int64_t i = 0; i < 1024; ++i)  // a whole chunk of -inf: e = +0
       x.data[5 * n + 1024 + i] = -INFINITY;
     HostTensor y({rows, n}, std::vector<float>(rows * n));
     ASSERT_EQ(softmax_forward(&g_device, &x.t, &y.t), XHAL_OK);
@@ -428,7 +439,8 @@ TEST(CpuDense, IndexSelectGathersRepeatedRowsOfEveryWidth) {
       HostTensor out({static_cast<int64_t>(idx.size()), w}, std::vector<float>(idx.size() * w));
       ASSERT_EQ(index_select(&g_device, plan.handle, &src.t, &out.t), XHAL_OK);
       std::vector<float> want;
-      for (int64_t i : idx) want.insert(want.end(), src.data.begin() + i * w, src.data.begin() + (i + 1) * w);
+      for (int64_t i : idx)
+        want.insert(want.end(), src.data.begin() + i * w, src.data.begin() + (i + 1) * w);
       expect_same_bits(out.data, want, "gather");
     }
   });
@@ -468,37 +480,37 @@ TEST(CpuDense, IndexSelectMovesOneAndEightByteElements) {
 TEST(CpuDense, IndexAddFollowsSegsumOrderIncludingHubs) {
   for_each_isa([&] {
     for (const Form form : {Form::kCompact, Form::kFull})
-    for (const int64_t hub_sources : {int64_t{5}, int64_t{33}, int64_t{3000}, int64_t{40000}}) {
-      const int64_t num_rows = 100, w = 300;
-      std::mt19937 rng(13);
-      std::vector<int64_t> idx;
-      for (int64_t i = 0; i < hub_sources; ++i) idx.push_back(0);
-      for (int64_t i = 0; i < 500; ++i) idx.push_back(1 + rng() % 60);  // rows 61..99 untouched
-      std::shuffle(idx.begin(), idx.end(), rng);
-      const int64_t count = static_cast<int64_t>(idx.size());
-      Plan plan(idx, num_rows, form);
-      // Magnitudes spread over many binades so that any change of order shows.
-      HostTensor src({count, w}, random_floats(count * w, 14));
-      for (size_t i = 0; i < src.data.size(); i += 7) src.data[i] *= 1e6f;
-      HostTensor dst({num_rows, w}, random_floats(num_rows * w, 15));
-      dst.data[99 * w] = NAN;
-      const std::vector<float> before = dst.data;
-      const float alpha = 0.75f;
-      ASSERT_EQ(index_add(&g_device, plan.handle, alpha, &src.t, &dst.t), XHAL_OK);
-      std::vector<float> want = before;
-      for (int64_t r = 0; r < num_rows; ++r) {
-        std::vector<int64_t> sources;
-        for (int64_t i = 0; i < count; ++i)
-          if (idx[i] == r) sources.push_back(i);
-        if (sources.empty()) continue;
-        for (int64_t j = 0; j < w; ++j) {
-          std::vector<float> terms;
-          for (int64_t i : sources) terms.push_back(src.data[i * w + j]);
-          want[r * w + j] = before[r * w + j] + alpha * ref_segsum(terms);
+      for (const int64_t hub_sources : {int64_t{5}, int64_t{33}, int64_t{3000}, int64_t{40000}}) {
+        const int64_t num_rows = 100, w = 300;
+        std::mt19937 rng(13);
+        std::vector<int64_t> idx;
+        for (int64_t i = 0; i < hub_sources; ++i) idx.push_back(0);
+        for (int64_t i = 0; i < 500; ++i) idx.push_back(1 + rng() % 60);  // rows 61..99 untouched
+        std::shuffle(idx.begin(), idx.end(), rng);
+        const int64_t count = static_cast<int64_t>(idx.size());
+        Plan plan(idx, num_rows, form);
+        // Magnitudes spread over many binades so that any change of order shows.
+        HostTensor src({count, w}, random_floats(count * w, 14));
+        for (size_t i = 0; i < src.data.size(); i += 7) src.data[i] *= 1e6f;
+        HostTensor dst({num_rows, w}, random_floats(num_rows * w, 15));
+        dst.data[99 * w] = NAN;
+        const std::vector<float> before = dst.data;
+        const float alpha = 0.75f;
+        ASSERT_EQ(index_add(&g_device, plan.handle, alpha, &src.t, &dst.t), XHAL_OK);
+        std::vector<float> want = before;
+        for (int64_t r = 0; r < num_rows; ++r) {
+          std::vector<int64_t> sources;
+          for (int64_t i = 0; i < count; ++i)
+            if (idx[i] == r) sources.push_back(i);
+          if (sources.empty()) continue;
+          for (int64_t j = 0; j < w; ++j) {
+            std::vector<float> terms;
+            for (int64_t i : sources) terms.push_back(src.data[i * w + j]);
+            want[r * w + j] = before[r * w + j] + alpha * ref_segsum(terms);
+          }
         }
+        expect_same_bits(dst.data, want, "index_add");
       }
-      expect_same_bits(dst.data, want, "index_add");
-    }
   });
 }
 
@@ -518,10 +530,9 @@ TEST(CpuDense, IndexPlanListsOnlyTouchedRowsInBothForms) {
     const auto& p = *static_cast<const IndexPlan*>(plan.handle);
     // Sources: row 2 {1, 4}, row 5 {0, 2, 5}, row 7 {6 ..}, row 9 {3, last}.
     EXPECT_EQ(rows_of(p.light_rows),
-              (std::vector<std::vector<int64_t>>{{2, 0, 2}, {5, 2, 5}, {9, kHubSources + 6,
-                                                                       kHubSources + 8}}));
-    EXPECT_EQ(rows_of(p.hub_rows),
-              (std::vector<std::vector<int64_t>>{{7, 5, kHubSources + 6}}));
+              (std::vector<std::vector<int64_t>>{
+                  {2, 0, 2}, {5, 2, 5}, {9, kHubSources + 6, kHubSources + 8}}));
+    EXPECT_EQ(rows_of(p.hub_rows), (std::vector<std::vector<int64_t>>{{7, 5, kHubSources + 6}}));
     EXPECT_EQ(p.row_sources[0], 1);
     EXPECT_EQ(p.row_sources[kHubSources + 7], static_cast<int64_t>(idx.size()) - 1);
   }
@@ -601,8 +612,8 @@ TEST(CpuDense, PermuteSwapOfOuterDimsPutsOneAtOneZeroZero) {
     HostTensor d({4, 3, 2}, dst);
     xhal_plugin_tensor_t s{&sb, 0, XHAL_DTYPE_F32, 3, {4, 3, 2}, {1, 4, 12}};
     ASSERT_EQ(permute(&g_device, &s, &d.t), XHAL_OK);
-    EXPECT_EQ(d.data[1 * 6 + 0 * 2 + 0], 1.0f);  // dst[1][0][0] = src[0][0][1]
-    EXPECT_EQ(d.data[0 * 6 + 0 * 2 + 1], 12.0f); // dst[0][0][1] = src[1][0][0]
+    EXPECT_EQ(d.data[1 * 6 + 0 * 2 + 0], 1.0f);   // dst[1][0][0] = src[0][0][1]
+    EXPECT_EQ(d.data[0 * 6 + 0 * 2 + 1], 12.0f);  // dst[0][0][1] = src[1][0][0]
     EXPECT_EQ(d.data[3 * 6 + 2 * 2 + 1], 23.0f);
   });
 }
@@ -610,8 +621,8 @@ TEST(CpuDense, PermuteSwapOfOuterDimsPutsOneAtOneZeroZero) {
 TEST(CpuDense, PermuteTransposesRaggedTilesAndBatches) {
   for_each_isa([&] {
     // Last-two-dims transposes with sizes that are not tile multiples.
-    for (auto [b, r, c] : {std::tuple<int64_t, int64_t, int64_t>{1, 1, 7}, {1, 130, 67},
-                           {3, 65, 129}, {2, 5, 3}}) {
+    for (auto [b, r, c] :
+         {std::tuple<int64_t, int64_t, int64_t>{1, 1, 7}, {1, 130, 67}, {3, 65, 129}, {2, 5, 3}}) {
       const std::vector<float> data = iota(b * r * c);
       // dst [b, c, r] from src [b, r, c]
       run_permute(data, {b, c, r}, {r * c, 1, c}, 0, "transpose");

@@ -95,12 +95,13 @@ TestTensor cols(std::vector<float> v, int64_t k) {
   return TestTensor(std::move(v), n, k, true);
 }
 
-bool same_bits(float a, float b) { return std::bit_cast<uint32_t>(a) == std::bit_cast<uint32_t>(b); }
+bool same_bits(float a, float b) {
+  return std::bit_cast<uint32_t>(a) == std::bit_cast<uint32_t>(b);
+}
 
 // Chain 0 <- 1 <- 2 <- 3: A = 2 I - (subdiagonal of 1s), lower.
 TestMatrix chain4() {
-  return TestMatrix(4, 4, {0, 1, 3, 5, 7}, {0, 0, 1, 1, 2, 2, 3},
-                    {2, -1, 2, -1, 2, -1, 2});
+  return TestMatrix(4, 4, {0, 1, 3, 5, 7}, {0, 0, 1, 1, 2, 2, 3}, {2, -1, 2, -1, 2, -1, 2});
 }
 
 TEST(SparseKernels, SpmvRowsAndTransposeByHand) {
@@ -143,11 +144,14 @@ TEST(SparseKernels, LongRowSumsChunksOf32ThenTree) {
   std::vector<float> v(m, 1.0f);
   v[0] = 16777216.0f;
   TestMatrix a(1, m, {0, m}, col, v);
-  TestMatrix at(m, 1, [&] {
-    std::vector<int64_t> rp(m + 1);
-    for (int64_t i = 0; i <= m; ++i) rp[i] = i;
-    return rp;
-  }(), std::vector<int64_t>(m, 0), v);
+  TestMatrix at(
+      m, 1,
+      [&] {
+        std::vector<int64_t> rp(m + 1);
+        for (int64_t i = 0; i <= m; ++i) rp[i] = i;
+        return rp;
+      }(),
+      std::vector<int64_t>(m, 0), v);
   auto x = vec(std::vector<float>(m, 1.0f));
   auto y = vec({0});
   ASSERT_EQ(spmv(&a.device, a.handle, XHAL_TRANSPOSE_NONE, 1.0f, &x.t, 0.0f, &y.t), XHAL_OK);
@@ -194,8 +198,7 @@ TEST(SparseKernels, ChainTransposedSolveRunsDescending) {
 
 TEST(SparseKernels, ConfluenceSumsTributariesInRowOrder) {
   // Reaches 1 and 2 flow into 0, 3 into 1. A = I - W, W[i, down(i)] = w.
-  TestMatrix a(4, 4, {0, 1, 3, 5, 7}, {0, 0, 1, 0, 2, 1, 3},
-               {1, -0.5f, 1, -0.25f, 1, -2, 1});
+  TestMatrix a(4, 4, {0, 1, 3, 5, 7}, {0, 0, 1, 0, 2, 1, 3}, {1, -0.5f, 1, -0.25f, 1, -2, 1});
   // A^T x = b (upstream accumulation, descending): x3 = 1; x2 = 1;
   // x1 = 1 + 2*x3 = 3; x0 = 1 + (0.5*x1 + 0.25*x2) = 2.75.
   auto b = cols({1, 1, 1, 1}, 1);
@@ -320,10 +323,8 @@ std::vector<float> plain_solve(const TestMatrix& a, bool transposed, bool unit,
   std::vector<std::vector<std::pair<int64_t, float>>> rows(n);  // op(A), ascending columns
   for (int64_t i = 0; i < n; ++i)
     for (int64_t e = a.row_ptr[i]; e < a.row_ptr[i + 1]; ++e) {
-      if (transposed)
-        rows[a.col_idx[e]].push_back({i, a.values[e]});
-      else
-        rows[i].push_back({a.col_idx[e], a.values[e]});
+      if (transposed) rows[a.col_idx[e]].push_back({i, a.values[e]});
+      else rows[i].push_back({a.col_idx[e], a.values[e]});
     }
   std::vector<float> x(n * k, 0.0f);
   for (int64_t step = 0; step < n; ++step) {
@@ -332,10 +333,8 @@ std::vector<float> plain_solve(const TestMatrix& a, bool transposed, bool unit,
       std::vector<float> terms;
       float d = 0.0f;
       for (auto [j, val] : rows[r]) {
-        if (j == r)
-          d = val;
-        else
-          terms.push_back(val * x[j * k + c]);
+        if (j == r) d = val;
+        else terms.push_back(val * x[j * k + c]);
       }
       const float s =
           segsum(static_cast<int64_t>(terms.size()), [&](int64_t t) { return terms[t]; });
@@ -422,11 +421,10 @@ void expect_backward_matches_plain_walk(TestMatrix& a, int64_t k) {
         auto gb = k == 1 ? vec(std::vector<float>(xh.size(), 7.0f))
                          : cols(std::vector<float>(xh.size(), 7.0f), k);
         auto ga = vec(std::vector<float>(a.col_idx.size(), 7.0f));
-        ASSERT_EQ(csr_solve_backward(&a.device, a.handle,
-                                     op_transposed ? XHAL_TRANSPOSE : XHAL_TRANSPOSE_NONE,
-                                     XHAL_TRIANGLE_LOWER,
-                                     unit ? XHAL_DIAGONAL_UNIT : XHAL_DIAGONAL_STORED, &x.t, &dx.t,
-                                     &gb.t, &ga.t),
+        ASSERT_EQ(csr_solve_backward(
+                      &a.device, a.handle, op_transposed ? XHAL_TRANSPOSE : XHAL_TRANSPOSE_NONE,
+                      XHAL_TRIANGLE_LOWER, unit ? XHAL_DIAGONAL_UNIT : XHAL_DIAGONAL_STORED, &x.t,
+                      &dx.t, &gb.t, &ga.t),
                   XHAL_OK);
         expect_same_bits(gb.data, gb_want);
         expect_same_bits(ga.data, ga_want);
@@ -464,7 +462,8 @@ TEST(SparseKernels, TransposedSpmvMatchesColumnSegsums) {
   std::vector<float> want(a.cols);
   size_t longest = 0;
   for (int64_t j = 0; j < a.cols; ++j) {
-    const float t = segsum(static_cast<int64_t>(terms[j].size()), [&](int64_t q) { return terms[j][q]; });
+    const float t =
+        segsum(static_cast<int64_t>(terms[j].size()), [&](int64_t q) { return terms[j][q]; });
     want[j] = (0.5f * t) + (-2.0f * yh[j]);
     longest = std::max(longest, terms[j].size());
   }

@@ -150,8 +150,7 @@ xhal_status_t fake_init(const xhal_plugin_host_t* host, void** out_context, char
   return static_cast<xhal_status_t>(FAKE_INIT_STATUS);
 #endif
 #ifdef FAKE_REENTER
-  const std::string seen =
-      call_back("xhal_plugin_count") + "; " + call_back("xhal_device_count");
+  const std::string seen = call_back("xhal_plugin_count") + "; " + call_back("xhal_device_count");
   host->set_error(seen.c_str());
   return XHAL_PLUGIN_ERROR;
 #endif
@@ -242,8 +241,7 @@ xhal_status_t fake_buffer_write(void* device, void* dst, uint64_t offset, const 
   return XHAL_OK;
 }
 
-xhal_status_t fake_buffer_read(void* device, void* src, uint64_t offset, void* dst,
-                               uint64_t size) {
+xhal_status_t fake_buffer_read(void* device, void* src, uint64_t offset, void* dst, uint64_t size) {
   auto* d = static_cast<FakeDevice*>(device);
   std::memcpy(dst, bytes(src) + offset, size);
   d->d2h += 1;

@@ -147,8 +147,8 @@ TEST(GpuOptions, SeveralItemsEmptyItemsAndOverrides) {
 
 TEST(GpuOptions, UnknownNamesAreRefusedWithTheKnownList) {
   std::string e = parse_refused("solve.pol=lanes");
-  EXPECT_EQ(e, std::string("device option 'solve.pol=lanes': unknown name 'solve.pol'; ") +
-                   kCudaKnown);
+  EXPECT_EQ(
+      e, std::string("device option 'solve.pol=lanes': unknown name 'solve.pol'; ") + kCudaKnown);
   e = parse_refused("trace=1,XHAL_CUDA_TRACE=1");
   EXPECT_NE(e.find("'XHAL_CUDA_TRACE=1': unknown name 'XHAL_CUDA_TRACE'"), std::string::npos) << e;
   e = parse_refused("Trace=1");  // names are case-sensitive
@@ -211,8 +211,7 @@ TEST(GpuOptions, OutOfRangeValuesAreRefused) {
         "solve.block_threads=48", "solve.block_threads=100", "solve.block_threads=255",
         "solve.block_threads=288", "solve.block_threads=99999999999999999999999",
         "solve.blocks_per_sm=0", "solve.blocks_per_sm=33", "solve.sleep_ns=1000001",
-        "solve.sleep_ns=18446744073709551616",
-        "norm_backward.fused_from_rows=1099511627777",
+        "solve.sleep_ns=18446744073709551616", "norm_backward.fused_from_rows=1099511627777",
         "norm_backward.fused_from_rows=18446744073709551615"}) {
     const std::string e = parse_refused(item);
     EXPECT_NE(e.find("is out of range (expects"), std::string::npos) << item << ": " << e;

@@ -154,7 +154,8 @@ TEST_F(BufferTest, FillRejectsBadPatternsAndRanges) {
   EXPECT_THAT(xhal_last_error(), HasSubstr("argument 'pattern_size' is 3; must be 1, 2, 4 or 8"));
   EXPECT_EQ(xhal_buffer_fill(buf_, 0, 16, &pattern, 16), XHAL_INVALID_ARGUMENT);
   EXPECT_EQ(xhal_buffer_fill(buf_, 2, 8, &pattern, 4), XHAL_INVALID_ARGUMENT);
-  EXPECT_THAT(xhal_last_error(), HasSubstr("argument 'offset' is 2; must be a multiple of pattern_size 4"));
+  EXPECT_THAT(xhal_last_error(),
+              HasSubstr("argument 'offset' is 2; must be a multiple of pattern_size 4"));
   EXPECT_EQ(xhal_buffer_fill(buf_, 0, 6, &pattern, 4), XHAL_INVALID_ARGUMENT);
   EXPECT_THAT(xhal_last_error(), HasSubstr("argument 'size' is 6"));
   EXPECT_EQ(xhal_buffer_fill(buf_, 56, 16, &pattern, 8), XHAL_OUT_OF_RANGE);
@@ -241,9 +242,8 @@ TEST(DeviceThreads, ConcurrentOpenUseAndRelease) {
         const bool ok = xhal_device_open(t % 2 ? "good:1" : "good:0", &dev) == XHAL_OK &&
                         xhal_buffer_allocate(dev, 256, &buf) == XHAL_OK &&
                         xhal_buffer_write(buf, 0, data.data(), 256) == XHAL_OK &&
-                        xhal_buffer_read(buf, 0, back.data(), 256) == XHAL_OK &&
-                        back == data && xhal_buffer_release(buf) == XHAL_OK &&
-                        xhal_device_release(dev) == XHAL_OK;
+                        xhal_buffer_read(buf, 0, back.data(), 256) == XHAL_OK && back == data &&
+                        xhal_buffer_release(buf) == XHAL_OK && xhal_device_release(dev) == XHAL_OK;
         if (!ok) ++failures[t];
       }
     });

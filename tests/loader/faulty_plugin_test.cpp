@@ -77,8 +77,9 @@ TEST_F(FaultyPluginTest, DeviceGetInfoThatThrowsIsRejectedNamingTheDevice) {
 }
 
 TEST_F(FaultyPluginTest, AbsurdDeviceCountIsRejectedWithTheNumber) {
-  expect_rejected("huge", "device_count gave 4294967295 devices; at most 4096 per plugin are "
-                          "accepted");
+  expect_rejected("huge",
+                  "device_count gave 4294967295 devices; at most 4096 per plugin are "
+                  "accepted");
 }
 
 TEST_F(FaultyPluginTest, DeviceKindOutsideTheEnumIsRejected) {
@@ -118,11 +119,11 @@ TEST_F(FaultyPluginTest, EveryCandidateIsListedOnceAndTheRestLoad) {
   for (const PluginView& p : plugins()) {
     (p.state == XHAL_PLUGIN_LOADED ? loaded : rejected).push_back(p.backend);
   }
-  EXPECT_THAT(loaded, ::testing::UnorderedElementsAre("good", "throwopen", "throwalloc",
-                                                      "throwop"));
-  EXPECT_THAT(rejected, ::testing::UnorderedElementsAre("throwentry", "throwinit", "throwint",
-                                                        "throwcount", "throwinfo", "huge",
-                                                        "kind57", "oddstatus"));
+  EXPECT_THAT(loaded,
+              ::testing::UnorderedElementsAre("good", "throwopen", "throwalloc", "throwop"));
+  EXPECT_THAT(rejected,
+              ::testing::UnorderedElementsAre("throwentry", "throwinit", "throwint", "throwcount",
+                                              "throwinfo", "huge", "kind57", "oddstatus"));
   uint32_t n = 0;
   ASSERT_EQ(xhal_device_count(&n), XHAL_OK) << xhal_last_error();
   EXPECT_EQ(n, 8u);

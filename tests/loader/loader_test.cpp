@@ -70,8 +70,7 @@ TEST_F(LoaderTest, SupportedOpsNeedSlotsAndDtypes) {
     // permute: slot + dtypes. softmax: dtypes, no slot. index_select: slot
     // and dtypes but no index_plan_create.
     EXPECT_EQ(info.supported_ops, uint64_t{1} << XHAL_OP_PERMUTE);
-    EXPECT_EQ(info.op_dtypes[XHAL_OP_PERMUTE],
-              (1u << XHAL_DTYPE_F32) | (1u << XHAL_DTYPE_I32));
+    EXPECT_EQ(info.op_dtypes[XHAL_OP_PERMUTE], (1u << XHAL_DTYPE_F32) | (1u << XHAL_DTYPE_I32));
     EXPECT_EQ(info.op_dtypes[XHAL_OP_SOFTMAX_FORWARD], 0u);
     EXPECT_EQ(info.op_dtypes[XHAL_OP_INDEX_SELECT], 0u);
   }
@@ -145,10 +144,11 @@ TEST_F(LoaderTest, EveryCandidateIsReportedInSearchOrder) {
   std::vector<std::string> names;
   for (const PluginView& p : plugins()) names.push_back(p.file_name);
   EXPECT_EQ(names, (std::vector<std::string>{
-                       "libxhal-cutslot.so", "libxhal-good.so", "libxhal-initfails.so", "libxhal-mismatch.so",
-                       "libxhal-newminor.so", "libxhal-nodevices.so", "libxhal-noentry.so",
-                       "libxhal-nofill.so", "libxhal-nullentry.so", "libxhal-oldminor.so",
-                       "libxhal-text.so", "libxhal-tiny.so", "libxhal-wrongmajor.so"}));
+                       "libxhal-cutslot.so", "libxhal-good.so", "libxhal-initfails.so",
+                       "libxhal-mismatch.so", "libxhal-newminor.so", "libxhal-nodevices.so",
+                       "libxhal-noentry.so", "libxhal-nofill.so", "libxhal-nullentry.so",
+                       "libxhal-oldminor.so", "libxhal-text.so", "libxhal-tiny.so",
+                       "libxhal-wrongmajor.so"}));
   // good, newminor and oldminor give two devices each.
   uint32_t n = 0;
   ASSERT_EQ(xhal_device_count(&n), XHAL_OK);
@@ -186,8 +186,8 @@ TEST(LoaderDuplicates, FirstInSearchOrderWins) {
   ASSERT_EQ(ps.size(), 2u);
   EXPECT_EQ(ps[0].state, XHAL_PLUGIN_LOADED);
   EXPECT_EQ(ps[1].state, XHAL_PLUGIN_REJECTED);
-  EXPECT_EQ(ps[1].reason, "duplicate backend 'good': already provided by " + first +
-                              "/libxhal-good.so");
+  EXPECT_EQ(ps[1].reason,
+            "duplicate backend 'good': already provided by " + first + "/libxhal-good.so");
   EXPECT_FALSE(library_mapped(ps[1].path));
   EXPECT_STREQ(device_info(0).stable_id, "fake-good-0");
   ASSERT_EQ(xhal_runtime_shutdown(), XHAL_OK);

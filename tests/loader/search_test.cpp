@@ -92,8 +92,8 @@ TEST_F(SearchTest, NonRegularFilesInAFolderAreRejectedWithoutBeingOpened) {
 }
 
 TEST_F(SearchTest, PathEntriesNamingAFifoOrALoopSayWhat) {
-  const std::string path = folder_ / "libxhal-fifo.so" + ":" + (folder_ / "libxhal-loop.so") +
-                           ":" + good_plugin();
+  const std::string path =
+      folder_ / "libxhal-fifo.so" + ":" + (folder_ / "libxhal-loop.so") + ":" + good_plugin();
   ASSERT_EQ(start(path), XHAL_OK) << xhal_last_error();
   const std::vector<PluginView> ps = plugins();
   ASSERT_EQ(ps.size(), 3u);

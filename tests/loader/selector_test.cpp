@@ -39,8 +39,7 @@ INSTANTIATE_TEST_SUITE_P(
         SelectCase{"", {"beta:0", "beta:1", "gamma:0", "marker:0", "alpha:0", "alpha:1"}},
         SelectCase{"  ", {"beta:0", "beta:1", "gamma:0", "marker:0", "alpha:0", "alpha:1"}},
         SelectCase{"*", {"beta:0", "beta:1", "gamma:0", "marker:0", "alpha:0", "alpha:1"}},
-        SelectCase{"alpha", {"alpha:0", "alpha:1"}},
-        SelectCase{"alpha:*", {"alpha:0", "alpha:1"}},
+        SelectCase{"alpha", {"alpha:0", "alpha:1"}}, SelectCase{"alpha:*", {"alpha:0", "alpha:1"}},
         SelectCase{"alpha:1,beta", {"alpha:1", "beta:0", "beta:1"}},
         SelectCase{" beta:1 , beta,alpha:1\t", {"beta:1", "beta:0", "alpha:1"}},
         SelectCase{"*,!beta:1", {"beta:0", "gamma:0", "marker:0", "alpha:0", "alpha:1"}},
@@ -70,15 +69,16 @@ TEST_P(SelectorMalformed, IsInvalidArgumentQuotingSelectorAndTerm) {
   EXPECT_EQ(xhal_runtime_shutdown(), XHAL_OK);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Grammar, SelectorMalformed,
-    ::testing::Values(MalformedCase{"alpha,,beta", ""}, MalformedCase{"alpha,", ""},
-                      MalformedCase{"!", "!"}, MalformedCase{"alpha:", "alpha:"},
-                      MalformedCase{"al pha", "al pha"}, MalformedCase{"alpha;beta", "alpha;beta"},
-                      MalformedCase{":0", ":0"}, MalformedCase{"cu*", "cu*"},
-                      MalformedCase{"alpha:0:", "alpha:0:"},
-                      MalformedCase{"alpha:99999999999", "alpha:99999999999"},
-                      MalformedCase{"alpha:GPU/1", "alpha:GPU/1"}));
+INSTANTIATE_TEST_SUITE_P(Grammar, SelectorMalformed,
+                         ::testing::Values(MalformedCase{"alpha,,beta", ""},
+                                           MalformedCase{"alpha,", ""}, MalformedCase{"!", "!"},
+                                           MalformedCase{"alpha:", "alpha:"},
+                                           MalformedCase{"al pha", "al pha"},
+                                           MalformedCase{"alpha;beta", "alpha;beta"},
+                                           MalformedCase{":0", ":0"}, MalformedCase{"cu*", "cu*"},
+                                           MalformedCase{"alpha:0:", "alpha:0:"},
+                                           MalformedCase{"alpha:99999999999", "alpha:99999999999"},
+                                           MalformedCase{"alpha:GPU/1", "alpha:GPU/1"}));
 
 TEST(SelectorNotFound, NamesTheSelectorAndListsTheDevices) {
   ASSERT_EQ(start(fake_dir("select"), "alpha:7"), XHAL_OK) << xhal_last_error();
@@ -87,8 +87,10 @@ TEST(SelectorNotFound, NamesTheSelectorAndListsTheDevices) {
   EXPECT_EQ(n, 99u) << "nothing is written on failure";
   const std::string message = xhal_last_error();
   EXPECT_THAT(message, HasSubstr("device_selector='alpha:7' matches no device"));
-  EXPECT_THAT(message, HasSubstr("alpha:0 \"alpha fake device 0\", alpha:1 \"alpha fake device 1\""));
-  EXPECT_THAT(message, HasSubstr("plugins not loaded because of the selector: beta, gamma, marker"));
+  EXPECT_THAT(message,
+              HasSubstr("alpha:0 \"alpha fake device 0\", alpha:1 \"alpha fake device 1\""));
+  EXPECT_THAT(message,
+              HasSubstr("plugins not loaded because of the selector: beta, gamma, marker"));
   xhal_device_t device = nullptr;
   EXPECT_EQ(xhal_device_open(nullptr, &device), XHAL_NOT_FOUND);
   EXPECT_THAT(xhal_last_error(), HasSubstr("'alpha:7'"));
@@ -111,8 +113,8 @@ TEST(SelectorNotFound, UnknownBackendLoadsNothing) {
 class SelectorLoading : public ::testing::Test {
  protected:
   void SetUp() override {
-    marker_dir_ = std::filesystem::temp_directory_path() /
-                  ("xhal-marker-" + std::to_string(getpid()));
+    marker_dir_ =
+        std::filesystem::temp_directory_path() / ("xhal-marker-" + std::to_string(getpid()));
     std::filesystem::create_directories(marker_dir_);
     setenv("XHAL_FAKE_MARKER_DIR", marker_dir_.c_str(), 1);
   }

@@ -97,9 +97,7 @@ inline bool library_mapped(const std::string& path) {
 // Shuts the runtime down after each test, whatever it did.
 class RuntimeTest : public ::testing::Test {
  protected:
-  void TearDown() override {
-    EXPECT_EQ(xhal_runtime_shutdown(), XHAL_OK) << xhal_last_error();
-  }
+  void TearDown() override { EXPECT_EQ(xhal_runtime_shutdown(), XHAL_OK) << xhal_last_error(); }
 };
 
 }  // namespace xhal::test

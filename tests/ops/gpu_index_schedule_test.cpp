@@ -123,8 +123,7 @@ float segsum(const std::vector<float>& t) {
 // What add_direct_rec_kernel, add_chunks_batched_kernel, add_groups_kernel
 // and add_long_apply_kernel compute, element by element, in their order.
 void run_schedule(const IndexAddSchedule& s, const std::vector<int64_t>& sources,
-                  const std::vector<float>& src, std::vector<float>& dst, int64_t w,
-                  float alpha) {
+                  const std::vector<float>& src, std::vector<float>& dst, int64_t w, float alpha) {
   for (const DirectRow& d : s.direct)
     for (int64_t j = 0; j < w; ++j) {
       float sum = 0.0f + src[d.first * w + j];

@@ -59,9 +59,9 @@ TEST(IndexSelection, SortAndCountingSortGiveTheReference) {
     size_t count;
     uint64_t num_rows;
   };
-  for (const Case c : {Case{0, 0}, Case{0, 5}, Case{1, 1}, Case{7, 5}, Case{1000, 10},
-                       Case{1000, 4000}, Case{1000, 4003}, Case{3000, 1u << 20},
-                       Case{50000, 60000}}) {
+  for (const Case c :
+       {Case{0, 0}, Case{0, 5}, Case{1, 1}, Case{7, 5}, Case{1000, 10}, Case{1000, 4000},
+        Case{1000, 4003}, Case{3000, 1u << 20}, Case{50000, 60000}}) {
     const std::vector<int64_t> idx = random_indices(c.count, c.num_rows ? c.num_rows : 1, 3);
     const Reference want = reference(idx);
     for (const SelectionMethod m :
@@ -131,8 +131,8 @@ class PlanTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     const std::string dir = XHAL_RECORDER_DIR;
-    const std::string path = dir + "/libxhal-recorder.so:" + dir + "/libxhal-reccompact.so:" +
-                             XHAL_CPU_PLUGIN;
+    const std::string path =
+        dir + "/libxhal-recorder.so:" + dir + "/libxhal-reccompact.so:" + XHAL_CPU_PLUGIN;
     xhal_runtime_options_t o{};
     o.struct_size = sizeof o;
     o.device_selector = "";
@@ -334,7 +334,8 @@ TEST_F(PlanTest, CpuIndexAddIntoAMillionRowsChangesOnlyTheSelectedRows) {
   for (size_t k = 0; k < sel.rows.size(); ++k)
     for (int64_t j = 0; j < w; ++j) {
       std::vector<float> terms;
-      for (int64_t e = sel.ptr[k]; e < sel.ptr[k + 1]; ++e) terms.push_back(s[sel.sources[e] * w + j]);
+      for (int64_t e = sel.ptr[k]; e < sel.ptr[k + 1]; ++e)
+        terms.push_back(s[sel.sources[e] * w + j]);
       const int64_t at = sel.rows[k] * w + j;
       want[at] = d[at] + alpha * segsum(terms);
     }

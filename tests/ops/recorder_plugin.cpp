@@ -55,10 +55,8 @@ Call& record(const char* slot, std::initializer_list<const xhal_plugin_tensor_t*
   c.slot = slot;
   for (const xhal_plugin_tensor_t* t : tensors) {
     xhal_plugin_tensor_t copy{};
-    if (t)
-      copy = *t;
-    else
-      copy.rank = 99;
+    if (t) copy = *t;
+    else copy.rank = 99;
     c.tensors.push_back(copy);
   }
   g_state.calls.push_back(c);

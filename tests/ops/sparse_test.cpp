@@ -253,8 +253,7 @@ TEST_F(SparseTest, SpmvAndSpmmShapesFollowOpA) {
   EXPECT_EQ(rec->last("spmv")->trans, XHAL_TRANSPOSE);
   EXPECT_REJECTED(xhal_spmv(dev, a, XHAL_TRANSPOSE, 1.0f, &x4, 0.0f, &y3), XHAL_SHAPE_MISMATCH,
                   "argument 'x': shape [4] but expected [3]");
-  EXPECT_REJECTED(raw_spmv(dev, a, 5, 1.0f, &x4, 0.0f, &y3),
-                  XHAL_INVALID_ARGUMENT, "'trans'", "5");
+  EXPECT_REJECTED(raw_spmv(dev, a, 5, 1.0f, &x4, 0.0f, &y3), XHAL_INVALID_ARGUMENT, "'trans'", "5");
 
   xhal_tensor_t X = f32({4, 2}), Y = f32({3, 2}), Ybad = f32({3, 3});
   ASSERT_EQ(xhal_spmm(dev, a, XHAL_TRANSPOSE_NONE, 1.0f, &X, 0.0f, &Y), XHAL_OK)

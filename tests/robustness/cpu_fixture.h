@@ -23,9 +23,7 @@ class CpuTest : public ::testing::Test {
     ASSERT_TRUE(s == XHAL_OK || s == XHAL_BUSY) << xhal_last_error();
   }
 
-  void SetUp() override {
-    ASSERT_EQ(xhal_device_open("cpu", &dev), XHAL_OK) << xhal_last_error();
-  }
+  void SetUp() override { ASSERT_EQ(xhal_device_open("cpu", &dev), XHAL_OK) << xhal_last_error(); }
   void TearDown() override {
     for (xhal_csr_t m : matrices) xhal_csr_release(m);
     for (xhal_index_plan_t p : plans) xhal_index_plan_release(p);

@@ -106,7 +106,10 @@ TEST_F(CpuTest, HandleOfAnotherKindIsNamed) {
 
 TEST_F(CpuTest, MadeUpHandlesAreRejectedWithoutDereferencing) {
   int local = 0;
-  const uintptr_t values[] = {1, 0x1234, 0xffffffffffffffffull, 0x2000000000000001ull,
+  const uintptr_t values[] = {1,
+                              0x1234,
+                              0xffffffffffffffffull,
+                              0x2000000000000001ull,
                               reinterpret_cast<uintptr_t>(&local),
                               reinterpret_cast<uintptr_t>(&values)};
   for (uintptr_t v : values) {

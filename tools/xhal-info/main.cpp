@@ -23,21 +23,26 @@ namespace {
 
 using nlohmann::ordered_json;
 
-
 const char* state_name(xhal_plugin_state_t state) {
   switch (state) {
-    case XHAL_PLUGIN_LOADED: return "loaded";
-    case XHAL_PLUGIN_REJECTED: return "rejected";
-    case XHAL_PLUGIN_SKIPPED: return "skipped";
+    case XHAL_PLUGIN_LOADED:
+      return "loaded";
+    case XHAL_PLUGIN_REJECTED:
+      return "rejected";
+    case XHAL_PLUGIN_SKIPPED:
+      return "skipped";
   }
   return "unknown";
 }
 
 const char* kind_name(xhal_device_kind_t kind) {
   switch (kind) {
-    case XHAL_DEVICE_KIND_CPU: return "cpu";
-    case XHAL_DEVICE_KIND_GPU: return "gpu";
-    case XHAL_DEVICE_KIND_OTHER: return "other";
+    case XHAL_DEVICE_KIND_CPU:
+      return "cpu";
+    case XHAL_DEVICE_KIND_GPU:
+      return "gpu";
+    case XHAL_DEVICE_KIND_OTHER:
+      return "other";
   }
   return "unknown";
 }
@@ -85,8 +90,8 @@ struct Device {
     uint64_t memory_bytes, supported_ops;
     uint32_t op_dtypes[XHAL_OP_COUNT_];
   } info;
-  std::string id;             // "cuda:0"
-  std::string same_device_as; // an earlier entry with the same stable id
+  std::string id;              // "cuda:0"
+  std::string same_device_as;  // an earlier entry with the same stable id
   // Options in force (xhal_device_get_options), or why the device could not
   // be opened to ask (a bad XHAL_DEVICE_OPTIONS shows here).
   std::string options, options_error;
@@ -168,7 +173,8 @@ ordered_json plugin_json(const Plugin& p) {
 ordered_json device_json(uint32_t index, const Device& d) {
   ordered_json ops = ordered_json::object();
   for (int op = 0; op < XHAL_OP_COUNT_; ++op) {
-    if (d.info.supported_ops & (uint64_t{1} << op)) ops[xhal_op_name(static_cast<xhal_op_t>(op))] = dtype_names(d.info.op_dtypes[op]);
+    if (d.info.supported_ops & (uint64_t{1} << op))
+      ops[xhal_op_name(static_cast<xhal_op_t>(op))] = dtype_names(d.info.op_dtypes[op]);
   }
   ordered_json j = {{"index", index},
                     {"id", d.id},
@@ -189,8 +195,8 @@ void print_plugins(const std::vector<Plugin>& plugins) {
   std::cout << "Plugins (search order):\n";
   if (plugins.empty()) std::cout << "  none found\n";
   for (const Plugin& p : plugins) {
-    std::cout << "  [" << state_name(p.info.state) << "] " << p.info.backend << "  "
-              << p.info.path << "\n      ";
+    std::cout << "  [" << state_name(p.info.state) << "] " << p.info.backend << "  " << p.info.path
+              << "\n      ";
     // Version and ABI when the table was read (the ABI reason states them).
     if (p.info.abi_major != 0 && p.info.reason.rfind("plugin ABI ", 0) != 0) {
       std::cout << "version " << p.info.plugin_version << ", ABI " << p.info.abi_major << "."
@@ -222,8 +228,7 @@ void print_devices(const std::vector<Device>& devices) {
     std::cout << "\n      options:   ";
     if (!d.options_error.empty())
       std::cout << "(cannot open the device: " << d.options_error << ")";
-    else
-      std::cout << (d.options.empty() ? "(none)" : d.options);
+    else std::cout << (d.options.empty() ? "(none)" : d.options);
     std::cout << "\n";
   }
 }
@@ -279,9 +284,10 @@ int main(int argc, char** argv) {
   if (const xhal_status_t init_status = xhal_runtime_init(&options); init_status != XHAL_OK) {
     const std::string message = xhal_last_error();
     if (json) {
-      std::cout << ordered_json{{"xhal_version", version}, {"selector", selector},
-                                {"error", {{"status", xhal_status_name(init_status)},
-                                           {"message", message}}}}
+      std::cout << ordered_json{{"xhal_version", version},
+                                {"selector", selector},
+                                {"error",
+                                 {{"status", xhal_status_name(init_status)}, {"message", message}}}}
                        .dump(2)
                 << "\n";
     }
@@ -318,10 +324,12 @@ int main(int argc, char** argv) {
     out["plugins"] = ordered_json::array();
     for (const Plugin& p : plugins) out["plugins"].push_back(plugin_json(p));
     out["devices"] = ordered_json::array();
-    for (uint32_t i = 0; i < devices.size(); ++i) out["devices"].push_back(device_json(i, devices[i]));
+    for (uint32_t i = 0; i < devices.size(); ++i)
+      out["devices"].push_back(device_json(i, devices[i]));
     if (no_device) {
-      out["error"] = {{"status", xhal_status_name(count_status == XHAL_OK ? XHAL_NOT_FOUND : count_status)},
-                      {"message", error}};
+      out["error"] = {
+          {"status", xhal_status_name(count_status == XHAL_OK ? XHAL_NOT_FOUND : count_status)},
+          {"message", error}};
       out["devices_without_selector"] = ordered_json::array();
       for (uint32_t i = 0; i < without_selector.size(); ++i) {
         out["devices_without_selector"].push_back(device_json(i, without_selector[i]));
@@ -341,8 +349,8 @@ int main(int argc, char** argv) {
     if (!without_selector.empty()) {
       std::cout << "\nDevices without the selector:\n";
       for (const Device& d : without_selector) {
-        std::cout << "  " << d.id << "  \"" << d.info.name << "\"  stable id "
-                  << d.info.stable_id << "\n";
+        std::cout << "  " << d.id << "  \"" << d.info.name << "\"  stable id " << d.info.stable_id
+                  << "\n";
       }
     }
   }

@@ -35,10 +35,10 @@ struct Candidate {
 };
 
 struct Verdict {
-  std::string kind;     // ok | rejected | crashed | hung
-  std::string text;     // "ok (2 devices)", "crashed: SIGSEGV", ...
+  std::string kind;  // ok | rejected | crashed | hung
+  std::string text;  // "ok (2 devices)", "crashed: SIGSEGV", ...
   std::optional<uint32_t> devices;
-  std::string signal;   // "SIGSEGV" when a signal ended the child
+  std::string signal;  // "SIGSEGV" when a signal ended the child
 };
 
 std::string signal_name(int sig) {
@@ -197,9 +197,9 @@ Verdict probe_in_child(const std::string& path, double timeout_s) {
   const int code = WEXITSTATUS(status);
   if (!result) {
     v.kind = "crashed";
-    v.text = code == 127 ? "not probed: cannot re-run /proc/self/exe"
-                         : "crashed: exited with status " + std::to_string(code) +
-                               " before reporting";
+    v.text = code == 127
+                 ? "not probed: cannot re-run /proc/self/exe"
+                 : "crashed: exited with status " + std::to_string(code) + " before reporting";
     return v;
   }
   v = verdict_from_result(*result);
@@ -265,8 +265,8 @@ int probe_all(const ProbeOptions& o) {
     }
     all_ok = all_ok && v.kind == "ok";
     if (o.json) {
-      ordered_json j = {{"path", c.path}, {"backend", c.backend}, {"verdict", v.kind},
-                        {"summary", v.text}};
+      ordered_json j = {
+          {"path", c.path}, {"backend", c.backend}, {"verdict", v.kind}, {"summary", v.text}};
       j["device_count"] = v.devices ? ordered_json(*v.devices) : ordered_json();
       j["signal"] = v.signal.empty() ? ordered_json() : ordered_json(v.signal);
       list.push_back(std::move(j));
@@ -277,9 +277,8 @@ int probe_all(const ProbeOptions& o) {
   if (o.json) {
     uint32_t major = 0, minor = 0, patch = 0;
     xhal_version(&major, &minor, &patch);
-    std::cout << ordered_json{{"xhal_version", std::to_string(major) + "." +
-                                                   std::to_string(minor) + "." +
-                                                   std::to_string(patch)},
+    std::cout << ordered_json{{"xhal_version", std::to_string(major) + "." + std::to_string(minor) +
+                                                   "." + std::to_string(patch)},
                               {"probe_timeout_s", o.timeout_s},
                               {"plugins", list}}
                      .dump(2)

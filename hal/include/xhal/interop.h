@@ -85,8 +85,7 @@ XHAL_API xhal_status_t xhal_buffer_get_native(xhal_buffer_t buffer,
  * hipStream_t xhal queues its work on (one in-order queue per device). NULL
  * for the cpu device, whose calls have completed when they return.
  * XHAL_UNSUPPORTED for a backend that does not expose its queue (vulkan). */
-XHAL_API xhal_status_t xhal_device_get_native_queue(xhal_device_t device,
-                                                    void** out_queue);
+XHAL_API xhal_status_t xhal_device_get_native_queue(xhal_device_t device, void** out_queue);
 
 /* Makes `external_queue` (a stream of the same device; NULL: the legacy
  * default stream) wait for the work queued on `device` so far, without
@@ -98,8 +97,7 @@ XHAL_API xhal_status_t xhal_device_signal_external_queue(xhal_device_t device,
 /* Makes `device`'s queue wait for the work queued on `external_queue` so
  * far, without blocking the host. A no-op on the cpu device;
  * XHAL_UNSUPPORTED where the backend has no native queue (vulkan). */
-XHAL_API xhal_status_t xhal_device_wait_external_queue(xhal_device_t device,
-                                                       void* external_queue);
+XHAL_API xhal_status_t xhal_device_wait_external_queue(xhal_device_t device, void* external_queue);
 
 /* ---- DLPack ------------------------------------------------------------
  * Export: a DLPack view of `tensor` (no copy). The export keeps the
@@ -114,9 +112,9 @@ XHAL_API xhal_status_t xhal_device_wait_external_queue(xhal_device_t device,
  * before the export is not waited for: order it with
  * xhal_device_signal_external_queue (the Python array API's handshake).
  * XHAL_UNSUPPORTED for a backend whose buffers have no address (vulkan). */
-XHAL_API xhal_status_t xhal_tensor_export_dlpack(
-    const xhal_tensor_t* tensor, uint64_t flags,
-    xhal_dlpack_managed_tensor_versioned_t** out_managed);
+XHAL_API xhal_status_t
+xhal_tensor_export_dlpack(const xhal_tensor_t* tensor, uint64_t flags,
+                          xhal_dlpack_managed_tensor_versioned_t** out_managed);
 /* The same for a consumer that knows only DLPack 0.x (DLManagedTensor),
  * which cannot say read-only: a read-only buffer is refused
  * (XHAL_INVALID_ARGUMENT). */
@@ -144,13 +142,13 @@ XHAL_API xhal_status_t xhal_tensor_export_dlpack_unversioned(
  * tensor gives a read-only buffer: an op or write that would change it
  * fails with XHAL_INVALID_ARGUMENT. Flag bits other than read-only are
  * ignored (IS_COPIED changes nothing: the buffer is xhal's until release). */
-XHAL_API xhal_status_t xhal_tensor_import_dlpack(
-    xhal_device_t device, xhal_dlpack_managed_tensor_versioned_t* managed,
-    xhal_tensor_t* out_tensor);
+XHAL_API xhal_status_t xhal_tensor_import_dlpack(xhal_device_t device,
+                                                 xhal_dlpack_managed_tensor_versioned_t* managed,
+                                                 xhal_tensor_t* out_tensor);
 /* The same for a DLPack 0.x producer (never read-only). */
-XHAL_API xhal_status_t xhal_tensor_import_dlpack_unversioned(
-    xhal_device_t device, xhal_dlpack_managed_tensor_t* managed,
-    xhal_tensor_t* out_tensor);
+XHAL_API xhal_status_t xhal_tensor_import_dlpack_unversioned(xhal_device_t device,
+                                                             xhal_dlpack_managed_tensor_t* managed,
+                                                             xhal_tensor_t* out_tensor);
 
 #ifdef __cplusplus
 }

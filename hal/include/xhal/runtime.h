@@ -17,8 +17,7 @@ extern "C" {
 #define XHAL_VERSION_MINOR 1
 #define XHAL_VERSION_PATCH 0
 
-XHAL_API xhal_status_t xhal_version(uint32_t* out_major, uint32_t* out_minor,
-                                    uint32_t* out_patch);
+XHAL_API xhal_status_t xhal_version(uint32_t* out_major, uint32_t* out_minor, uint32_t* out_patch);
 
 typedef struct xhal_runtime_options {
   size_t struct_size; /* sizeof(xhal_runtime_options_t) as the caller knows it */
@@ -51,11 +50,11 @@ typedef enum xhal_plugin_state {
 typedef struct xhal_plugin_info {
   size_t struct_size; /* set by the caller; fields past it are not written */
   const char* path;
-  const char* backend;        /* from the file name, or as declared once loaded */
+  const char* backend; /* from the file name, or as declared once loaded */
   xhal_plugin_state_t state;
-  const char* reason;         /* why rejected/skipped; when loaded, the
-                                 plugin's note ("" or e.g. "0 devices: ...") */
-  uint32_t abi_major;         /* 0 when unknown */
+  const char* reason; /* why rejected/skipped; when loaded, the
+                         plugin's note ("" or e.g. "0 devices: ...") */
+  uint32_t abi_major; /* 0 when unknown */
   uint32_t abi_minor;
   const char* plugin_version; /* "" when unknown */
   uint32_t device_count;
@@ -64,8 +63,7 @@ typedef struct xhal_plugin_info {
 /* Every candidate file the runtime considered, in search order. Strings live
  * until xhal_runtime_shutdown. */
 XHAL_API xhal_status_t xhal_plugin_count(uint32_t* out_count);
-XHAL_API xhal_status_t xhal_plugin_get_info(uint32_t index,
-                                            xhal_plugin_info_t* out_info);
+XHAL_API xhal_status_t xhal_plugin_get_info(uint32_t index, xhal_plugin_info_t* out_info);
 
 #ifdef __cplusplus
 }

@@ -49,64 +49,56 @@ typedef struct xhal_csr_desc {
 /* Validates: row_ptr[0] == 0, monotone, row_ptr[rows] == nnz; columns in
  * range, strictly increasing within a row. XHAL_INVALID_STRUCTURE names the
  * first offending row. */
-XHAL_API xhal_status_t xhal_csr_create(xhal_device_t device,
-                                       const xhal_csr_desc_t* desc,
+XHAL_API xhal_status_t xhal_csr_create(xhal_device_t device, const xhal_csr_desc_t* desc,
                                        xhal_csr_t* out_matrix);
 XHAL_API xhal_status_t xhal_csr_release(xhal_csr_t matrix);
-XHAL_API xhal_status_t xhal_csr_get_shape(xhal_csr_t matrix, int64_t* out_rows,
-                                          int64_t* out_cols, int64_t* out_nnz);
+XHAL_API xhal_status_t xhal_csr_get_shape(xhal_csr_t matrix, int64_t* out_rows, int64_t* out_cols,
+                                          int64_t* out_nnz);
 /* The dtype of the matrix's row_ptr and col_idx (XHAL_DTYPE_I32 or
  * XHAL_DTYPE_I64): what xhal_csr_read writes. A created matrix keeps the
  * desc's index_dtype; an xhal_spgemm result is i32 when both inputs are i32
  * and its nnz fits in int32, else i64. */
-XHAL_API xhal_status_t xhal_csr_get_index_dtype(xhal_csr_t matrix,
-                                                xhal_dtype_t* out_index_dtype);
+XHAL_API xhal_status_t xhal_csr_get_index_dtype(xhal_csr_t matrix, xhal_dtype_t* out_index_dtype);
 
 /* Replace values (nnz f32): from host memory, or from a device tensor of the
  * same device (device-to-device, no host round trip). */
-XHAL_API xhal_status_t xhal_csr_set_values(xhal_csr_t matrix,
-                                           const float* values);
-XHAL_API xhal_status_t xhal_csr_set_values_tensor(xhal_csr_t matrix,
-                                                  const xhal_tensor_t* values);
+XHAL_API xhal_status_t xhal_csr_set_values(xhal_csr_t matrix, const float* values);
+XHAL_API xhal_status_t xhal_csr_set_values_tensor(xhal_csr_t matrix, const xhal_tensor_t* values);
 /* Copies the pattern and values to host arrays (any pointer may be NULL),
  * indices in the matrix's index dtype (xhal_csr_get_index_dtype): row_ptr
  * holds rows + 1 and col_idx nnz elements of it. */
-XHAL_API xhal_status_t xhal_csr_read(xhal_csr_t matrix, void* out_row_ptr,
-                                     void* out_col_idx, float* out_values);
+XHAL_API xhal_status_t xhal_csr_read(xhal_csr_t matrix, void* out_row_ptr, void* out_col_idx,
+                                     float* out_values);
 
 /* y = alpha * op(A) x + beta * y; x, y vectors. beta == 0: y is not read. */
-XHAL_API xhal_status_t xhal_spmv(xhal_device_t device, xhal_csr_t a,
-                                 xhal_transpose_t trans, float alpha,
-                                 const xhal_tensor_t* x, float beta,
+XHAL_API xhal_status_t xhal_spmv(xhal_device_t device, xhal_csr_t a, xhal_transpose_t trans,
+                                 float alpha, const xhal_tensor_t* x, float beta,
                                  const xhal_tensor_t* y);
 /* Y = alpha * op(A) X + beta * Y; X [op(A).cols, k], Y [op(A).rows, k]. */
-XHAL_API xhal_status_t xhal_spmm(xhal_device_t device, xhal_csr_t a,
-                                 xhal_transpose_t trans, float alpha,
-                                 const xhal_tensor_t* x, float beta,
+XHAL_API xhal_status_t xhal_spmm(xhal_device_t device, xhal_csr_t a, xhal_transpose_t trans,
+                                 float alpha, const xhal_tensor_t* x, float beta,
                                  const xhal_tensor_t* y);
 
 /* Solves op(A) x = b for square triangular A. b, x: [n] or [n, k]. x may be
  * b itself (same buffer and offset); any other overlap is XHAL_ALIASING. */
-XHAL_API xhal_status_t xhal_csr_solve(xhal_device_t device, xhal_csr_t a,
-                                      xhal_transpose_t trans,
-                                      xhal_triangle_t triangle,
-                                      xhal_diagonal_t diagonal,
-                                      const xhal_tensor_t* b,
-                                      const xhal_tensor_t* x);
+XHAL_API xhal_status_t xhal_csr_solve(xhal_device_t device, xhal_csr_t a, xhal_transpose_t trans,
+                                      xhal_triangle_t triangle, xhal_diagonal_t diagonal,
+                                      const xhal_tensor_t* b, const xhal_tensor_t* x);
 /* Backward of x = solve(op(A), b): gb = solve(op(A)^T, dx) and, on A's
  * pattern, ga[k] = -sum_c gb[i, c] * x[j, c] with (i, j) = (row k, col k)
  * for op = A and (col k, row k) for op = A^T. ga [nnz] may be NULL. */
-XHAL_API xhal_status_t xhal_csr_solve_backward(
-    xhal_device_t device, xhal_csr_t a, xhal_transpose_t trans,
-    xhal_triangle_t triangle, xhal_diagonal_t diagonal, const xhal_tensor_t* x,
-    const xhal_tensor_t* dx, const xhal_tensor_t* gb, const xhal_tensor_t* ga);
+XHAL_API xhal_status_t xhal_csr_solve_backward(xhal_device_t device, xhal_csr_t a,
+                                               xhal_transpose_t trans, xhal_triangle_t triangle,
+                                               xhal_diagonal_t diagonal, const xhal_tensor_t* x,
+                                               const xhal_tensor_t* dx, const xhal_tensor_t* gb,
+                                               const xhal_tensor_t* ga);
 
 /* C = A B as a new matrix (pattern: every structural product, computed once
  * on the host from the kept patterns and uploaded; values on the device).
  * C's index dtype is i32 when A and B are both i32 and C's nnz fits in
  * int32, else i64 (xhal_csr_get_index_dtype tells). */
-XHAL_API xhal_status_t xhal_spgemm(xhal_device_t device, xhal_csr_t a,
-                                   xhal_csr_t b, xhal_csr_t* out_c);
+XHAL_API xhal_status_t xhal_spgemm(xhal_device_t device, xhal_csr_t a, xhal_csr_t b,
+                                   xhal_csr_t* out_c);
 
 #ifdef __cplusplus
 }

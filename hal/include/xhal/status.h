@@ -18,13 +18,13 @@ typedef enum xhal_status {
   XHAL_SHAPE_MISMATCH = 3,   /* shapes of related arguments disagree */
   XHAL_UNSUPPORTED = 4,      /* the device lacks this op or dtype */
   XHAL_OUT_OF_MEMORY = 5,
-  XHAL_NOT_FOUND = 6,        /* no device/plugin matches */
-  XHAL_DEVICE_LOST = 7,      /* asynchronous fault; the device is unusable */
-  XHAL_PLUGIN_ERROR = 8,     /* a plugin failed in a way it did not classify */
-  XHAL_ALIASING = 9,         /* an output overlaps an input where forbidden */
+  XHAL_NOT_FOUND = 6,          /* no device/plugin matches */
+  XHAL_DEVICE_LOST = 7,        /* asynchronous fault; the device is unusable */
+  XHAL_PLUGIN_ERROR = 8,       /* a plugin failed in a way it did not classify */
+  XHAL_ALIASING = 9,           /* an output overlaps an input where forbidden */
   XHAL_INVALID_STRUCTURE = 10, /* CSR pattern or index plan is malformed */
-  XHAL_WRONG_DEVICE = 11,    /* handle belongs to another device */
-  XHAL_BUSY = 12,            /* e.g. runtime shutdown while handles live */
+  XHAL_WRONG_DEVICE = 11,      /* handle belongs to another device */
+  XHAL_BUSY = 12,              /* e.g. runtime shutdown while handles live */
   XHAL_INTERNAL = 13,
 } xhal_status_t;
 

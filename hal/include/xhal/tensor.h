@@ -12,9 +12,9 @@ extern "C" {
 /* The layout is frozen (ABI): new fields never go here. */
 typedef struct xhal_tensor {
   xhal_buffer_t buffer;
-  uint64_t offset;        /* bytes from the start of the buffer */
+  uint64_t offset; /* bytes from the start of the buffer */
   xhal_dtype_t dtype;
-  uint32_t rank;          /* 0..XHAL_MAX_RANK; rank 0 is one element */
+  uint32_t rank; /* 0..XHAL_MAX_RANK; rank 0 is one element */
   int64_t shape[XHAL_MAX_RANK];
   /* In elements, >= 0. All zero (the default of a zeroed struct) means
    * contiguous row-major. Only ops that say so accept other strides. */
@@ -26,15 +26,13 @@ XHAL_API uint32_t xhal_dtype_size(xhal_dtype_t dtype);
 XHAL_API const char* xhal_dtype_name(xhal_dtype_t dtype);
 
 /* Fills a contiguous descriptor. */
-XHAL_API xhal_status_t xhal_tensor_init(xhal_buffer_t buffer, uint64_t offset,
-                                        xhal_dtype_t dtype, uint32_t rank,
-                                        const int64_t* shape,
+XHAL_API xhal_status_t xhal_tensor_init(xhal_buffer_t buffer, uint64_t offset, xhal_dtype_t dtype,
+                                        uint32_t rank, const int64_t* shape,
                                         xhal_tensor_t* out_tensor);
 
 /* Metadata only: out_view is `tensor` with dims reordered, out_view.shape[i]
  * = tensor.shape[perm[i]], with explicit strides. No data moves. */
-XHAL_API xhal_status_t xhal_tensor_permute_view(const xhal_tensor_t* tensor,
-                                                const uint32_t* perm,
+XHAL_API xhal_status_t xhal_tensor_permute_view(const xhal_tensor_t* tensor, const uint32_t* perm,
                                                 xhal_tensor_t* out_view);
 
 #ifdef __cplusplus

@@ -97,18 +97,12 @@ class Owner {
 
 template <typename T>
 constexpr xhal_dtype_t dtype_of() {
-  if constexpr (std::is_same_v<T, float>)
-    return XHAL_DTYPE_F32;
-  else if constexpr (std::is_same_v<T, double>)
-    return XHAL_DTYPE_F64;
-  else if constexpr (std::is_same_v<T, int32_t>)
-    return XHAL_DTYPE_I32;
-  else if constexpr (std::is_same_v<T, int64_t>)
-    return XHAL_DTYPE_I64;
-  else if constexpr (std::is_same_v<T, uint8_t>)
-    return XHAL_DTYPE_U8;
-  else
-    static_assert(sizeof(T) == 0, "no xhal dtype for this type");
+  if constexpr (std::is_same_v<T, float>) return XHAL_DTYPE_F32;
+  else if constexpr (std::is_same_v<T, double>) return XHAL_DTYPE_F64;
+  else if constexpr (std::is_same_v<T, int32_t>) return XHAL_DTYPE_I32;
+  else if constexpr (std::is_same_v<T, int64_t>) return XHAL_DTYPE_I64;
+  else if constexpr (std::is_same_v<T, uint8_t>) return XHAL_DTYPE_U8;
+  else static_assert(sizeof(T) == 0, "no xhal dtype for this type");
 }
 
 // ---- devices ----------------------------------------------------------------

@@ -13,11 +13,11 @@
 #ifndef XHAL_PLUGIN_H_
 #define XHAL_PLUGIN_H_
 
+#include "xhal/device.h"
+#include "xhal/interop.h" /* xhal_memory_kind_t */
+#include "xhal/sparse.h"  /* xhal_transpose_t, xhal_triangle_t, xhal_diagonal_t */
 #include "xhal/status.h"
 #include "xhal/types.h"
-#include "xhal/device.h"
-#include "xhal/sparse.h" /* xhal_transpose_t, xhal_triangle_t, xhal_diagonal_t */
-#include "xhal/interop.h" /* xhal_memory_kind_t */
 
 #ifdef __cplusplus
 extern "C" {
@@ -28,9 +28,9 @@ extern "C" {
 #define XHAL_PLUGIN_ENTRY_SYMBOL "xhal_plugin_get_api"
 
 #if defined(_WIN32)
-#  define XHAL_PLUGIN_EXPORT __declspec(dllexport)
+#define XHAL_PLUGIN_EXPORT __declspec(dllexport)
 #else
-#  define XHAL_PLUGIN_EXPORT __attribute__((visibility("default")))
+#define XHAL_PLUGIN_EXPORT __attribute__((visibility("default")))
 #endif
 
 /* Services the core offers a plugin. Grows at the end like the plugin table. */
@@ -49,9 +49,9 @@ typedef struct xhal_plugin_host {
 } xhal_plugin_host_t;
 
 typedef struct xhal_plugin_device_info {
-  size_t struct_size;   /* set by the core */
+  size_t struct_size; /* set by the core */
   char name[128];
-  char stable_id[128];  /* "GPU-<uuid>", "pci:0000:17:00.0", "cpu:<model>" */
+  char stable_id[128]; /* "GPU-<uuid>", "pci:0000:17:00.0", "cpu:<model>" */
   xhal_device_kind_t kind;
   uint64_t memory_bytes;
   uint32_t op_dtypes[XHAL_OP_COUNT_]; /* bit (1 << dtype) per supported dtype */
@@ -76,16 +76,16 @@ typedef struct xhal_plugin_tensor {
  * in compact form (touched_*), O(count); the full row_ptr over every row,
  * O(num_rows), is built only for plugins whose table says abi_minor 0. */
 typedef struct xhal_plugin_index_plan_desc {
-  uint64_t count;              /* number of indices */
-  uint64_t num_rows;           /* rows the indices address */
-  const int64_t* indices;      /* [count], each in [0, num_rows) */
+  uint64_t count;         /* number of indices */
+  uint64_t num_rows;      /* rows the indices address */
+  const int64_t* indices; /* [count], each in [0, num_rows) */
   /* Full form: the sources of row r are row_sources[row_ptr[r] ..
    * row_ptr[r+1]). [num_rows + 1] for a plugin of abi_minor 0; NULL for
    * abi_minor >= 1, which read touched_* instead. A 1.0 core always sets it
    * and its desc ends at max_sources_per_row: so a 1.1 plugin reads the
    * touched_* fields only when row_ptr is NULL. */
   const int64_t* row_ptr;
-  const int64_t* row_sources;  /* [count] (may be NULL when count is 0) */
+  const int64_t* row_sources; /* [count] (may be NULL when count is 0) */
   uint64_t max_sources_per_row;
   /* ---- since 1.1: compact form, filled for every plugin ---- */
   uint64_t touched_count;      /* rows selected at least once */
@@ -99,9 +99,9 @@ typedef struct xhal_plugin_index_plan_desc {
 /* A validated CSR pattern with its transpose, built once by the core. */
 typedef struct xhal_plugin_csr_desc {
   int64_t rows, cols, nnz;
-  const int64_t* row_ptr;   /* [rows + 1] */
-  const int64_t* col_idx;   /* [nnz], strictly increasing within a row */
-  const int64_t* row_idx;   /* [nnz], the row of each entry */
+  const int64_t* row_ptr; /* [rows + 1] */
+  const int64_t* col_idx; /* [nnz], strictly increasing within a row */
+  const int64_t* row_idx; /* [nnz], the row of each entry */
   /* A^T as CSR: its row j lists A's column j in ascending row order. */
   const int64_t* t_row_ptr; /* [cols + 1] */
   const int64_t* t_col_idx; /* [nnz], rows of A */
@@ -123,8 +123,8 @@ typedef struct xhal_plugin_api {
   /* Called once after loading. Returning an error rejects the plugin, with
    * the message set through host->set_error. A plugin with no usable device
    * returns XHAL_OK, reports 0 devices and explains in `out_note`. */
-  xhal_status_t (*init)(const xhal_plugin_host_t* host, void** out_context,
-                        char* out_note, size_t note_capacity);
+  xhal_status_t (*init)(const xhal_plugin_host_t* host, void** out_context, char* out_note,
+                        size_t note_capacity);
   void (*shutdown)(void* context);
 
   /* ---- devices (required) ---- */
@@ -139,26 +139,22 @@ typedef struct xhal_plugin_api {
   /* ---- buffers (required); ranges are validated by the core ---- */
   xhal_status_t (*buffer_allocate)(void* device, uint64_t size, void** out_buffer);
   void (*buffer_free)(void* device, void* buffer);
-  xhal_status_t (*buffer_write)(void* device, void* dst, uint64_t offset,
-                                const void* src, uint64_t size); /* blocking */
-  xhal_status_t (*buffer_read)(void* device, void* src, uint64_t offset,
-                               void* dst, uint64_t size); /* blocking */
-  xhal_status_t (*buffer_copy)(void* device, void* src, uint64_t src_offset,
-                               void* dst, uint64_t dst_offset, uint64_t size);
-  xhal_status_t (*buffer_fill)(void* device, void* dst, uint64_t offset,
-                               uint64_t size, const void* pattern,
-                               uint32_t pattern_size);
+  xhal_status_t (*buffer_write)(void* device, void* dst, uint64_t offset, const void* src,
+                                uint64_t size); /* blocking */
+  xhal_status_t (*buffer_read)(void* device, void* src, uint64_t offset, void* dst,
+                               uint64_t size); /* blocking */
+  xhal_status_t (*buffer_copy)(void* device, void* src, uint64_t src_offset, void* dst,
+                               uint64_t dst_offset, uint64_t size);
+  xhal_status_t (*buffer_fill)(void* device, void* dst, uint64_t offset, uint64_t size,
+                               const void* pattern, uint32_t pattern_size);
 
   /* ---- dense ops (optional; absent = XHAL_UNSUPPORTED) ---- */
-  xhal_status_t (*index_plan_create)(void* device,
-                                     const xhal_plugin_index_plan_desc_t* desc,
+  xhal_status_t (*index_plan_create)(void* device, const xhal_plugin_index_plan_desc_t* desc,
                                      void** out_plan);
   void (*index_plan_destroy)(void* device, void* plan); /* with index_plan_create */
-  xhal_status_t (*index_select)(void* device, void* plan,
-                                const xhal_plugin_tensor_t* src,
+  xhal_status_t (*index_select)(void* device, void* plan, const xhal_plugin_tensor_t* src,
                                 const xhal_plugin_tensor_t* out);
-  xhal_status_t (*index_add)(void* device, void* plan, float alpha,
-                             const xhal_plugin_tensor_t* src,
+  xhal_status_t (*index_add)(void* device, void* plan, float alpha, const xhal_plugin_tensor_t* src,
                              const xhal_plugin_tensor_t* dst);
   /* Strided gather into a contiguous dst: dst element at multi-index i (over
    * dst->shape) = src element at src->offset + sum_k i[k] * src->strides[k].
@@ -169,8 +165,7 @@ typedef struct xhal_plugin_api {
   xhal_status_t (*softmax_forward)(void* device, const xhal_plugin_tensor_t* x,
                                    const xhal_plugin_tensor_t* y);
   xhal_status_t (*softmax_backward)(void* device, const xhal_plugin_tensor_t* y,
-                                    const xhal_plugin_tensor_t* dy,
-                                    const xhal_plugin_tensor_t* dx);
+                                    const xhal_plugin_tensor_t* dy, const xhal_plugin_tensor_t* dx);
   /* Row-wise ops get x as rank 2 [rows, n]; per-row tensors as rank 1. */
   xhal_status_t (*rms_norm_forward)(void* device, const xhal_plugin_tensor_t* x,
                                     const xhal_plugin_tensor_t* gamma, float eps,
@@ -179,8 +174,7 @@ typedef struct xhal_plugin_api {
   xhal_status_t (*rms_norm_backward)(void* device, const xhal_plugin_tensor_t* x,
                                      const xhal_plugin_tensor_t* gamma,
                                      const xhal_plugin_tensor_t* rstd,
-                                     const xhal_plugin_tensor_t* dy,
-                                     const xhal_plugin_tensor_t* dx,
+                                     const xhal_plugin_tensor_t* dy, const xhal_plugin_tensor_t* dx,
                                      const xhal_plugin_tensor_t* dgamma);
   xhal_status_t (*layer_norm_forward)(void* device, const xhal_plugin_tensor_t* x,
                                       const xhal_plugin_tensor_t* gamma,
@@ -188,39 +182,29 @@ typedef struct xhal_plugin_api {
                                       const xhal_plugin_tensor_t* y,
                                       const xhal_plugin_tensor_t* mean,
                                       const xhal_plugin_tensor_t* rstd);
-  xhal_status_t (*layer_norm_backward)(void* device, const xhal_plugin_tensor_t* x,
-                                       const xhal_plugin_tensor_t* gamma,
-                                       const xhal_plugin_tensor_t* mean,
-                                       const xhal_plugin_tensor_t* rstd,
-                                       const xhal_plugin_tensor_t* dy,
-                                       const xhal_plugin_tensor_t* dx,
-                                       const xhal_plugin_tensor_t* dgamma,
-                                       const xhal_plugin_tensor_t* dbeta);
+  xhal_status_t (*layer_norm_backward)(
+      void* device, const xhal_plugin_tensor_t* x, const xhal_plugin_tensor_t* gamma,
+      const xhal_plugin_tensor_t* mean, const xhal_plugin_tensor_t* rstd,
+      const xhal_plugin_tensor_t* dy, const xhal_plugin_tensor_t* dx,
+      const xhal_plugin_tensor_t* dgamma, const xhal_plugin_tensor_t* dbeta);
 
   /* ---- sparse ops (optional) ---- */
   /* Uploads the pattern and does per-pattern analysis (e.g. level sets). */
-  xhal_status_t (*csr_create)(void* device, const xhal_plugin_csr_desc_t* desc,
-                              void** out_matrix);
+  xhal_status_t (*csr_create)(void* device, const xhal_plugin_csr_desc_t* desc, void** out_matrix);
   void (*csr_destroy)(void* device, void* matrix); /* with csr_create */
   /* x, y: rank 1 vectors, or rank 2 [n, k] for spmm. */
-  xhal_status_t (*spmv)(void* device, void* a, xhal_transpose_t trans,
-                        float alpha, const xhal_plugin_tensor_t* x, float beta,
-                        const xhal_plugin_tensor_t* y);
-  xhal_status_t (*spmm)(void* device, void* a, xhal_transpose_t trans,
-                        float alpha, const xhal_plugin_tensor_t* x, float beta,
-                        const xhal_plugin_tensor_t* y);
+  xhal_status_t (*spmv)(void* device, void* a, xhal_transpose_t trans, float alpha,
+                        const xhal_plugin_tensor_t* x, float beta, const xhal_plugin_tensor_t* y);
+  xhal_status_t (*spmm)(void* device, void* a, xhal_transpose_t trans, float alpha,
+                        const xhal_plugin_tensor_t* x, float beta, const xhal_plugin_tensor_t* y);
   /* b, x rank 2 [n, k] (k = 1 for vectors); x may equal b (in place). */
   xhal_status_t (*csr_solve)(void* device, void* a, xhal_transpose_t trans,
                              xhal_triangle_t triangle, xhal_diagonal_t diagonal,
-                             const xhal_plugin_tensor_t* b,
-                             const xhal_plugin_tensor_t* x);
+                             const xhal_plugin_tensor_t* b, const xhal_plugin_tensor_t* x);
   /* ga may be NULL. */
-  xhal_status_t (*csr_solve_backward)(void* device, void* a,
-                                      xhal_transpose_t trans,
-                                      xhal_triangle_t triangle,
-                                      xhal_diagonal_t diagonal,
-                                      const xhal_plugin_tensor_t* x,
-                                      const xhal_plugin_tensor_t* dx,
+  xhal_status_t (*csr_solve_backward)(void* device, void* a, xhal_transpose_t trans,
+                                      xhal_triangle_t triangle, xhal_diagonal_t diagonal,
+                                      const xhal_plugin_tensor_t* x, const xhal_plugin_tensor_t* dx,
                                       const xhal_plugin_tensor_t* gb,
                                       const xhal_plugin_tensor_t* ga);
   /* Values of C = A B on C's pattern (computed by the core, C created
@@ -235,14 +219,12 @@ typedef struct xhal_plugin_api {
    * XHAL_INVALID_ARGUMENT with a message (host->set_error) naming it and
    * listing the names it knows. Absent: the core opens with device_open and
    * refuses any non-empty options for this backend. */
-  xhal_status_t (*device_open_with_options)(void* context, uint32_t index,
-                                            const char* options,
+  xhal_status_t (*device_open_with_options)(void* context, uint32_t index, const char* options,
                                             void** out_device);
   /* Writes the options in force on an open device, every one the plugin
    * knows with its value, as "name=value,name=value" (NUL-terminated,
    * truncated to `capacity`). Optional; absent means "no options". */
-  xhal_status_t (*device_get_options)(void* device, char* out,
-                                      size_t capacity);
+  xhal_status_t (*device_get_options)(void* device, char* out, size_t capacity);
 
   /* ---- interop (optional, since 1.3; docs/interop.md) ---- */
   /* Where the device's buffers live: the memory kind (host memory for a

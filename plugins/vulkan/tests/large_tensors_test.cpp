@@ -98,10 +98,12 @@ int main() {
     std::vector<int64_t> idx(count);
     for (int64_t i = 0; i < count; ++i) idx[i] = rows - 1 - (i * 7919) % rows;
     both("index_select f32, 160 MiB table", devs, [&](Dev& d) {
-      xhal_buffer_t src = upload(d, table.data(), table.size() * 4), out = upload(d, nullptr, count * w * 4);
+      xhal_buffer_t src = upload(d, table.data(), table.size() * 4),
+                    out = upload(d, nullptr, count * w * 4);
       xhal_index_plan_t plan;
       check(xhal_index_plan_create(d.d, idx.data(), XHAL_DTYPE_I64, count, rows, &plan), "plan");
-      xhal_tensor_t s = tensor(src, XHAL_DTYPE_F32, {rows, w}), o = tensor(out, XHAL_DTYPE_F32, {count, w});
+      xhal_tensor_t s = tensor(src, XHAL_DTYPE_F32, {rows, w}),
+                    o = tensor(out, XHAL_DTYPE_F32, {count, w});
       check(xhal_index_select(d.d, plan, &s, &o), "index_select");
       auto r = download(out, count * w * 4);
       xhal_index_plan_release(plan);
@@ -115,10 +117,12 @@ int main() {
     std::vector<int64_t> bidx(count);
     for (int64_t i = 0; i < count; ++i) bidx[i] = brows - 1 - (i * 104729) % brows;
     both("index_select u8 rows of 17, 146 MiB table", devs, [&](Dev& d) {
-      xhal_buffer_t src = upload(d, bytes.data(), bytes.size()), out = upload(d, nullptr, count * bw);
+      xhal_buffer_t src = upload(d, bytes.data(), bytes.size()),
+                    out = upload(d, nullptr, count * bw);
       xhal_index_plan_t plan;
       check(xhal_index_plan_create(d.d, bidx.data(), XHAL_DTYPE_I64, count, brows, &plan), "plan");
-      xhal_tensor_t s = tensor(src, XHAL_DTYPE_U8, {brows, bw}), o = tensor(out, XHAL_DTYPE_U8, {count, bw});
+      xhal_tensor_t s = tensor(src, XHAL_DTYPE_U8, {brows, bw}),
+                    o = tensor(out, XHAL_DTYPE_U8, {count, bw});
       check(xhal_index_select(d.d, plan, &s, &o), "index_select u8");
       auto r = download(out, count * bw);
       xhal_index_plan_release(plan);
@@ -131,10 +135,12 @@ int main() {
     for (int64_t i = 0; i < count; ++i) aidx[i] = rows - 1 - (i % 97) * 3;
     const auto add = random_floats(count * w, 2);
     both("index_add into a 160 MiB table", devs, [&](Dev& d) {
-      xhal_buffer_t src = upload(d, add.data(), add.size() * 4), dst = upload(d, table.data(), table.size() * 4);
+      xhal_buffer_t src = upload(d, add.data(), add.size() * 4),
+                    dst = upload(d, table.data(), table.size() * 4);
       xhal_index_plan_t plan;
       check(xhal_index_plan_create(d.d, aidx.data(), XHAL_DTYPE_I64, count, rows, &plan), "plan");
-      xhal_tensor_t s = tensor(src, XHAL_DTYPE_F32, {count, w}), t = tensor(dst, XHAL_DTYPE_F32, {rows, w});
+      xhal_tensor_t s = tensor(src, XHAL_DTYPE_F32, {count, w}),
+                    t = tensor(dst, XHAL_DTYPE_F32, {rows, w});
       check(xhal_index_add(d.d, plan, 0.75f, &s, &t), "index_add");
       auto r = download(dst, table.size() * 4);
       xhal_index_plan_release(plan);
@@ -151,7 +157,8 @@ int main() {
     const auto x = random_floats(n * n, 3);
     both("permute f32 [6144, 6144] transpose, 144 MiB", devs, [&](Dev& d) {
       xhal_buffer_t src = upload(d, x.data(), x.size() * 4), dst = upload(d, nullptr, x.size() * 4);
-      xhal_tensor_t s = tensor(src, XHAL_DTYPE_F32, {n, n}), t = tensor(dst, XHAL_DTYPE_F32, {n, n});
+      xhal_tensor_t s = tensor(src, XHAL_DTYPE_F32, {n, n}),
+                    t = tensor(dst, XHAL_DTYPE_F32, {n, n});
       const uint32_t perm[2] = {1, 0};
       check(xhal_permute(d.d, &s, perm, &t), "permute");
       auto r = download(dst, x.size() * 4);
@@ -164,7 +171,8 @@ int main() {
     for (size_t i = 0; i < h.size(); ++i) h[i] = static_cast<uint16_t>(i * 2654435761u >> 7);
     both("permute f16 [90, 1024, 768] -> [768, 90, 1024]", devs, [&](Dev& d) {
       xhal_buffer_t src = upload(d, h.data(), h.size() * 2), dst = upload(d, nullptr, h.size() * 2);
-      xhal_tensor_t s = tensor(src, XHAL_DTYPE_F16, {a, b, c}), t = tensor(dst, XHAL_DTYPE_F16, {c, a, b});
+      xhal_tensor_t s = tensor(src, XHAL_DTYPE_F16, {a, b, c}),
+                    t = tensor(dst, XHAL_DTYPE_F16, {c, a, b});
       const uint32_t perm[3] = {2, 0, 1};
       check(xhal_permute(d.d, &s, perm, &t), "permute f16");
       auto r = download(dst, h.size() * 2);
@@ -181,7 +189,8 @@ int main() {
     const auto gamma = random_floats(n, 5), beta = random_floats(n, 6);
     both("softmax_forward [8704, 4096], 136 MiB", devs, [&](Dev& d) {
       xhal_buffer_t xb = upload(d, x.data(), x.size() * 4), yb = upload(d, nullptr, x.size() * 4);
-      xhal_tensor_t xt = tensor(xb, XHAL_DTYPE_F32, {rows, n}), yt = tensor(yb, XHAL_DTYPE_F32, {rows, n});
+      xhal_tensor_t xt = tensor(xb, XHAL_DTYPE_F32, {rows, n}),
+                    yt = tensor(yb, XHAL_DTYPE_F32, {rows, n});
       check(xhal_softmax_forward(d.d, &xt, &yt), "softmax");
       auto r = download(yb, x.size() * 4);
       xhal_buffer_release(xb);
@@ -192,7 +201,8 @@ int main() {
       xhal_buffer_t xb = upload(d, x.data(), x.size() * 4), yb = upload(d, nullptr, x.size() * 4);
       xhal_buffer_t gb = upload(d, gamma.data(), n * 4), bb = upload(d, beta.data(), n * 4);
       xhal_buffer_t mb = upload(d, nullptr, rows * 4), rb = upload(d, nullptr, rows * 4);
-      xhal_tensor_t xt = tensor(xb, XHAL_DTYPE_F32, {rows, n}), yt = tensor(yb, XHAL_DTYPE_F32, {rows, n});
+      xhal_tensor_t xt = tensor(xb, XHAL_DTYPE_F32, {rows, n}),
+                    yt = tensor(yb, XHAL_DTYPE_F32, {rows, n});
       xhal_tensor_t g = tensor(gb, XHAL_DTYPE_F32, {n}), be = tensor(bb, XHAL_DTYPE_F32, {n});
       xhal_tensor_t m = tensor(mb, XHAL_DTYPE_F32, {rows}), rs = tensor(rb, XHAL_DTYPE_F32, {rows});
       check(xhal_layer_norm_forward(d.d, &xt, &g, &be, 1e-5f, &yt, &m, &rs), "layer_norm");
@@ -212,7 +222,8 @@ int main() {
     for (uint64_t bytes : {info.memory_bytes + (uint64_t{1} << 20), uint64_t{1} << 50}) {
       xhal_buffer_t b = nullptr;
       const xhal_status_t s = xhal_buffer_allocate(devs[0].d, bytes, &b);
-      std::printf("  allocate %-36llu %s\n", static_cast<unsigned long long>(bytes), xhal_status_name(s));
+      std::printf("  allocate %-36llu %s\n", static_cast<unsigned long long>(bytes),
+                  xhal_status_name(s));
       if (s != XHAL_OUT_OF_MEMORY) {
         ++g_failures;
         if (s == XHAL_OK) xhal_buffer_release(b);
