@@ -6,8 +6,9 @@ set -euo pipefail
 # clang, libclang-rt-14-dev (libFuzzer and the sanitizer runtimes),
 # libomp-14-dev (clang's OpenMP and its Archer TSan tool), llvm
 # (llvm-symbolizer for sanitizer stacks) and ccache serve the clang, tsan and
-# fuzz presets (docs/robustness.md).
-pkgs=(cmake ninja-build g++ pkg-config ccache
+# fuzz presets (docs/robustness.md); clang-format (14) serves
+# scripts/check-format.sh.
+pkgs=(cmake ninja-build g++ pkg-config ccache clang-format
       libboost-dev libgtest-dev libgmock-dev libbenchmark-dev
       nlohmann-json3-dev libcli11-dev libeigen3-dev
       clang libclang-rt-14-dev libomp-14-dev llvm

@@ -11,6 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
+bash scripts/check-format.sh
 jobs=$(nproc)
 cmake --preset default -DXHAL_WERROR=ON >/dev/null
 cmake --build --preset default -j"$jobs"
