@@ -1,7 +1,8 @@
-// What the recording fake plugin (libxhal-recorder.so) saw: every slot call
-// in order, with its arguments copied, plus copies of the index plans and
-// CSR patterns the core built. The tests read it through the exported
-// xhal_recorder_state() of the loaded module.
+// What the recording fake plugin (libxhal-recorder.so: fake_plugin.cpp built
+// with FAKE_RECORDER) saw: every slot call in order, with its arguments
+// copied, plus copies of the index plans and CSR patterns the core built.
+// The tests read it through the exported xhal_recorder_state() of the
+// loaded module.
 #pragma once
 
 #include <cstdint>
