@@ -37,7 +37,7 @@ if [[ ${XHAL_CI_EXTRA:-1} == 1 ]]; then
     fi
   }
   clang_tests() {
-    cmake --preset clang >/dev/null &&
+    cmake --preset clang -DXHAL_WERROR=ON >/dev/null &&
       cmake --build --preset clang -j"$jobs" &&
       ctest --preset clang -j"$jobs"
   }

@@ -67,7 +67,8 @@ void run_tensor_init(Input& in, Pool& pool) {
     std::memcpy(&got_dtype, &out.dtype, sizeof got_dtype);
     if (out.buffer != buffer || out.offset != offset || got_dtype != dtype || out.rank != rank ||
         rank > XHAL_MAX_RANK)
-      broken("xhal_tensor_init: descriptor fields differ from the arguments", "xhal_tensor_init", s);
+      broken("xhal_tensor_init: descriptor fields differ from the arguments", "xhal_tensor_init",
+             s);
     for (uint32_t k = 0; k < rank; ++k)
       if (out.shape[k] != shape[k] || out.strides[k] != 0)
         broken("xhal_tensor_init: shape not copied or strides not zero", "xhal_tensor_init", s);
@@ -101,10 +102,18 @@ void run_permute_view(Input& in, Pool& pool) {
   // Shapes up to rank 8 from the input; tensor() handles initializer lists,
   // so build the want list by rank.
   switch (rank) {
-    case 1: src = tensor(in, pool, {dims[0]}); break;
-    case 2: src = tensor(in, pool, {dims[0], dims[1]}); break;
-    case 3: src = tensor(in, pool, {dims[0], dims[1], dims[2]}); break;
-    default: src = tensor(in, pool, {dims[0], dims[1], dims[2], dims[3]}); break;
+    case 1:
+      src = tensor(in, pool, {dims[0]});
+      break;
+    case 2:
+      src = tensor(in, pool, {dims[0], dims[1]});
+      break;
+    case 3:
+      src = tensor(in, pool, {dims[0], dims[1], dims[2]});
+      break;
+    default:
+      src = tensor(in, pool, {dims[0], dims[1], dims[2], dims[3]});
+      break;
   }
   uint32_t perm[XHAL_MAX_RANK];
   read_perm(in, perm, src.rank);
@@ -134,8 +143,12 @@ void run_plan_create(Input& in, xhal_device_t dev, std::vector<PlanRecord>& plan
   for (uint32_t k = 0; k < count; ++k) {
     int64_t v;
     switch (in.pick(4)) {
-      case 0: v = in.i64(); break;
-      case 1: v = static_cast<int64_t>(num_rows - 1 + static_cast<uint64_t>(in.range(0, 1))); break;
+      case 0:
+        v = in.i64();
+        break;
+      case 1:
+        v = static_cast<int64_t>(num_rows - 1 + static_cast<uint64_t>(in.range(0, 1)));
+        break;
       default: {
         const uint64_t last = num_rows ? num_rows - 1 : 0;
         v = in.range(0, last > INT64_MAX ? INT64_MAX : static_cast<int64_t>(last));
@@ -148,9 +161,11 @@ void run_plan_create(Input& in, xhal_device_t dev, std::vector<PlanRecord>& plan
   xhal_index_plan_t plan = reinterpret_cast<xhal_index_plan_t>(0x1);  // must stay on failure
   // The array matches the dtype passed (a caller's duty); any dtype other
   // than i32 gets the 8-byte array, so a core reading 8 bytes stays inside.
-  const void* indices = dtype == XHAL_DTYPE_I32 ? static_cast<const void*>(idx32.data()) : idx64.data();
+  const void* indices =
+      dtype == XHAL_DTYPE_I32 ? static_cast<const void*>(idx32.data()) : idx64.data();
   if (in.pick(16) == 0) indices = nullptr;
-  const xhal_status_t s = XF_CALL(raw_index_plan_create(dev, indices, dtype, count, num_rows, &plan));
+  const xhal_status_t s =
+      XF_CALL(raw_index_plan_create(dev, indices, dtype, count, num_rows, &plan));
   if (s != XHAL_OK) {
     if (plan != reinterpret_cast<xhal_index_plan_t>(0x1))
       broken("a failed plan_create wrote out_plan", "xhal_index_plan_create", s);
@@ -166,14 +181,19 @@ PlanRecord pick_plan(Input& in, std::vector<PlanRecord>& plans) {
   return plans[choice];
 }
 
-void run_op(uint32_t op, Input& in, xhal_device_t dev, Pool& pool,
-            std::vector<PlanRecord>& plans) {
+void run_op(uint32_t op, Input& in, xhal_device_t dev, Pool& pool, std::vector<PlanRecord>& plans) {
   // The device argument: the input's device, or NULL now and then.
   xhal_device_t d = in.pick(16) == 0 ? nullptr : dev;
   switch (op) {
-    case 0: run_tensor_init(in, pool); break;
-    case 1: run_permute_view(in, pool); break;
-    case 2: run_plan_create(in, dev, plans); break;
+    case 0:
+      run_tensor_init(in, pool);
+      break;
+    case 1:
+      run_permute_view(in, pool);
+      break;
+    case 2:
+      run_plan_create(in, dev, plans);
+      break;
     case 3: {
       const PlanRecord p = pick_plan(in, plans);
       const int64_t w = in.range(0, 16);
@@ -197,7 +217,8 @@ void run_op(uint32_t op, Input& in, xhal_device_t dev, Pool& pool,
       uint32_t perm[XHAL_MAX_RANK];
       read_perm(in, perm, 3);
       const int64_t dims[3] = {a, b, c};
-      const xhal_tensor_t dst = tensor(in, pool, {dims[perm[0] % 3], dims[perm[1] % 3], dims[perm[2] % 3]});
+      const xhal_tensor_t dst =
+          tensor(in, pool, {dims[perm[0] % 3], dims[perm[1] % 3], dims[perm[2] % 3]});
       XF_OP(pool, xhal_permute(d, &src, in.pick(16) == 0 ? nullptr : perm, &dst));
       break;
     }
@@ -260,7 +281,8 @@ void run_op(uint32_t op, Input& in, xhal_device_t dev, Pool& pool,
         if (!p.released) {
           XF_MUST(xhal_index_plan_release(p.plan));
           const xhal_status_t again = XF_CALL(xhal_index_plan_release(p.plan));
-          if (again != XHAL_INVALID_ARGUMENT) broken("releasing a plan twice", "xhal_index_plan_release", again);
+          if (again != XHAL_INVALID_ARGUMENT)
+            broken("releasing a plan twice", "xhal_index_plan_release", again);
           p.released = true;
         }
       }
@@ -294,7 +316,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const xhal_device_t fixture = shared_cpu_device();
   xhal_device_t dev = nullptr;
   XF_MUST(xhal_device_open("cpu", &dev));
-  if (dev != fixture) broken("reopening the device gave another handle", "xhal_device_open", XHAL_OK);
+  if (dev != fixture)
+    broken("reopening the device gave another handle", "xhal_device_open", XHAL_OK);
   std::vector<PlanRecord> plans;
   {
     Pool pool(dev);

@@ -54,7 +54,8 @@ xhal_status_t init(const xhal_plugin_host_t* host, void** out_context, char* out
     if (fn) (void)fn(&n);
   }
   if (odd(xhal_fuzz::kInit)) return misbehave(xhal_fuzz::kInit);
-  if (g_script->note_kind == 1 && note_capacity) std::snprintf(out_note, note_capacity, "fuzz note");
+  if (g_script->note_kind == 1 && note_capacity)
+    std::snprintf(out_note, note_capacity, "fuzz note");
   if (g_script->note_kind == 2 && note_capacity) std::memset(out_note, 'n', note_capacity);
   *out_context = new Context;
   return XHAL_OK;
@@ -114,7 +115,8 @@ xhal_status_t buffer_allocate(void*, uint64_t size, void** out_buffer) {
   return XHAL_OK;
 }
 void buffer_free(void*, void* buffer) { std::free(buffer); }
-xhal_status_t buffer_write(void* device, void* dst, uint64_t offset, const void* src, uint64_t size) {
+xhal_status_t buffer_write(void* device, void* dst, uint64_t offset, const void* src,
+                           uint64_t size) {
   if (odd(xhal_fuzz::kBufferWrite)) return misbehave(xhal_fuzz::kBufferWrite);
   if (!device || !dst) return XHAL_PLUGIN_ERROR;  // after open_gives_null
   std::memcpy(static_cast<char*>(dst) + offset, src, size);
@@ -136,7 +138,8 @@ xhal_status_t buffer_copy(void*, void* src, uint64_t src_offset, void* dst, uint
                           uint64_t size) {
   if (odd(xhal_fuzz::kBufferCopy)) return misbehave(xhal_fuzz::kBufferCopy);
   if (!src || !dst) return XHAL_PLUGIN_ERROR;
-  std::memmove(static_cast<char*>(dst) + dst_offset, static_cast<const char*>(src) + src_offset, size);
+  std::memmove(static_cast<char*>(dst) + dst_offset, static_cast<const char*>(src) + src_offset,
+               size);
   return XHAL_OK;
 }
 xhal_status_t buffer_fill(void*, void* dst, uint64_t offset, uint64_t size, const void* pattern,
@@ -171,7 +174,8 @@ char g_version[sizeof(PluginScript::version) + 1];
 }  // namespace
 
 extern "C" XHAL_PLUGIN_EXPORT const xhal_plugin_api_t* xhal_plugin_get_api(void) {
-  auto* const* slot = static_cast<const PluginScript* const*>(dlsym(RTLD_DEFAULT, xhal_fuzz::kScriptSymbol));
+  auto* const* slot =
+      static_cast<const PluginScript* const*>(dlsym(RTLD_DEFAULT, xhal_fuzz::kScriptSymbol));
   g_script = slot ? *slot : nullptr;
   if (!g_script || g_script->entry == 1) return nullptr;
   if (g_script->entry == 2) throw std::runtime_error("fuzz plugin: entry threw");
@@ -182,10 +186,10 @@ extern "C" XHAL_PLUGIN_EXPORT const xhal_plugin_api_t* xhal_plugin_get_api(void)
   api.abi_minor = g_script->abi_minor;
   std::memcpy(g_backend_name, g_script->backend_name, sizeof g_script->backend_name);
   std::memcpy(g_version, g_script->version, sizeof g_script->version);
-  api.backend_name = g_script->backend_name_kind == 0 ? "fuzz"
+  api.backend_name = g_script->backend_name_kind == 0   ? "fuzz"
                      : g_script->backend_name_kind == 1 ? nullptr
                                                         : g_backend_name;
-  api.plugin_version = g_script->version_kind == 0 ? "0.0-fuzz"
+  api.plugin_version = g_script->version_kind == 0   ? "0.0-fuzz"
                        : g_script->version_kind == 1 ? nullptr
                                                      : g_version;
   api.init = init;

@@ -25,7 +25,8 @@ using namespace xhal_fuzz;
 
 // The plugin reads the current script through this symbol (see
 // fuzz_plugin_script.h); the executable is linked with -rdynamic.
-extern "C" __attribute__((visibility("default"))) const PluginScript* xhal_fuzz_plugin_script = nullptr;
+extern "C" __attribute__((visibility("default"))) const PluginScript* xhal_fuzz_plugin_script =
+    nullptr;
 
 namespace {
 
@@ -37,17 +38,35 @@ PluginScript read_script(Input& in) {
   const uint32_t e = in.pick(16);
   s.entry = e == 0 ? 1 : e == 1 ? 2 : 0;
   switch (in.pick(6)) {
-    case 1: s.struct_size = static_cast<uint64_t>(in.range(0, sizeof(xhal_plugin_api_t) + 64)); break;
-    case 2: s.struct_size = kHeader; break;
-    case 3: s.struct_size = kHeader + kRequiredSlots * sizeof(void*); break;
-    case 4: s.struct_size = sizeof(xhal_plugin_api_t) + static_cast<uint64_t>(in.range(1, 64)); break;
-    default: s.struct_size = sizeof(xhal_plugin_api_t); break;
+    case 1:
+      s.struct_size = static_cast<uint64_t>(in.range(0, sizeof(xhal_plugin_api_t) + 64));
+      break;
+    case 2:
+      s.struct_size = kHeader;
+      break;
+    case 3:
+      s.struct_size = kHeader + kRequiredSlots * sizeof(void*);
+      break;
+    case 4:
+      s.struct_size = sizeof(xhal_plugin_api_t) + static_cast<uint64_t>(in.range(1, 64));
+      break;
+    default:
+      s.struct_size = sizeof(xhal_plugin_api_t);
+      break;
   }
   switch (in.pick(8)) {
-    case 0: s.abi_major = in.u32(); break;
-    case 1: s.abi_major = 0; break;
-    case 2: s.abi_major = 2; break;
-    default: s.abi_major = XHAL_PLUGIN_ABI_MAJOR; break;
+    case 0:
+      s.abi_major = in.u32();
+      break;
+    case 1:
+      s.abi_major = 0;
+      break;
+    case 2:
+      s.abi_major = 2;
+      break;
+    default:
+      s.abi_major = XHAL_PLUGIN_ABI_MAJOR;
+      break;
   }
   s.abi_minor = in.pick(4) == 0 ? in.u32() : XHAL_PLUGIN_ABI_MINOR;
   const uint32_t bn = in.pick(8);
@@ -63,29 +82,57 @@ PluginScript read_script(Input& in) {
     std::memcpy(s.version, t.data(), t.size());
   }
   switch (in.pick(4)) {
-    case 1: s.null_slots = uint64_t{1} << in.pick(kSlotCount); break;
-    case 2: s.null_slots = in.u64(); break;
-    default: s.null_slots = 0; break;
+    case 1:
+      s.null_slots = uint64_t{1} << in.pick(kSlotCount);
+      break;
+    case 2:
+      s.null_slots = in.u64();
+      break;
+    default:
+      s.null_slots = 0;
+      break;
   }
   switch (in.pick(4)) {
-    case 1: s.odd_slots = 1u << in.pick(kRequiredSlots); break;
-    case 2: s.odd_slots = in.u32() & ((1u << kRequiredSlots) - 1); break;
-    default: s.odd_slots = 0; break;
+    case 1:
+      s.odd_slots = 1u << in.pick(kRequiredSlots);
+      break;
+    case 2:
+      s.odd_slots = in.u32() & ((1u << kRequiredSlots) - 1);
+      break;
+    default:
+      s.odd_slots = 0;
+      break;
   }
   switch (in.pick(3)) {
-    case 0: s.odd_status = in.pick(XHAL_INTERNAL + 1); break;
-    case 1: s.odd_status = in.u32(); break;
-    default: s.odd_status = XHAL_PLUGIN_ERROR; break;
+    case 0:
+      s.odd_status = in.pick(XHAL_INTERNAL + 1);
+      break;
+    case 1:
+      s.odd_status = in.u32();
+      break;
+    default:
+      s.odd_status = XHAL_PLUGIN_ERROR;
+      break;
   }
   s.odd_throw = in.pick(8) == 0;
   s.note_kind = in.pick(3);
   s.init_reenter = in.pick(16) == 0;
   switch (in.pick(6)) {
-    case 0: s.device_count = 0; break;
-    case 2: s.device_count = 2; break;
-    case 3: s.device_count = 0xFFFFFFFFu; break;
-    case 4: s.device_count = in.u32(); break;
-    default: s.device_count = 1; break;
+    case 0:
+      s.device_count = 0;
+      break;
+    case 2:
+      s.device_count = 2;
+      break;
+    case 3:
+      s.device_count = 0xFFFFFFFFu;
+      break;
+    case 4:
+      s.device_count = in.u32();
+      break;
+    default:
+      s.device_count = 1;
+      break;
   }
   s.kind = in.pick(4) == 0 ? in.u32() : in.pick(3);
   s.unterminated_name = in.pick(8) == 0;
@@ -142,7 +189,8 @@ size_t info_size(Input& in, size_t full) {
   return in.pick(4) == 0 ? static_cast<size_t>(in.range(0, full)) : full;
 }
 
-#define XF_FIELD(type, name) Field{offsetof(type, name), sizeof(type::name)}
+#define XF_FIELD(type, name) \
+  Field { offsetof(type, name), sizeof(type::name) }
 
 }  // namespace
 
@@ -157,15 +205,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   PluginScript script = read_script(in);
   xhal_fuzz_plugin_script = &script;
   if (verbose())
-    std::fprintf(stderr,
-                 "script: entry %u struct_size %llu abi %u.%u name %u '%.24s' version %u null %016llx "
-                 "odd %04x status %u throw %u note %u reenter %u count %u kind %u unterminated %u "
-                 "null_handles %u\n",
-                 script.entry, static_cast<unsigned long long>(script.struct_size), script.abi_major,
-                 script.abi_minor, script.backend_name_kind, script.backend_name, script.version_kind,
-                 static_cast<unsigned long long>(script.null_slots), script.odd_slots, script.odd_status, script.odd_throw,
-                 script.note_kind, script.init_reenter, script.device_count, script.kind,
-                 script.unterminated_name, script.open_gives_null);
+    std::fprintf(
+        stderr,
+        "script: entry %u struct_size %llu abi %u.%u name %u '%.24s' version %u null %016llx "
+        "odd %04x status %u throw %u note %u reenter %u count %u kind %u unterminated %u "
+        "null_handles %u\n",
+        script.entry, static_cast<unsigned long long>(script.struct_size), script.abi_major,
+        script.abi_minor, script.backend_name_kind, script.backend_name, script.version_kind,
+        static_cast<unsigned long long>(script.null_slots), script.odd_slots, script.odd_status,
+        script.odd_throw, script.note_kind, script.init_reenter, script.device_count, script.kind,
+        script.unterminated_name, script.open_gives_null);
 
   xhal_runtime_options_t o{};
   o.struct_size = sizeof o;
@@ -184,16 +233,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   pinfo.struct_size = psize;
   const xhal_status_t ps = XF_CALL(xhal_plugin_get_info(0, &pinfo));
   if (psize < sizeof(size_t)) {
-    if (ps != XHAL_INVALID_ARGUMENT) broken("struct_size < sizeof(size_t) accepted", "xhal_plugin_get_info", ps);
+    if (ps != XHAL_INVALID_ARGUMENT)
+      broken("struct_size < sizeof(size_t) accepted", "xhal_plugin_get_info", ps);
   } else {
     if (ps != XHAL_OK) broken("plugin_get_info failed", "xhal_plugin_get_info", ps);
-    check_fields_outside(pinfo, psize,
-                         {XF_FIELD(xhal_plugin_info_t, path), XF_FIELD(xhal_plugin_info_t, backend),
-                          XF_FIELD(xhal_plugin_info_t, state), XF_FIELD(xhal_plugin_info_t, reason),
-                          XF_FIELD(xhal_plugin_info_t, abi_major), XF_FIELD(xhal_plugin_info_t, abi_minor),
-                          XF_FIELD(xhal_plugin_info_t, plugin_version),
-                          XF_FIELD(xhal_plugin_info_t, device_count)},
-                         "xhal_plugin_get_info");
+    check_fields_outside(
+        pinfo, psize,
+        {XF_FIELD(xhal_plugin_info_t, path), XF_FIELD(xhal_plugin_info_t, backend),
+         XF_FIELD(xhal_plugin_info_t, state), XF_FIELD(xhal_plugin_info_t, reason),
+         XF_FIELD(xhal_plugin_info_t, abi_major), XF_FIELD(xhal_plugin_info_t, abi_minor),
+         XF_FIELD(xhal_plugin_info_t, plugin_version), XF_FIELD(xhal_plugin_info_t, device_count)},
+        "xhal_plugin_get_info");
     if (psize == sizeof pinfo) {
       uint32_t state;
       std::memcpy(&state, &pinfo.state, sizeof state);
@@ -220,13 +270,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     info.struct_size = isize;
     const xhal_status_t is = XF_CALL(xhal_device_get_info(i, &info));
     if (isize < sizeof(size_t)) continue;
-    if (is != XHAL_OK) broken("device_get_info of a listed device failed", "xhal_device_get_info", is);
-    check_fields_outside(info, isize,
-                         {XF_FIELD(xhal_device_info_t, backend), XF_FIELD(xhal_device_info_t, backend_index),
-                          XF_FIELD(xhal_device_info_t, name), XF_FIELD(xhal_device_info_t, stable_id),
-                          XF_FIELD(xhal_device_info_t, kind), XF_FIELD(xhal_device_info_t, memory_bytes),
-                          XF_FIELD(xhal_device_info_t, supported_ops)},
-                         "xhal_device_get_info");
+    if (is != XHAL_OK)
+      broken("device_get_info of a listed device failed", "xhal_device_get_info", is);
+    check_fields_outside(
+        info, isize,
+        {XF_FIELD(xhal_device_info_t, backend), XF_FIELD(xhal_device_info_t, backend_index),
+         XF_FIELD(xhal_device_info_t, name), XF_FIELD(xhal_device_info_t, stable_id),
+         XF_FIELD(xhal_device_info_t, kind), XF_FIELD(xhal_device_info_t, memory_bytes),
+         XF_FIELD(xhal_device_info_t, supported_ops)},
+        "xhal_device_get_info");
     if (isize == sizeof info) {
       uint32_t kind;
       std::memcpy(&kind, &info.kind, sizeof kind);
@@ -256,7 +308,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         const xhal_status_t rs = XF_CALL(xhal_buffer_read(b, 0, back.data(), bytes));
         // A slot told to misbehave may also answer XHAL_OK without doing
         // the work; only an honest plugin's bytes must come back.
-        const bool honest = !((script.odd_slots >> kBufferWrite) & 1) && !((script.odd_slots >> kBufferRead) & 1);
+        const bool honest =
+            !((script.odd_slots >> kBufferWrite) & 1) && !((script.odd_slots >> kBufferRead) & 1);
         if (honest && ws == XHAL_OK && rs == XHAL_OK && out != back)
           broken("buffer round trip changed the bytes", "xhal_buffer_read", rs);
         const uint32_t pattern = 0x01020304u;

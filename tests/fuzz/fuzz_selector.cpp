@@ -43,7 +43,8 @@ struct Term {
 
 bool blank(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 bool name_char(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '-';
 }
 bool id_char(char c) { return name_char(c) || c == '.' || c == ':'; }
 
@@ -57,7 +58,8 @@ bool parse(std::string_view text, std::vector<Term>& out, bool& none) {
   size_t start = 0;
   while (true) {
     const size_t comma = text.find(',', start);
-    std::string_view term = text.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+    std::string_view term = text.substr(
+        start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
     while (!term.empty() && blank(term.front())) term.remove_prefix(1);
     while (!term.empty() && blank(term.back())) term.remove_suffix(1);
     Term t;
@@ -104,9 +106,12 @@ bool parse(std::string_view text, std::vector<Term>& out, bool& none) {
 bool matches(const Term& t, const Dev& d) {
   if (t.backend != "*" && t.backend != d.backend) return false;
   switch (t.device) {
-    case Term::kAll: return true;
-    case Term::kIndex: return t.index == d.index;
-    default: return !d.stable_id.empty() && t.id == d.stable_id;
+    case Term::kAll:
+      return true;
+    case Term::kIndex:
+      return t.index == d.index;
+    default:
+      return !d.stable_id.empty() && t.id == d.stable_id;
   }
 }
 
@@ -138,7 +143,9 @@ std::vector<size_t> select(const std::vector<Term>& terms, bool none, const std:
 }
 
 // ---- the runtime ----------------------------------------------------------
-std::string plugin_path() { return std::string(XHAL_FUZZ_FAKE_SELECT_DIR) + ":" + XHAL_FUZZ_CPU_PLUGIN; }
+std::string plugin_path() {
+  return std::string(XHAL_FUZZ_FAKE_SELECT_DIR) + ":" + XHAL_FUZZ_CPU_PLUGIN;
+}
 
 xhal_status_t start(const char* selector) {
   const std::string path = plugin_path();
@@ -214,8 +221,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::vector<size_t> want = select(rterms, rnone, all);
   const std::vector<Dev> got = device_list();
   bool same = got.size() == want.size();
-  for (size_t i = 0; same && i < got.size(); ++i)
-    same = label(got[i]) == label(all[want[i]]);
+  for (size_t i = 0; same && i < got.size(); ++i) same = label(got[i]) == label(all[want[i]]);
   if (!same) {
     std::string text = "device list differs from the documented selection; want:";
     for (size_t i : want) text += " " + label(all[i]);
@@ -231,23 +237,27 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   xhal_device_t dev = nullptr;
   const xhal_status_t os_status = XF_CALL(xhal_device_open(open_null ? nullptr : os.c_str(), &dev));
   if (!ovalid) {
-    if (os_status != XHAL_INVALID_ARGUMENT) broken("open: a malformed selector was accepted", os.c_str(), os_status);
+    if (os_status != XHAL_INVALID_ARGUMENT)
+      broken("open: a malformed selector was accepted", os.c_str(), os_status);
   } else {
     // The first device of the runtime's list that the open selector picks.
     std::vector<Dev> list;
     for (size_t i : want) list.push_back(all[i]);
     const std::vector<size_t> pick = select(oterms, onone, list);
     if (pick.empty()) {
-      if (os_status != XHAL_NOT_FOUND) broken("open: no match must be NOT_FOUND", os.c_str(), os_status);
+      if (os_status != XHAL_NOT_FOUND)
+        broken("open: no match must be NOT_FOUND", os.c_str(), os_status);
     } else {
       if (os_status != XHAL_OK) broken("open: a matching selector failed", os.c_str(), os_status);
       xhal_device_info_t info{};
       info.struct_size = sizeof info;
       XF_MUST(xhal_device_query(dev, &info));
-      if (label(list[pick[0]]) != std::string(info.backend) + ":" + std::to_string(info.backend_index))
+      if (label(list[pick[0]]) !=
+          std::string(info.backend) + ":" + std::to_string(info.backend_index))
         broken("open: not the first match", os.c_str(), os_status);
       const xhal_status_t busy = XF_CALL(xhal_runtime_shutdown());
-      if (busy != XHAL_BUSY) broken("shutdown with a device open must be BUSY", "xhal_runtime_shutdown", busy);
+      if (busy != XHAL_BUSY)
+        broken("shutdown with a device open must be BUSY", "xhal_runtime_shutdown", busy);
       XF_MUST(xhal_device_release(dev));
     }
   }

@@ -28,9 +28,9 @@ constexpr int64_t kMaxDim = 24;
 struct MatrixRecord {
   xhal_csr_t m;
   int64_t rows, cols, nnz;
-  uint32_t index_bytes;             // 4 or 8; 8 when unknown (spgemm results)
+  uint32_t index_bytes;                   // 4 or 8; 8 when unknown (spgemm results)
   std::vector<int64_t> row_ptr, col_idx;  // as created (empty when unknown)
-  bool released = false;            // its handle is stale (and still in play)
+  bool released = false;                  // its handle is stale (and still in play)
 };
 
 // The host (or device) arrays of one description, kept alive for the call.
@@ -138,13 +138,19 @@ void create_matrix(Input& in, xhal_device_t dev, Pool& pool, std::vector<MatrixR
   xhal_csr_t m = reinterpret_cast<xhal_csr_t>(0x1);
   const xhal_status_t s = XF_CALL(xhal_csr_create(dev, &desc, &m));
   if (s != XHAL_OK) {
-    if (m != reinterpret_cast<xhal_csr_t>(0x1)) broken("a failed csr_create wrote out_matrix", "xhal_csr_create", s);
+    if (m != reinterpret_cast<xhal_csr_t>(0x1))
+      broken("a failed csr_create wrote out_matrix", "xhal_csr_create", s);
     return;
   }
   uint32_t dtype;
   std::memcpy(&dtype, &desc.index_dtype, sizeof dtype);
-  MatrixRecord r{m, desc.rows, desc.cols, desc.nnz, dtype == XHAL_DTYPE_I32 ? 4u : 8u,
-                 arrays.row_ptr64, arrays.col_idx64};
+  MatrixRecord r{m,
+                 desc.rows,
+                 desc.cols,
+                 desc.nnz,
+                 dtype == XHAL_DTYPE_I32 ? 4u : 8u,
+                 arrays.row_ptr64,
+                 arrays.col_idx64};
   int64_t rows = -1, cols = -1, nnz = -1;
   XF_MUST(xhal_csr_get_shape(m, &rows, &cols, &nnz));
   if (rows != r.rows || cols != r.cols || nnz != r.nnz)
@@ -221,7 +227,8 @@ void run_op(uint32_t op, Input& in, xhal_device_t dev, Pool& pool, std::vector<M
       const xhal_status_t s = XF_CALL(xhal_spgemm(d, m, rb ? rb->m : nullptr, &c));
       if (s != XHAL_OK) {
         pool.expect_unchanged(before, "xhal_spgemm", s);
-        if (c != reinterpret_cast<xhal_csr_t>(0x1)) broken("a failed spgemm wrote out_c", "xhal_spgemm", s);
+        if (c != reinterpret_cast<xhal_csr_t>(0x1))
+          broken("a failed spgemm wrote out_c", "xhal_spgemm", s);
         break;
       }
       MatrixRecord rc{c, 0, 0, 0, 8, {}, {}};
@@ -241,9 +248,9 @@ void run_op(uint32_t op, Input& in, xhal_device_t dev, Pool& pool, std::vector<M
       std::vector<int64_t> rp(r->rows + 1, -7), ci(r->nnz, -7);
       std::vector<float> values(r->nnz);
       const uint32_t which = in.pick(8);
-      const xhal_status_t s = XF_CALL(xhal_csr_read(m, which & 1 ? rp.data() : nullptr,
-                                                    which & 2 ? ci.data() : nullptr,
-                                                    which & 4 ? values.data() : nullptr));
+      const xhal_status_t s =
+          XF_CALL(xhal_csr_read(m, which & 1 ? rp.data() : nullptr, which & 2 ? ci.data() : nullptr,
+                                which & 4 ? values.data() : nullptr));
       if (r->released) {
         if (s != XHAL_INVALID_ARGUMENT) broken("csr_read of a released matrix", "xhal_csr_read", s);
         break;
@@ -258,7 +265,8 @@ void run_op(uint32_t op, Input& in, xhal_device_t dev, Pool& pool, std::vector<M
       std::vector<float> values(r ? r->nnz : 0);
       for (float& v : values) v = in.flag() ? static_cast<float>(in.range(-4, 4)) : in.f32_bits();
       const auto before = pool.snapshot();
-      const xhal_status_t s = XF_CALL(xhal_csr_set_values(m, in.pick(16) == 0 ? nullptr : values.data()));
+      const xhal_status_t s =
+          XF_CALL(xhal_csr_set_values(m, in.pick(16) == 0 ? nullptr : values.data()));
       if (s != XHAL_OK) pool.expect_unchanged(before, "xhal_csr_set_values", s);
       break;
     }
@@ -275,7 +283,8 @@ void run_op(uint32_t op, Input& in, xhal_device_t dev, Pool& pool, std::vector<M
       if (!r || r->released) break;
       XF_MUST(xhal_csr_release(m));
       const xhal_status_t again = XF_CALL(xhal_csr_release(m));
-      if (again != XHAL_INVALID_ARGUMENT) broken("releasing a matrix twice", "xhal_csr_release", again);
+      if (again != XHAL_INVALID_ARGUMENT)
+        broken("releasing a matrix twice", "xhal_csr_release", again);
       int64_t rows_out = -5, cols_out = -5, nnz_out = -5;
       const xhal_status_t s = XF_CALL(xhal_csr_get_shape(m, &rows_out, &cols_out, &nnz_out));
       if (s != XHAL_INVALID_ARGUMENT || rows_out != -5)
@@ -298,7 +307,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const xhal_device_t fixture = shared_cpu_device();
   xhal_device_t dev = nullptr;
   XF_MUST(xhal_device_open("cpu", &dev));
-  if (dev != fixture) broken("reopening the device gave another handle", "xhal_device_open", XHAL_OK);
+  if (dev != fixture)
+    broken("reopening the device gave another handle", "xhal_device_open", XHAL_OK);
   std::vector<MatrixRecord> mats;
   std::vector<xhal_buffer_t> extra;  // desc buffers, released at the end
   {

@@ -48,11 +48,16 @@ class Input {
   // A float that is usually tame: 0, 1, 0.5, -2, or (1 in 5) raw bits.
   float scalar() {
     switch (pick(5)) {
-      case 0: return 0.0f;
-      case 1: return 1.0f;
-      case 2: return 0.5f;
-      case 3: return -2.0f;
-      default: return f32_bits();
+      case 0:
+        return 0.0f;
+      case 1:
+        return 1.0f;
+      case 2:
+        return 0.5f;
+      case 3:
+        return -2.0f;
+      default:
+        return f32_bits();
     }
   }
   std::string text(size_t max_length) { return fdp_.ConsumeRandomLengthString(max_length); }
@@ -80,7 +85,8 @@ inline bool& internal_is_a_core_bug() {
 }
 
 [[noreturn]] inline void broken(const char* what, const char* call, xhal_status_t s) {
-  std::fprintf(stderr, "xhal fuzz: broken promise: %s\n  call: %s\n  status: %d (%s)\n  last error: %s\n",
+  std::fprintf(stderr,
+               "xhal fuzz: broken promise: %s\n  call: %s\n  status: %d (%s)\n  last error: %s\n",
                what, call, static_cast<int>(s), xhal_status_name(s), xhal_last_error());
   std::abort();
 }
@@ -88,23 +94,25 @@ inline bool& internal_is_a_core_bug() {
 // Every status is one of the enum's values; a failure explains itself and
 // a success leaves the message empty (docs/abi.md, "Status and last error").
 inline xhal_status_t checked(xhal_status_t s, const char* call, bool quiet = false) {
-  if (verbose() && !quiet) std::fprintf(stderr, "  %-28s -> %s %s\n", call, xhal_status_name(s), xhal_last_error());
+  if (verbose() && !quiet)
+    std::fprintf(stderr, "  %-28s -> %s %s\n", call, xhal_status_name(s), xhal_last_error());
   if (static_cast<uint32_t>(s) > static_cast<uint32_t>(XHAL_INTERNAL))
     broken("status outside the enum", call, s);
   const char* message = xhal_last_error();
   if (!message) broken("xhal_last_error returned NULL", call, s);
   if (s == XHAL_OK && message[0] != '\0') broken("success with a message", call, s);
   if (s != XHAL_OK && message[0] == '\0') broken("failure without a message", call, s);
-  if (s == XHAL_INTERNAL && internal_is_a_core_bug()) broken("XHAL_INTERNAL from the core", call, s);
+  if (s == XHAL_INTERNAL && internal_is_a_core_bug())
+    broken("XHAL_INTERNAL from the core", call, s);
   return s;
 }
 #define XF_CALL(call) ::xhal_fuzz::checked((call), #call)
 
 // Where the harness needs a call to succeed (setup, cleanup; not printed by
 // XHAL_FUZZ_VERBOSE).
-#define XF_MUST(call)                                                               \
-  do {                                                                              \
-    const xhal_status_t s_ = ::xhal_fuzz::checked((call), #call, true);             \
+#define XF_MUST(call)                                                                     \
+  do {                                                                                    \
+    const xhal_status_t s_ = ::xhal_fuzz::checked((call), #call, true);                   \
     if (s_ != XHAL_OK) ::xhal_fuzz::broken("a call that must succeed failed", #call, s_); \
   } while (0)
 
@@ -123,7 +131,8 @@ inline void keep_loaded(const std::string& path) {
 inline void keep_folder_loaded(const std::string& folder) {
   for (const auto& entry : std::filesystem::directory_iterator(folder)) {
     const std::string name = entry.path().filename().string();
-    if (name.rfind("libxhal-", 0) == 0 && name.size() > 3 && name.compare(name.size() - 3, 3, ".so") == 0)
+    if (name.rfind("libxhal-", 0) == 0 && name.size() > 3 &&
+        name.compare(name.size() - 3, 3, ".so") == 0)
       keep_loaded(entry.path().string());
   }
 }
@@ -181,7 +190,8 @@ class Pool {
     for (uint64_t i = 0; i + 4 <= bytes; i += 4) {
       state = state * 1664525u + 1013904223u;
       float v = static_cast<float>(static_cast<int32_t>(state >> 8) % 64) / 8.0f;
-      if (specials && (state >> 28) == 0) v = (state & 3) == 0 ? NAN : (state & 3) == 1 ? INFINITY : -0.0f;
+      if (specials && (state >> 28) == 0)
+        v = (state & 3) == 0 ? NAN : (state & 3) == 1 ? INFINITY : -0.0f;
       std::memcpy(&fill[i], &v, 4);
     }
     if (bytes) XF_MUST(xhal_buffer_write(b, 0, fill.data(), bytes));
@@ -200,7 +210,8 @@ class Pool {
     XF_MUST(xhal_buffer_release(buffers_[i]));
     released_[i] = true;
     const xhal_status_t again = XF_CALL(xhal_buffer_release(buffers_[i]));
-    if (again != XHAL_INVALID_ARGUMENT) broken("releasing a buffer twice", "xhal_buffer_release", again);
+    if (again != XHAL_INVALID_ARGUMENT)
+      broken("releasing a buffer twice", "xhal_buffer_release", again);
     uint64_t size = 0;
     const xhal_status_t s = XF_CALL(xhal_buffer_size(buffers_[i], &size));
     if (s != XHAL_INVALID_ARGUMENT) broken("the size of a released buffer", "xhal_buffer_size", s);
@@ -234,11 +245,11 @@ class Pool {
 };
 
 // Runs an op call: on failure, every buffer of the pool must be unchanged.
-#define XF_OP(pool, call)                                            \
-  do {                                                               \
-    const auto before_ = (pool).snapshot();                          \
-    const xhal_status_t s_ = XF_CALL(call);                          \
-    if (s_ != XHAL_OK) (pool).expect_unchanged(before_, #call, s_);  \
+#define XF_OP(pool, call)                                           \
+  do {                                                              \
+    const auto before_ = (pool).snapshot();                         \
+    const xhal_status_t s_ = XF_CALL(call);                         \
+    if (s_ != XHAL_OK) (pool).expect_unchanged(before_, #call, s_); \
   } while (0)
 
 // ---- tensor descriptors from the input -------------------------------------
@@ -246,10 +257,14 @@ class Pool {
 // out of range, as a C caller may pass).
 inline uint32_t dtype_bits(Input& in) {
   switch (in.pick(4)) {
-    case 0: return XHAL_DTYPE_F32;
-    case 1: return in.pick(XHAL_DTYPE_COUNT_ + 1);
-    case 2: return in.u32();
-    default: return XHAL_DTYPE_F32;
+    case 0:
+      return XHAL_DTYPE_F32;
+    case 1:
+      return in.pick(XHAL_DTYPE_COUNT_ + 1);
+    case 2:
+      return in.u32();
+    default:
+      return XHAL_DTYPE_F32;
   }
 }
 
@@ -278,7 +293,8 @@ inline xhal_tensor_t tensor(Input& in, Pool& pool, std::initializer_list<int64_t
       // buffer is capped at kMaxBufferBytes anyway.
       if (__builtin_mul_overflow(elements, d, &elements)) elements = INT64_MAX / 8;
     }
-    const uint64_t bytes = static_cast<uint64_t>(elements) * (dtype_size_of(dtype) ? dtype_size_of(dtype) : 4);
+    const uint64_t bytes =
+        static_cast<uint64_t>(elements) * (dtype_size_of(dtype) ? dtype_size_of(dtype) : 4);
     if (mode == 0 || pool.size() == 0) {
       const int i = pool.add(bytes, static_cast<uint32_t>(bytes) ^ 0x5a5a, false);
       t.buffer = i >= 0 ? pool.at(i) : nullptr;
@@ -286,9 +302,15 @@ inline xhal_tensor_t tensor(Input& in, Pool& pool, std::initializer_list<int64_t
       const size_t i = in.pick(static_cast<uint32_t>(pool.size()));
       t.buffer = pool.at(i);
       switch (in.pick(3)) {
-        case 0: t.offset = 4 * in.range(0, static_cast<int64_t>(pool.bytes(i) / 4)); break;
-        case 1: t.offset = in.range(0, static_cast<int64_t>(pool.bytes(i))); break;
-        default: t.offset = in.u64(); break;
+        case 0:
+          t.offset = 4 * in.range(0, static_cast<int64_t>(pool.bytes(i) / 4));
+          break;
+        case 1:
+          t.offset = in.range(0, static_cast<int64_t>(pool.bytes(i)));
+          break;
+        default:
+          t.offset = in.u64();
+          break;
       }
     }
   } else {
@@ -305,21 +327,30 @@ inline xhal_tensor_t tensor(Input& in, Pool& pool, std::initializer_list<int64_t
     t.buffer = i >= 0 ? pool.at(i) : nullptr;
     t.offset = in.flag() ? 0 : in.u64();
     dtype = dtype_bits(in);
-    t.rank = in.flag() ? static_cast<uint32_t>(want.size()) : (in.flag() ? in.pick(XHAL_MAX_RANK + 2) : in.u32());
+    t.rank = in.flag() ? static_cast<uint32_t>(want.size())
+                       : (in.flag() ? in.pick(XHAL_MAX_RANK + 2) : in.u32());
     auto it = want.begin();
     for (uint32_t k = 0; k < XHAL_MAX_RANK; ++k) {
       const int64_t w = it != want.end() ? *it++ : 1;
       switch (in.pick(4)) {
-        case 0: t.shape[k] = w; break;
-        case 1: t.shape[k] = in.range(0, 64); break;
-        case 2: t.shape[k] = w + in.range(-1, 1); break;
-        default: t.shape[k] = in.i64(); break;
+        case 0:
+          t.shape[k] = w;
+          break;
+        case 1:
+          t.shape[k] = in.range(0, 64);
+          break;
+        case 2:
+          t.shape[k] = w + in.range(-1, 1);
+          break;
+        default:
+          t.shape[k] = in.i64();
+          break;
       }
       if (mode == 3) t.strides[k] = in.flag() ? in.range(0, 128) : in.i64();
     }
   }
-  if (in.pick(8) == 0) t.buffer = nullptr;  // a NULL handle now and then
-  std::memcpy(&t.dtype, &dtype, sizeof dtype);    // raw bits, no enum load here
+  if (in.pick(8) == 0) t.buffer = nullptr;      // a NULL handle now and then
+  std::memcpy(&t.dtype, &dtype, sizeof dtype);  // raw bits, no enum load here
   return t;
 }
 

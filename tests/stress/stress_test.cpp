@@ -59,15 +59,15 @@ std::string call_failure(const char* call, xhal_status_t s) {
   return std::string(call) + " -> " + xhal_status_name(s) + ": " + xhal_last_error();
 }
 
-#define EXPECT_OK(call)                                       \
-  do {                                                        \
-    const xhal_status_t s_ = (call);                          \
+#define EXPECT_OK(call)                                           \
+  do {                                                            \
+    const xhal_status_t s_ = (call);                              \
     if (s_ != XHAL_OK) report(__LINE__, call_failure(#call, s_)); \
   } while (0)
 
-#define EXPECT_STATUS_IN(call, a, b)                                     \
-  do {                                                                   \
-    const xhal_status_t s_ = (call);                                     \
+#define EXPECT_STATUS_IN(call, a, b)                                       \
+  do {                                                                     \
+    const xhal_status_t s_ = (call);                                       \
     if (s_ != (a) && s_ != (b)) report(__LINE__, call_failure(#call, s_)); \
   } while (0)
 
@@ -164,8 +164,8 @@ xhal_device_t open_cpu() {
 
 xhal_index_plan_t make_plan(xhal_device_t dev, const Problem& p) {
   xhal_index_plan_t plan = nullptr;
-  EXPECT_OK(xhal_index_plan_create(dev, p.indices.data(), XHAL_DTYPE_I64, p.indices.size(),
-                                   p.rows, &plan));
+  EXPECT_OK(xhal_index_plan_create(dev, p.indices.data(), XHAL_DTYPE_I64, p.indices.size(), p.rows,
+                                   &plan));
   return plan;
 }
 
@@ -185,8 +185,7 @@ xhal_csr_t make_csr(xhal_device_t dev, const Problem& p, const std::vector<float
 
 // The inputs every op reads (device buffers shared by all threads).
 struct Inputs {
-  xhal_buffer_t table = nullptr, add_src = nullptr, sm_x = nullptr, vec_x = nullptr,
-                rhs = nullptr;
+  xhal_buffer_t table = nullptr, add_src = nullptr, sm_x = nullptr, vec_x = nullptr, rhs = nullptr;
   void create(xhal_device_t dev, const Problem& p) {
     table = upload(dev, p.table);
     add_src = upload(dev, p.add_src);
@@ -283,8 +282,8 @@ void compare(int line, const char* op, const std::vector<float>& got,
              const std::vector<float>& want) {
   g_checked.fetch_add(1, std::memory_order_relaxed);
   if (!same_bits(got, want))
-    report(line, std::string(op) + " differs from the single-threaded result: " +
-                     first_difference(got, want));
+    report(line, std::string(op) +
+                     " differs from the single-threaded result: " + first_difference(got, want));
 }
 
 void compare_all(int line, const Results& got, const Results& want) {
@@ -309,8 +308,10 @@ void racing_solve(xhal_device_t dev, const Problem& p, const Inputs& in, xhal_cs
   if (s == XHAL_OK) {
     const std::vector<float> got = download(out, p.n);
     if (!same_bits(got, ref_a) && !same_bits(got, ref_b))
-      report(__LINE__, "csr_solve racing csr_set_values gave neither the values-a nor the "
-                       "values-b result: " + first_difference(got, ref_a) + " (vs a)");
+      report(__LINE__,
+             "csr_solve racing csr_set_values gave neither the values-a nor the "
+             "values-b result: " +
+                 first_difference(got, ref_a) + " (vs a)");
   } else if (s != XHAL_INVALID_STRUCTURE) {
     report(__LINE__, call_failure("racing xhal_csr_solve", s));
   }
