@@ -11,15 +11,20 @@
 
 namespace xhal::robustness_test {
 
+// Starts the runtime on the cpu plugin alone.
+inline xhal_status_t start_cpu_runtime() {
+  xhal_runtime_options_t o{};
+  o.struct_size = sizeof o;
+  o.device_selector = "cpu";
+  o.plugin_path = XHAL_CPU_PLUGIN;
+  o.plugin_path_only = 1;
+  return xhal_runtime_init(&o);
+}
+
 class CpuTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    xhal_runtime_options_t o{};
-    o.struct_size = sizeof o;
-    o.device_selector = "cpu";
-    o.plugin_path = XHAL_CPU_PLUGIN;
-    o.plugin_path_only = 1;
-    const xhal_status_t s = xhal_runtime_init(&o);
+    const xhal_status_t s = start_cpu_runtime();
     ASSERT_TRUE(s == XHAL_OK || s == XHAL_BUSY) << xhal_last_error();
   }
 

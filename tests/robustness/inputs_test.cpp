@@ -325,12 +325,7 @@ namespace {
 xhal_status_t restart_with(const char* options) {
   EXPECT_EQ(xhal_runtime_shutdown(), XHAL_OK) << xhal_last_error();
   setenv("XHAL_DEVICE_OPTIONS", options, 1);
-  xhal_runtime_options_t o{};
-  o.struct_size = sizeof o;
-  o.device_selector = "cpu";
-  o.plugin_path = XHAL_CPU_PLUGIN;
-  o.plugin_path_only = 1;
-  const xhal_status_t s = xhal_runtime_init(&o);
+  const xhal_status_t s = start_cpu_runtime();
   unsetenv("XHAL_DEVICE_OPTIONS");
   return s;
 }
