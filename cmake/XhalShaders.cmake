@@ -1,9 +1,11 @@
 # GLSL compute shaders compiled to SPIR-V at build time and embedded in a
 # plugin as C arrays (no shader compiler at run time).
 #
-#   xhal_shader(<name> SOURCE <file.comp> [DEFINES A=1 B ...])
+#   xhal_shader(<name> SOURCE <file.comp> [DEFINES A=1 B ...] [OPTIMIZE])
 #       adds one shader (one source may be built several times with other
-#       defines, under other names);
+#       defines, under other names); OPTIMIZE (or the cache option
+#       XHAL_SPIRV_OPT=ON for every shader) runs `spirv-opt -O` after glslang,
+#       and the validator and the lint then check the optimised module;
 #   xhal_embed_shaders(<target> INCLUDE_DIRS <dir>... HEADER <name.h>)
 #       builds every shader added so far and gives <target> a generated
 #       header <name.h> holding `xhal_spirv_<name>[]` word arrays and a table
@@ -100,7 +102,7 @@ set(XHAL_SHADERS_SCRIPT ${CMAKE_CURRENT_LIST_FILE})
 set(XHAL_SHADER_NAMES "" CACHE INTERNAL "")
 
 function(xhal_shader name)
-  cmake_parse_arguments(S "" "SOURCE" "DEFINES" ${ARGN})
+  cmake_parse_arguments(S "OPTIMIZE" "SOURCE" "DEFINES" ${ARGN})
   if(NOT S_SOURCE)
     message(FATAL_ERROR "xhal_shader(${name}): SOURCE is required")
   endif()
@@ -108,7 +110,10 @@ function(xhal_shader name)
   set_property(GLOBAL APPEND PROPERTY XHAL_SHADER_LIST "${name}")
   set_property(GLOBAL PROPERTY XHAL_SHADER_SOURCE_${name} "${src}")
   set_property(GLOBAL PROPERTY XHAL_SHADER_DEFINES_${name} "${S_DEFINES}")
+  set_property(GLOBAL PROPERTY XHAL_SHADER_OPTIMIZE_${name} "${S_OPTIMIZE}")
 endfunction()
+
+option(XHAL_SPIRV_OPT "Run spirv-opt -O on every shader (A/B of docs/vulkan.md)" OFF)
 
 function(xhal_embed_shaders target)
   cmake_parse_arguments(E "" "HEADER" "INCLUDE_DIRS" ${ARGN})
@@ -131,6 +136,14 @@ function(xhal_embed_shaders target)
       list(APPEND define_flags "-D${d}")
     endforeach()
     set(spv ${out_dir}/${name}.spv)
+    get_property(optimize GLOBAL PROPERTY XHAL_SHADER_OPTIMIZE_${name})
+    set(opt_step "")
+    if(optimize OR XHAL_SPIRV_OPT)
+      if(NOT XHAL_SPIRV_OPT_EXE)
+        message(FATAL_ERROR "xhal_shader(${name}): OPTIMIZE needs spirv-opt (spirv-tools)")
+      endif()
+      set(opt_step COMMAND ${XHAL_SPIRV_OPT_EXE} --target-env=vulkan1.2 -O ${spv} -o ${spv})
+    endif()
     set(dis ${out_dir}/${name}.spvasm)
     set(lint ${out_dir}/${name}.lint)
     set(inc ${out_dir}/${name}.spv.inc)
@@ -138,6 +151,7 @@ function(xhal_embed_shaders target)
       OUTPUT ${inc}
       COMMAND ${XHAL_GLSLANG} -V --target-env vulkan1.2 -S comp ${includes} ${define_flags}
               --depfile ${spv}.d -o ${spv} ${src}
+      ${opt_step}
       COMMAND ${XHAL_SPIRV_VAL} --target-env vulkan1.2 ${spv}
       COMMAND ${XHAL_SPIRV_DIS} --raw-id -o ${dis} ${spv}
       COMMAND ${CMAKE_COMMAND} -DXHAL_SHADER_STEP=lint -DINPUT=${dis} -DOUTPUT=${lint}

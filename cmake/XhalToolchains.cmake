@@ -28,6 +28,7 @@ find_file(XHAL_VOLK_SOURCE volk.c HINTS ${XHAL_VOLK_INCLUDE_DIR})
 find_program(XHAL_GLSLANG glslangValidator)
 find_program(XHAL_SPIRV_VAL spirv-val)
 find_program(XHAL_SPIRV_DIS spirv-dis)
+find_program(XHAL_SPIRV_OPT_EXE spirv-opt)
 if(XHAL_VULKAN_INCLUDE_DIR AND XHAL_VOLK_SOURCE AND XHAL_GLSLANG AND XHAL_SPIRV_VAL
    AND XHAL_SPIRV_DIS AND EXISTS ${CMAKE_SOURCE_DIR}/plugins/vulkan/CMakeLists.txt)
   set(XHAL_VULKAN_FOUND ON)

@@ -880,6 +880,8 @@ const CopyVariant kCopies[] = {
      Grid::kPlugin, false},
     {"a2", "plugin copy.comp u128, balanced 2-D grid", xhal_spirv::probe_copy_plugin, 16, 1024,
      Grid::kBalanced, false},
+    {"ao", "(a) after spirv-opt -O", xhal_spirv::probe_copy_plugin_opt, 16, 1024, Grid::kPlugin,
+     false},
     {"b", "copy.comp logic, no exec modes, plugin grid", xhal_spirv::probe_copy_nomodes, 16, 1024,
      Grid::kPlugin, false},
     {"b2", "(b) + the 2 exec modes, no common.glsl", xhal_spirv::probe_copy_modes_only, 16, 1024,
