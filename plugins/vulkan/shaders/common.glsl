@@ -88,6 +88,32 @@ float round_pack(uint sign, uint64_t q, int e, bool sticky) {
   return uintBitsToFloat(sign | bits);
 }
 
+// Division and square root: a float estimate, then an exact integer
+// decision. The estimates below (xmul/xadd/xsub only, every value in
+// [0.25, 8]) serve only as starting points: the truncated quotient or root
+// and its remainder are then fixed by integer arithmetic alone (64-bit
+// products of 27-bit numbers, no 64-bit division), with loops that step the
+// candidate until the remainder is in range. The result is therefore exact
+// whatever the estimate; the estimate's error only bounds the number of
+// steps (at most one in practice). round_pack then rounds as before.
+
+// 1/B for B in [1, 2): 24/17 - 8/17 B (relative error at most 1/17), then
+// three Newton steps r += r (1 - B r); an estimate, a few ulp off.
+float recip_estimate(float b) {
+  float r = xsub(uintBitsToFloat(0x3fb4b4b5u), xmul(uintBitsToFloat(0x3ef0f0f1u), b));
+  [[unroll]] for (int i = 0; i < 3; ++i) r = xadd(r, xmul(r, xsub(1.0, xmul(b, r))));
+  return r;
+}
+
+// 1/sqrt(X) for X in [2, 8): the bit-pattern guess (relative error under
+// 0.035), then three Newton steps y *= 1.5 - (X/2) y^2; an estimate.
+float rsqrt_estimate(float x) {
+  float y = uintBitsToFloat(0x5f3759dfu - (floatBitsToUint(x) >> 1));
+  float h = xmul(x, 0.5);
+  [[unroll]] for (int i = 0; i < 3; ++i) y = xmul(y, xsub(1.5, xmul(xmul(h, y), y)));
+  return y;
+}
+
 // a / b, IEEE binary32, correctly rounded to nearest even, from integer
 // operations only (Vulkan's OpFDiv is allowed 2.5 ulp).
 float xdiv(float a, float b) {
@@ -103,16 +129,35 @@ float xdiv(float a, float b) {
   int ea, eb;
   unpack_finite(aa, ma, ea);
   unpack_finite(ab, mb, eb);
-  uint64_t num = uint64_t(ma) << 26;
-  uint64_t q = num / uint64_t(mb);  // in (2^25, 2^27)
-  bool sticky = num != q * uint64_t(mb);
+  // q = floor(ma 2^26 / mb), in (2^25, 2^27). Estimate: A = ma 2^-23 and
+  // B = mb 2^-23 in [1, 2) (exact), r ~ 1/B = 2^23 / mb.
+  int64_t d = int64_t(mb);
+  float r = recip_estimate(uintBitsToFloat(0x3f800000u | (mb & 0x7fffffu)));
+  float qa = xmul(uintBitsToFloat(0x3f800000u | (ma & 0x7fffffu)), r);
+  int64_t q0 = int64_t(xmul(qa, uintBitsToFloat(0x4b800000u)));  // ~ ma 2^24 / mb
+  int64_t r0 = (int64_t(ma) << 24) - q0 * d;                     // exact residual
+  // 4 r0 / mb = r0 r 2^-21: the next two bits and the estimate's error.
+  float fix = xmul(xmul(float(r0), r), uintBitsToFloat(0x35000000u));
+  int64_t q = 4l * q0 + int64_t(floor(fix));
+  int64_t rem = (int64_t(ma) << 26) - q * d;
+  // The exact decision: step q until 0 <= rem < mb.
+  while (rem < 0l) {
+    q -= 1l;
+    rem += d;
+  }
+  while (rem >= d) {
+    q += 1l;
+    rem -= d;
+  }
+  bool sticky = rem != 0l;
+  uint64_t uq = uint64_t(q);
   int e = ea - eb - 26;
-  if (q >= (1ul << 26)) {
-    sticky = sticky || (q & 1ul) != 0ul;
-    q >>= 1;
+  if (uq >= (1ul << 26)) {
+    sticky = sticky || (uq & 1ul) != 0ul;
+    uq >>= 1;
     e += 1;
   }
-  return round_pack(sign, q, e, sticky);
+  return round_pack(sign, uq, e, sticky);
 }
 
 // sqrt(a), IEEE binary32, correctly rounded, from integer operations only
@@ -127,36 +172,45 @@ float xsqrt(float a) {
   uint m;
   int e;
   unpack_finite(aa, m, e);
-  // a = m * 2^(e - 150); make the exponent even.
+  // a = m * 2^(e - 150); make the exponent even: a = mm * 2^p, mm in
+  // [2^23, 2^25). root = floor(sqrt(n)) of n = mm * 2^28 (in [2^51, 2^53)).
   int p = e - 150;
+  uint x_hi = 0x40000000u;  // X = mm 2^-22 in [2, 8), exact
   uint64_t mm = uint64_t(m);
   if ((p & 1) != 0) {
     mm <<= 1;
     p -= 1;
+    x_hi = 0x40800000u;
   }
-  // Digit-by-digit integer square root of n = mm * 2^28 (< 2^53).
-  uint64_t n = mm << 28;
-  uint64_t root = 0ul;
-  uint64_t bit = 1ul << 52;
-  while (bit > n) bit >>= 2;
-  while (bit != 0ul) {
-    if (n >= root + bit) {
-      n -= root + bit;
-      root = (root >> 1) + bit;
-    } else {
-      root >>= 1;
-    }
-    bit >>= 2;
+  int64_t n = int64_t(mm << 28);
+  // Estimate: sqrt(n) = sqrt(X) 2^25, and 1/(2 sqrt(n)) = (1/sqrt(X)) 2^-26.
+  float x = uintBitsToFloat(x_hi | (m & 0x7fffffu));
+  float y = rsqrt_estimate(x);
+  int64_t root = int64_t(xmul(xmul(x, y), uintBitsToFloat(0x4c000000u)));
+  int64_t r0 = n - root * root;  // exact residual
+  float fix = xmul(xmul(float(r0), y), uintBitsToFloat(0x32800000u));
+  root += int64_t(floor(fix));
+  int64_t rem = n - root * root;
+  // The exact decision: step root until root^2 <= n < (root + 1)^2, that
+  // is 0 <= rem <= 2 root.
+  while (rem < 0l) {
+    root -= 1l;
+    rem += 2l * root + 1l;
   }
-  bool sticky = n != 0ul;
+  while (rem > 2l * root) {
+    rem -= 2l * root + 1l;
+    root += 1l;
+  }
+  bool sticky = rem != 0l;
+  uint64_t ur = uint64_t(root);
   // sqrt(a) = (root + frac) * 2^(p/2 - 14); root in [2^25, 2^27).
   int ex = p / 2 - 14;
-  if (root >= (1ul << 26)) {
-    sticky = sticky || (root & 1ul) != 0ul;
-    root >>= 1;
+  if (ur >= (1ul << 26)) {
+    sticky = sticky || (ur & 1ul) != 0ul;
+    ur >>= 1;
     ex += 1;
   }
-  return round_pack(0u, root, ex, sticky);
+  return round_pack(0u, ur, ex, sticky);
 }
 
 // 2^j for integer j in [-126, 127], exact (from the bits).
