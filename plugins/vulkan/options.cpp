@@ -1,5 +1,7 @@
 // The plugin's options (docs/device-options.md): parsed once, at init for
 // the plugin-wide ones and at device open for the rest.
+#include <cerrno>
+#include <cstdlib>
 #include <string>
 
 #include "vk_plugin.h"
@@ -46,8 +48,19 @@ bool parse_options(const char* text, Options* out, std::string* error) {
         *error = "option 'validation' has value '" + value + "'; expected off, warn or fatal";
         return false;
       }
+    } else if (name == "wait_spin_us") {
+      char* end = nullptr;
+      errno = 0;
+      const unsigned long long v = std::strtoull(value.c_str(), &end, 10);
+      if (value.empty() || value[0] < '0' || value[0] > '9' || *end || errno || v > 10000000ull) {
+        *error = "option 'wait_spin_us' has value '" + value +
+                 "'; expected a whole number of microseconds, 0 to 10000000";
+        return false;
+      }
+      o.wait_spin_us = static_cast<uint32_t>(v);
     } else {
-      *error = "unknown option '" + name + "'; the vulkan plugin knows: alloc, copy, validation";
+      *error = "unknown option '" + name +
+               "'; the vulkan plugin knows: alloc, copy, validation, wait_spin_us";
       return false;
     }
   }
@@ -63,7 +76,7 @@ std::string format_options(const Options& o) {
                            : o.validation == Validation::kWarn ? "warn"
                                                                : "fatal";
   return std::string("alloc=") + (o.dedicated ? "dedicated" : "plain") + ",copy=" + copy +
-         ",validation=" + validation;
+         ",validation=" + validation + ",wait_spin_us=" + std::to_string(o.wait_spin_us);
 }
 
 }  // namespace xhal::vk
