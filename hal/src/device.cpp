@@ -69,14 +69,48 @@ void query_memory_kind(DeviceEntry& d, void* plugin_device) {
 
 // Opens list entry `d` (caller holds the runtime mutex): the first handle
 // opens the plugin device, later ones share it.
-xhal_status_t open_entry_locked(DeviceEntry& d, xhal_device_t* out_device) {
+// A caller's queue (xhal_device_open_on_native_queue), or none.
+struct QueueRequest {
+  bool on_queue = false;
+  void* queue = nullptr;
+};
+
+xhal_status_t open_entry_locked(DeviceEntry& d, xhal_device_t* out_device,
+                                QueueRequest request = {}) {
   Device* device = d.handle.get();
+  if (device->open_handles.load() != 0 && request.on_queue) {
+    // One device, one in-order queue: opening it on the queue it already
+    // uses shares it (the cpu device's is none: NULL), another is refused.
+    void* current = device->native_queue;
+    bool known = device->on_native_queue;
+    if (!known && device->api->device_get_native_queue) {
+      std::lock_guard queue(device->queue);
+      known = XHAL_PLUGIN_CALL(device, device_get_native_queue, &current) == XHAL_OK;
+      clear_error();
+    }
+    if (!known || current != request.queue)
+      return fail(XHAL_BUSY,
+                  "argument 'native_queue' is %p; device %s:%u is already open on %s queue %p; "
+                  "release every handle of it before opening it on another queue",
+                  request.queue, d.backend.c_str(), d.info.backend_index,
+                  device->on_native_queue ? "native" : "its own", known ? current : nullptr);
+  }
   if (device->open_handles.load() == 0) {
     void* plugin_device = nullptr;
     std::string options;
     XHAL_TRY(options_for(d.backend, &options));
     const xhal_plugin_api_t& api = d.plugin->api;
-    if (api.device_open_with_options) {
+    if (request.on_queue) {
+      if (!api.device_open_on_queue)
+        return fail(XHAL_UNSUPPORTED,
+                    "backend '%s' cannot run on a caller's queue (its plugin has no "
+                    "device_open_on_queue slot)",
+                    d.backend.c_str());
+      XHAL_TRY(call_slot(d.backend.c_str(), "device_open_on_queue", [&] {
+        return api.device_open_on_queue(d.plugin->context, d.info.backend_index, options.c_str(),
+                                        request.queue, &plugin_device);
+      }));
+    } else if (api.device_open_with_options) {
       XHAL_TRY(call_slot(d.backend.c_str(), "device_open_with_options", [&] {
         return api.device_open_with_options(d.plugin->context, d.info.backend_index,
                                             options.c_str(), &plugin_device);
@@ -102,6 +136,8 @@ xhal_status_t open_entry_locked(DeviceEntry& d, xhal_device_t* out_device) {
     }
     device->plugin_device = plugin_device;
     device->handle = handle;
+    device->on_native_queue = request.on_queue;
+    device->native_queue = request.queue;
   }
   device->open_handles.fetch_add(1);
   *out_device = to_handle<xhal_device_t>(device->handle);
@@ -110,6 +146,35 @@ xhal_status_t open_entry_locked(DeviceEntry& d, xhal_device_t* out_device) {
 
 }  // namespace
 
+}  // namespace xhal
+
+namespace xhal {
+namespace {
+// The first device `selector` matches, or XHAL_NOT_FOUND listing them
+// (caller holds the runtime mutex).
+xhal_status_t select_entry_locked(const char* selector, DeviceEntry** out) {
+  Selector parsed;
+  XHAL_TRY(parse_selector(selector, "selector", &parsed));
+  Runtime& rt = runtime();
+  XHAL_TRY(ensure_started_locked());
+  XHAL_TRY(check_devices_selected_locked());
+  std::vector<SelectableDevice> selectable;
+  for (const auto& d : rt.devices) {
+    selectable.push_back({d->backend, d->info.backend_index, d->stable_id});
+  }
+  const std::vector<size_t> chosen = apply_selector(parsed, selectable);
+  if (chosen.empty()) {
+    std::string narrowed;
+    if (!rt.selector.terms.empty()) {
+      narrowed = "; the list is narrowed by " + rt.selector_source + "='" + rt.selector.text + "'";
+    }
+    return fail(XHAL_NOT_FOUND, "selector '%s' matches no device; devices: %s%s",
+                parsed.text.c_str(), describe_devices(rt.devices).c_str(), narrowed.c_str());
+  }
+  *out = rt.devices[chosen.front()].get();
+  return XHAL_OK;
+}
+}  // namespace
 }  // namespace xhal
 
 using namespace xhal;
@@ -148,27 +213,21 @@ xhal_status_t xhal_device_get_info(uint32_t index, xhal_device_info_t* out_info)
 xhal_status_t xhal_device_open(const char* selector, xhal_device_t* out_device) {
   return entry("xhal_device_open", [&] {
     if (!out_device) return fail(XHAL_INVALID_ARGUMENT, "argument 'out_device' is NULL");
-    Selector parsed;
-    XHAL_TRY(parse_selector(selector, "selector", &parsed));
-    Runtime& rt = runtime();
-    std::lock_guard lock(rt.mutex);
-    XHAL_TRY(ensure_started_locked());
-    XHAL_TRY(check_devices_selected_locked());
-    std::vector<SelectableDevice> selectable;
-    for (const auto& d : rt.devices) {
-      selectable.push_back({d->backend, d->info.backend_index, d->stable_id});
-    }
-    const std::vector<size_t> chosen = apply_selector(parsed, selectable);
-    if (chosen.empty()) {
-      std::string narrowed;
-      if (!rt.selector.terms.empty()) {
-        narrowed =
-            "; the list is narrowed by " + rt.selector_source + "='" + rt.selector.text + "'";
-      }
-      return fail(XHAL_NOT_FOUND, "selector '%s' matches no device; devices: %s%s",
-                  parsed.text.c_str(), describe_devices(rt.devices).c_str(), narrowed.c_str());
-    }
-    return open_entry_locked(*rt.devices[chosen.front()], out_device);
+    std::lock_guard lock(runtime().mutex);
+    DeviceEntry* d = nullptr;
+    XHAL_TRY(select_entry_locked(selector, &d));
+    return open_entry_locked(*d, out_device);
+  });
+}
+
+xhal_status_t xhal_device_open_on_native_queue(const char* selector, void* native_queue,
+                                               xhal_device_t* out_device) {
+  return entry("xhal_device_open_on_native_queue", [&] {
+    if (!out_device) return fail(XHAL_INVALID_ARGUMENT, "argument 'out_device' is NULL");
+    std::lock_guard lock(runtime().mutex);
+    DeviceEntry* d = nullptr;
+    XHAL_TRY(select_entry_locked(selector, &d));
+    return open_entry_locked(*d, out_device, QueueRequest{true, native_queue});
   });
 }
 

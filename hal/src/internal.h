@@ -101,6 +101,10 @@ struct Device {
   // given out.
   uint32_t memory_kind = 0;
   int32_t memory_ordinal = 0;
+  // Opened with xhal_device_open_on_native_queue: the caller's queue, for
+  // the current opening (runtime mutex).
+  bool on_native_queue = false;
+  void* native_queue = nullptr;
   // DLPack exports of the device's buffers whose deleter has not run.
   std::atomic<int64_t> live_exports{0};
 };

@@ -148,6 +148,21 @@ xhal_status_t device_open_with_options(void* context, uint32_t index, const char
   return device_open(context, index, out_device);
 }
 
+// The cpu device has no queue: only "the caller's queue is none" opens it.
+xhal_status_t device_open_on_queue(void* context, uint32_t index, const char* options,
+                                   void* native_queue, void** out_device) {
+  if (native_queue) {
+    char text[160];
+    std::snprintf(text, sizeof text,
+                  "cpu plugin: argument 'native_queue' is %p; the cpu device has no queue (its "
+                  "calls complete before they return): pass NULL",
+                  native_queue);
+    set_error(text);
+    return XHAL_INVALID_ARGUMENT;
+  }
+  return device_open_with_options(context, index, options, out_device);
+}
+
 xhal_status_t device_get_options(void* device, char* out, size_t capacity) {
   const std::string& text = static_cast<CpuDevice*>(device)->options;
   if (capacity == 0) return XHAL_OK;
@@ -199,6 +214,7 @@ xhal_plugin_api_t make_api() {
   api.device_get_native_queue = device_get_native_queue;
   api.queue_signal_external = queue_signal_external;
   api.queue_wait_external = queue_wait_external;
+  api.device_open_on_queue = device_open_on_queue;
   // Ops and their create/destroy slots: each op file registers its own.
   for (const OpRegistration& r : op_registry()) r.fill(api);
   return api;

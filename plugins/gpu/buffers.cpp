@@ -29,7 +29,9 @@ xhal_status_t buffer_allocate(void* device, uint64_t size, void** out) {
   auto b = std::make_unique<Buffer>();
   b->size = size;
   if (size) {
-    gpuError_t e = gpuMalloc(&b->ptr, size);
+    b->stream_ordered = d->stream_ordered_alloc;
+    gpuError_t e =
+        b->stream_ordered ? gpuMallocAsync(&b->ptr, size, d->stream) : gpuMalloc(&b->ptr, size);
     if (e != gpuSuccess) {
       gpuGetLastError();
       if (e == gpuErrorMemoryAllocation)
@@ -46,9 +48,14 @@ void buffer_free(void* device, void* buffer) {
   auto* d = static_cast<Device*>(device);
   auto* b = static_cast<Buffer*>(buffer);
   use_device(d->ordinal);
-  if (b->ptr && b->owned) {           // imported memory: the core synchronised, the app frees it
-    gpuStreamSynchronize(d->stream);  // queued work may still use it
-    gpuFree(b->ptr);
+  if (b->ptr && b->owned) {  // imported memory: the core synchronised, the app frees it
+    if (b->stream_ordered) {
+      // Freed in stream order, after the work queued on the device: no wait.
+      if (gpuFreeAsync(b->ptr, d->stream) != gpuSuccess) (void)gpuGetLastError();
+    } else {
+      gpuStreamSynchronize(d->stream);  // queued work may still use it
+      gpuFree(b->ptr);
+    }
   }
   delete b;
 }

@@ -20,6 +20,12 @@ struct Device {
   int ordinal = 0;
   DeviceOptions options;  // parsed at open, read-only afterwards
   gpuStream_t stream = nullptr;
+  bool owns_stream = true;  // false: the caller's (device_open_on_queue), never destroyed
+  // Buffers come from the runtime's stream-ordered allocator (the device's
+  // default memory pool) where the device has one: cudaMalloc and cudaFree
+  // wait for every stream of the device, so an allocation would stall the
+  // host behind a framework's long kernel (docs/interop.md).
+  bool stream_ordered_alloc = false;
   std::mutex mutex;
   std::atomic<uint64_t> h2d_transfers{0}, h2d_bytes{0}, d2h_transfers{0}, d2h_bytes{0}, launches{0};
   void* scratch = nullptr;  // grown on demand, used within one slot call
@@ -29,7 +35,8 @@ struct Device {
 struct Buffer {
   void* ptr = nullptr;
   uint64_t size = 0;
-  bool owned = true;  // false: the app's memory (buffer_import), never freed here
+  bool owned = true;            // false: the app's memory (buffer_import), never freed here
+  bool stream_ordered = false;  // from gpuMallocAsync on the device's stream
 };
 
 // Makes `ordinal` the calling thread's current device. The runtime is linked

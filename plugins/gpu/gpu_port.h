@@ -26,6 +26,10 @@ using gpuDeviceProp_t = hipDeviceProp_t;
 #define gpuGetLastError hipGetLastError
 #define gpuMalloc hipMalloc
 #define gpuFree hipFree
+#define gpuMallocAsync hipMallocAsync
+#define gpuFreeAsync hipFreeAsync
+#define gpuDeviceGetAttribute hipDeviceGetAttribute
+#define gpuDevAttrMemoryPoolsSupported hipDeviceAttributeMemoryPoolsSupported
 #define gpuMemcpy hipMemcpy
 #define gpuMemcpyAsync hipMemcpyAsync
 #define gpuMemsetAsync hipMemsetAsync
@@ -76,6 +80,10 @@ using gpuDeviceProp_t = cudaDeviceProp;
 #define gpuGetLastError cudaGetLastError
 #define gpuMalloc cudaMalloc
 #define gpuFree cudaFree
+#define gpuMallocAsync cudaMallocAsync
+#define gpuFreeAsync cudaFreeAsync
+#define gpuDeviceGetAttribute cudaDeviceGetAttribute
+#define gpuDevAttrMemoryPoolsSupported cudaDevAttrMemoryPoolsSupported
 #define gpuMemcpy cudaMemcpy
 #define gpuMemcpyAsync cudaMemcpyAsync
 #define gpuMemsetAsync cudaMemsetAsync

@@ -100,9 +100,10 @@ xhal_status_t device_get_info(void* context, uint32_t index, xhal_plugin_device_
 }
 
 // The options are parsed here, once (docs/device-options.md): the ops read
-// d->options, never the environment.
-xhal_status_t device_open_with_options(void* context, uint32_t index, const char* options,
-                                       void** out) {
+// d->options, never the environment. `queue`: the caller's stream
+// (device_open_on_queue), else nullptr and the device makes its own.
+xhal_status_t open_device(void* context, uint32_t index, const char* options, bool on_queue,
+                          gpuStream_t queue, void** out) {
   auto* ctx = static_cast<Context*>(context);
   if (index >= static_cast<uint32_t>(ctx->device_count))
     return fail(XHAL_NOT_FOUND, "%s plugin: no device %u", XHAL_GPU_BACKEND_NAME, index);
@@ -115,10 +116,46 @@ xhal_status_t device_open_with_options(void* context, uint32_t index, const char
   d->ordinal = static_cast<int>(index);
   d->options = parsed;
   use_device(d->ordinal);
-  gpuError_t e = gpuStreamCreateWithFlags(&d->stream, gpuStreamNonBlocking);
-  if (e != gpuSuccess) return runtime_error(e, "opening the device");
+  if (on_queue) {
+#if !defined(XHAL_GPU_HIP) && defined(CUDART_VERSION) && CUDART_VERSION >= 12080
+    // A stream of another device would run xhal's kernels there.
+    if (queue) {
+      int owner = -1;
+      const gpuError_t e = cudaStreamGetDevice(queue, &owner);
+      if (e != gpuSuccess) {
+        (void)gpuGetLastError();
+        return fail(XHAL_INVALID_ARGUMENT,
+                    "argument 'native_queue' (%p) is not a CUDA stream the runtime knows: %s",
+                    static_cast<void*>(queue), gpuGetErrorString(e));
+      }
+      if (owner != d->ordinal)
+        return fail(XHAL_INVALID_ARGUMENT,
+                    "argument 'native_queue' (%p) is a stream of CUDA device %d, not of device %d",
+                    static_cast<void*>(queue), owner, d->ordinal);
+    }
+#endif
+    d->stream = queue;
+    d->owns_stream = false;
+  } else {
+    gpuError_t e = gpuStreamCreateWithFlags(&d->stream, gpuStreamNonBlocking);
+    if (e != gpuSuccess) return runtime_error(e, "opening the device");
+  }
+  int pools = 0;
+  if (gpuDeviceGetAttribute(&pools, gpuDevAttrMemoryPoolsSupported, d->ordinal) != gpuSuccess)
+    (void)gpuGetLastError();  // not sticky; plain allocations then
+  d->stream_ordered_alloc = pools != 0;
   *out = d.release();
   return XHAL_OK;
+}
+
+xhal_status_t device_open_with_options(void* context, uint32_t index, const char* options,
+                                       void** out) {
+  return open_device(context, index, options, false, nullptr, out);
+}
+
+xhal_status_t device_open_on_queue(void* context, uint32_t index, const char* options,
+                                   void* native_queue, void** out) {
+  return open_device(context, index, options, true, static_cast<gpuStream_t>(native_queue), out);
 }
 
 xhal_status_t device_open(void* context, uint32_t index, void** out) {
@@ -136,7 +173,7 @@ void device_close(void* device) {
   use_device(d->ordinal);
   gpuStreamSynchronize(d->stream);
   if (d->scratch) gpuFree(d->scratch);
-  gpuStreamDestroy(d->stream);
+  if (d->owns_stream) gpuStreamDestroy(d->stream);
   delete d;
 }
 
@@ -206,6 +243,7 @@ const xhal_plugin_api_t kApi = [] {
   a.device_get_native_queue = device_get_native_queue;
   a.queue_signal_external = queue_signal_external;
   a.queue_wait_external = queue_wait_external;
+  a.device_open_on_queue = device_open_on_queue;
   a.index_plan_create = index_plan_create;
   a.index_plan_destroy = index_plan_destroy;
   a.index_select = index_select;

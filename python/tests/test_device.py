@@ -111,3 +111,14 @@ def test_init_and_shutdown():
     assert r.returncode == 0, r.stderr
     assert r.stdout.split("\n")[:5] == ["['cpu:0']", "busy init", "busy shutdown True", "down",
                                          "none after restart"]
+
+
+def test_device_on_the_null_queue_is_the_cpu_device():
+    # The cpu device has no queue: native_queue=0 opens it as a plain open
+    # (the same device); any other queue is refused naming the argument.
+    with xhal.Device("cpu") as d:
+        with xhal.Device("cpu", native_queue=0) as same:
+            assert same.handle == d.handle
+    with pytest.raises(xhal.XhalError) as e:
+        xhal.Device("cpu", native_queue=0x1234)
+    assert "native_queue" in str(e.value)

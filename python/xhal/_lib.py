@@ -268,6 +268,7 @@ _SIGNATURES = {
     "xhal_device_get_native_queue": (S, [H, POINTER(c_void_p)], False),
     "xhal_device_signal_external_queue": (S, [H, c_void_p], False),
     "xhal_device_wait_external_queue": (S, [H, c_void_p], False),
+    "xhal_device_open_on_native_queue": (S, [c_char_p, c_void_p, POINTER(H)], False),
     # The managed tensors travel as plain addresses (c_void_p): they go to
     # and come from capsules, which hold addresses.
     "xhal_tensor_export_dlpack": (S, [T, c_uint64, POINTER(c_void_p)], False),

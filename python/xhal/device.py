@@ -117,7 +117,11 @@ def devices():
 class Device:
     """An open xhal device: Device() opens the default one (honouring
     XHAL_DEVICE), Device("cuda:0") by selector, Device(2) by index in
-    xhal.devices().
+    xhal.devices(). Device("cuda:0", native_queue=s) opens it with the
+    caller's stream as its queue (xhal_device_open_on_native_queue): s is a
+    cudaStream_t as an int, or an object with a `cuda_stream` attribute
+    (torch.cuda.Stream); 0 is the legacy default stream (and the only value
+    the cpu device takes).
 
     Every open is matched by one release: close() (or leaving a `with`
     block, or garbage collection) gives it back. Buffers, plans and matrices
@@ -125,9 +129,16 @@ class Device:
     libxhal when the last of them goes (xhal_device_release would otherwise
     be XHAL_BUSY)."""
 
-    def __init__(self, selector=None):
+    def __init__(self, selector=None, native_queue=None):
         h = ctypes.c_void_p()
-        if isinstance(selector, int) and not isinstance(selector, bool):
+        if native_queue is not None:
+            if isinstance(selector, int) and not isinstance(selector, bool):
+                raise TypeError("xhal: native_queue needs a selector string, not an index")
+            q = int(getattr(native_queue, "cuda_stream", native_queue))
+            sel = selector.encode() if selector is not None else None
+            call("xhal_device_open_on_native_queue", sel, ctypes.c_void_p(q or None),
+                 ctypes.byref(h))
+        elif isinstance(selector, int) and not isinstance(selector, bool):
             call("xhal_device_open_index", selector, ctypes.byref(h))
         else:
             sel = selector.encode() if selector is not None else None

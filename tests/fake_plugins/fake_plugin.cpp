@@ -161,6 +161,7 @@ struct FakeBuffer {
 
 struct FakeDevice {
   uint32_t index = 0;
+  void* queue = nullptr;  // device_open_on_queue
   std::atomic<uint64_t> h2d{0}, h2d_bytes{0}, d2h{0}, d2h_bytes{0}, launches{0};
 };
 
@@ -290,6 +291,23 @@ xhal_status_t fake_device_open(void*, uint32_t index, void** out_device) {
 }
 
 void fake_device_close(void* device) { delete static_cast<FakeDevice*>(device); }
+
+#ifdef FAKE_RECORDER_FULL
+// Any queue is taken; its device_get_native_queue gives it back.
+xhal_status_t fake_device_open_on_queue(void* context, uint32_t index, const char*,
+                                        void* native_queue, void** out_device) {
+  xhal_status_t s = fake_device_open(context, index, out_device);
+  if (s != XHAL_OK) return s;
+  static_cast<FakeDevice*>(*out_device)->queue = native_queue;
+  g_state.opens_on_queue += 1;
+  g_state.last_open_queue = native_queue;
+  return XHAL_OK;
+}
+xhal_status_t fake_device_get_native_queue(void* device, void** out_queue) {
+  *out_queue = static_cast<FakeDevice*>(device)->queue;
+  return XHAL_OK;
+}
+#endif
 
 xhal_status_t fake_device_synchronize(void*) { return XHAL_OK; }
 
@@ -649,6 +667,8 @@ LongTable make_table() {
   a.csr_solve = fake_csr_solve;
   a.csr_solve_backward = fake_csr_solve_backward;
   a.spgemm_numeric = fake_spgemm_numeric;
+  a.device_open_on_queue = fake_device_open_on_queue;
+  a.device_get_native_queue = fake_device_get_native_queue;
 #endif
 #endif
 #ifdef FAKE_DROP_BUFFER_FILL

@@ -49,6 +49,9 @@ struct State {
   int64_t live_plans = 0, live_matrices = 0, live_buffers = 0;
   // Next op slot (not buffer slot) fails with this status when not XHAL_OK.
   xhal_status_t fail_next_op = XHAL_OK;
+  // device_open_on_queue: how often, and the queue of the last call.
+  int opens_on_queue = 0;
+  void* last_open_queue = nullptr;
 
   void clear() {
     calls.clear();

@@ -148,4 +148,56 @@ TEST_F(CudaInteropTest, DlpackRoundTripOnTheDevice) {
   ASSERT_EQ(xhal_buffer_release(back.buffer), XHAL_OK);  // runs the export's deleter
 }
 
+// A device opened on the test's own stream queues xhal's work there: a
+// memset the test queued before an xhal op is seen by it, and the op's
+// result is seen by a copy the test queued after it, with no event and no
+// synchronisation between them. The stream outlives the device.
+TEST_F(CudaInteropTest, DeviceOnTheCallersStreamIsOrderedWithIt) {
+  ASSERT_EQ(xhal_device_release(dev), XHAL_OK);  // the fixture's opening
+  dev = nullptr;
+  xhal_device_t on = nullptr;
+  ASSERT_EQ(xhal_device_open_on_native_queue("cuda:0", stream, &on), XHAL_OK) << xhal_last_error();
+  void* queue = nullptr;
+  ASSERT_EQ(xhal_device_get_native_queue(on, &queue), XHAL_OK);
+  EXPECT_EQ(queue, static_cast<void*>(stream));
+  xhal_device_t busy = nullptr;
+  EXPECT_EQ(xhal_device_open_on_native_queue("cuda:0", nullptr, &busy), XHAL_BUSY);
+
+  const size_t n = 1 << 22;
+  float* p = device_floats(n);
+  float* q = device_floats(n);
+  ASSERT_TRUE(p && q);
+  std::atomic<int> released{0};
+  const xhal_external_memory_t mp = cuda_memory(p, n * sizeof(float), &released);
+  const xhal_external_memory_t mq = cuda_memory(q, n * sizeof(float), &released);
+  xhal_buffer_t bp = nullptr, bq = nullptr;
+  ASSERT_EQ(xhal_buffer_import(on, &mp, &bp), XHAL_OK) << xhal_last_error();
+  ASSERT_EQ(xhal_buffer_import(on, &mq, &bq), XHAL_OK) << xhal_last_error();
+  // Rows of 4 zeros: softmax gives 0.25 everywhere, but only if xhal's op
+  // runs after the test's memset on the same stream.
+  ASSERT_EQ(cudaMemsetAsync(p, 0, n * sizeof(float), stream), cudaSuccess);
+  const int64_t shape[2] = {static_cast<int64_t>(n / 4), 4};
+  xhal_tensor_t x{}, y{};
+  ASSERT_EQ(xhal_tensor_init(bp, 0, XHAL_DTYPE_F32, 2, shape, &x), XHAL_OK);
+  ASSERT_EQ(xhal_tensor_init(bq, 0, XHAL_DTYPE_F32, 2, shape, &y), XHAL_OK);
+  ASSERT_EQ(xhal_softmax_forward(on, &x, &y), XHAL_OK) << xhal_last_error();
+  std::vector<float> host(n, -1.0f);
+  ASSERT_EQ(cudaMemcpyAsync(host.data(), q, n * sizeof(float), cudaMemcpyDeviceToHost, stream),
+            cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  EXPECT_EQ(host[0], 0.25f);
+  EXPECT_EQ(host[n - 1], 0.25f);
+
+  ASSERT_EQ(xhal_buffer_release(bp), XHAL_OK);
+  ASSERT_EQ(xhal_buffer_release(bq), XHAL_OK);
+  ASSERT_EQ(xhal_device_release(on), XHAL_OK);
+  EXPECT_EQ(released.load(), 2);
+  // The stream is the test's and still works.
+  EXPECT_EQ(cudaMemsetAsync(p, 0, 4, stream), cudaSuccess);
+  EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  cudaFree(p);
+  cudaFree(q);
+  ASSERT_EQ(xhal_device_open("cuda:0", &dev), XHAL_OK);  // for TearDown
+}
+
 }  // namespace

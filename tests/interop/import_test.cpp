@@ -1,6 +1,7 @@
 // xhal_buffer_import, xhal_buffer_get_native, read-only buffers, the native
 // queue and signal/wait on the cpu device.
 #include <cstddef>
+#include <string>
 
 #include "fixture.h"
 
@@ -254,6 +255,31 @@ TEST_F(InteropTest, CpuQueueIsNullAndOrderingIsANoOp) {
   EXPECT_TRUE(mentions("out_queue")) << xhal_last_error();
   EXPECT_EQ(xhal_device_signal_external_queue(nullptr, nullptr), XHAL_INVALID_ARGUMENT);
   EXPECT_EQ(xhal_device_wait_external_queue(nullptr, nullptr), XHAL_INVALID_ARGUMENT);
+}
+
+// The cpu device has no queue: "on the caller's queue" with NULL is a plain
+// open (the same handle), anything else is refused naming the argument.
+TEST_F(InteropTest, CpuDeviceOpensOnTheNullQueueOnly) {
+  xhal_device_t same = nullptr;
+  ASSERT_EQ(xhal_device_open_on_native_queue("cpu", nullptr, &same), XHAL_OK) << xhal_last_error();
+  EXPECT_EQ(same, dev);
+  ASSERT_EQ(xhal_device_release(same), XHAL_OK);
+  // dev is open on its own (no) queue: a non-NULL queue is refused before the
+  // plugin sees it (one device, one queue); closed, the plugin refuses it.
+  xhal_device_t other = nullptr;
+  int queue = 0;
+  EXPECT_EQ(xhal_device_open_on_native_queue("cpu", &queue, &other), XHAL_BUSY);
+  EXPECT_EQ(other, nullptr);
+  ASSERT_EQ(xhal_device_release(dev), XHAL_OK);
+  EXPECT_EQ(xhal_device_open_on_native_queue("cpu", &queue, &other), XHAL_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(xhal_last_error()).find("argument 'native_queue'"), std::string::npos)
+      << xhal_last_error();
+  EXPECT_EQ(other, nullptr);
+  ASSERT_EQ(xhal_device_open_on_native_queue("cpu", nullptr, &dev), XHAL_OK)
+      << xhal_last_error();  // TearDown releases it
+  void* q = &queue;
+  ASSERT_EQ(xhal_device_get_native_queue(dev, &q), XHAL_OK);
+  EXPECT_EQ(q, nullptr);
 }
 
 }  // namespace

@@ -87,6 +87,24 @@ XHAL_API xhal_status_t xhal_buffer_get_native(xhal_buffer_t buffer,
  * XHAL_UNSUPPORTED for a backend that does not expose its queue (vulkan). */
 XHAL_API xhal_status_t xhal_device_get_native_queue(xhal_device_t device, void** out_queue);
 
+/* Opens the first device matching `selector` (as xhal_device_open, with
+ * XHAL_DEVICE_OPTIONS) so that xhal queues all of its work on
+ * `native_queue`, a cudaStream_t or hipStream_t of that device which the
+ * caller owns and keeps alive until the device's last release (NULL: the
+ * runtime's legacy default stream). xhal's work is then ordered with the
+ * caller's on that stream without any event; the stream is synchronised
+ * by the last xhal_device_release and never destroyed.
+ * The device is still one device with one in-order queue: while it is open,
+ * opening it on the queue it uses (the caller's, or its own as
+ * xhal_device_get_native_queue gives it), or with xhal_device_open, returns
+ * the same handle with one more open count; opening it on another queue is
+ * XHAL_BUSY naming both (release every handle first).
+ * The cpu device has no queue: NULL opens it as xhal_device_open does, any
+ * other value is XHAL_INVALID_ARGUMENT (XHAL_BUSY while it is open). A
+ * backend that cannot run on a caller's queue (vulkan): XHAL_UNSUPPORTED. */
+XHAL_API xhal_status_t xhal_device_open_on_native_queue(const char* selector, void* native_queue,
+                                                        xhal_device_t* out_device);
+
 /* Makes `external_queue` (a stream of the same device; NULL: the legacy
  * default stream) wait for the work queued on `device` so far, without
  * blocking the host. A no-op on the cpu device; XHAL_UNSUPPORTED where

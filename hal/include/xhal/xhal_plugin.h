@@ -24,7 +24,7 @@ extern "C" {
 #endif
 
 #define XHAL_PLUGIN_ABI_MAJOR 1
-#define XHAL_PLUGIN_ABI_MINOR 3
+#define XHAL_PLUGIN_ABI_MINOR 4
 #define XHAL_PLUGIN_ENTRY_SYMBOL "xhal_plugin_get_api"
 
 #if defined(_WIN32)
@@ -265,6 +265,18 @@ typedef struct xhal_plugin_api {
    * `external_queue` so far. Optional; absent: XHAL_UNSUPPORTED (no-op in a
    * backend whose slots complete before they return). */
   xhal_status_t (*queue_wait_external)(void* device, void* external_queue);
+
+  /* ---- a caller's queue (optional, since 1.4; docs/interop.md) ---- */
+  /* Opens device `index` as device_open_with_options does, with `options`
+   * (never NULL), but queues all of its work on `native_queue`, a queue of
+   * the device's runtime that the caller owns (cudaStream_t, hipStream_t;
+   * NULL: the runtime's legacy default stream), instead of one of its own.
+   * device_get_native_queue returns it; device_close synchronises it and
+   * never destroys it. A queue of another device, or one the plugin can
+   * tell is not a queue: XHAL_INVALID_ARGUMENT with a message. A backend
+   * without queues (cpu) accepts NULL only. Absent: XHAL_UNSUPPORTED. */
+  xhal_status_t (*device_open_on_queue)(void* context, uint32_t index, const char* options,
+                                        void* native_queue, void** out_device);
 } xhal_plugin_api_t;
 
 /* The one symbol a plugin exports. */
