@@ -368,11 +368,10 @@ void Device::abandon() {
 xhal_status_t Device::wait(uint64_t value) {
   if (value <= completed) return XHAL_OK;
   XHAL_VK_TRY(check_lost());
-  // Poll the counter first: a blocking vkWaitSemaphores returned about 1 ms
-  // after the work ended on the H200 (a 0.56 ms copy took 1.56 ms per call),
-  // while a poll sees it within microseconds (VULKAN.md: 15 us against 45
-  // us for a blocking wait). Past the first 50 us the poll yields the core
-  // between reads; past wait_spin_us it blocks, where 1 ms is small.
+  // Poll the counter first: a poll sees it sooner than a blocking wait
+  // (VULKAN.md: 15 us against 45 us; on the H200 0.1-0.2 ms less per call of
+  // 1.5 ms, docs/vulkan.md). Past the first 50 us the poll yields the core
+  // between reads; past wait_spin_us it blocks.
   const auto start = std::chrono::steady_clock::now();
   const auto spin = std::chrono::microseconds(options.wait_spin_us);
   for (;;) {
