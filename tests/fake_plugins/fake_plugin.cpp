@@ -477,8 +477,15 @@ xhal_status_t fake_index_add(void*, void* plan, float alpha, const xhal_plugin_t
 #endif  // FAKE_RECORDER_FULL
 
 #ifdef FAKE_RECORDER
-xhal_status_t fake_softmax_forward(void*, const xhal_plugin_tensor_t* x,
+xhal_status_t fake_softmax_forward(void* device, const xhal_plugin_tensor_t* x,
                                    const xhal_plugin_tensor_t* y) {
+  if (static_cast<FakeDevice*>(device)->index == 0 && g_state.hold.exchange(false)) {
+    g_state.held = true;  // other threads may record meanwhile: this call does not
+    while (!g_state.release.load()) usleep(1000);
+    g_state.release = false;
+    g_state.held = false;
+    return XHAL_OK;
+  }
   record("softmax_forward", {x, y});
   return op_result();
 }

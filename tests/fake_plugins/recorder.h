@@ -5,6 +5,7 @@
 // loaded module.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -49,6 +50,10 @@ struct State {
   int64_t live_plans = 0, live_matrices = 0, live_buffers = 0;
   // Next op slot (not buffer slot) fails with this status when not XHAL_OK.
   xhal_status_t fail_next_op = XHAL_OK;
+  // A gate for the independent-queue test: while `hold` is set, the next
+  // softmax_forward on device 0 records nothing, sets `held` and waits
+  // until `release` is set (the call stays inside the plugin meanwhile).
+  std::atomic<bool> hold{false}, held{false}, release{false};
   // device_open_on_queue: how often, and the queue of the last call.
   int opens_on_queue = 0;
   void* last_open_queue = nullptr;
