@@ -164,4 +164,23 @@ TEST_F(HppTest, CsrPatternValuesAndSpgemm) {
   }
 }
 
+TEST_F(HppTest, DeviceOnANativeQueue) {
+  void* const queue = reinterpret_cast<void*>(uintptr_t{0x9000});
+  {
+    xhal::Device d = xhal::Device::open_on_native_queue("recorder:1", queue);
+    EXPECT_EQ(d.native_queue(), queue);
+    EXPECT_EQ(rec->last_open_queue, queue);
+    // One device, one queue: another one is refused with XHAL_BUSY.
+    try {
+      xhal::Device::open_on_native_queue("recorder:1", nullptr);
+      ADD_FAILURE() << "a second queue was accepted";
+    } catch (const xhal::Error& e) {
+      EXPECT_EQ(e.status(), XHAL_BUSY);
+    }
+  }
+  // Released: the next opening may take another queue.
+  xhal::Device d = xhal::Device::open_on_native_queue("recorder:1", nullptr);
+  EXPECT_EQ(d.native_queue(), nullptr);
+}
+
 }  // namespace

@@ -125,6 +125,13 @@ class Device {
     check(xhal_device_open_index(index, &d));
     return Device(d);
   }
+  // With the caller's stream as its one queue (cudaStream_t, hipStream_t;
+  // xhal_device_open_on_native_queue, docs/interop.md).
+  static Device open_on_native_queue(const char* selector, void* native_queue) {
+    xhal_device_t d = nullptr;
+    check(xhal_device_open_on_native_queue(selector, native_queue, &d));
+    return Device(d);
+  }
   static uint32_t count() {
     uint32_t n = 0;
     check(xhal_device_count(&n));
@@ -146,6 +153,12 @@ class Device {
     return (info().op_dtypes[op] >> dtype) & 1u;
   }
   void synchronize() const { check(xhal_device_synchronize(get())); }
+  // The runtime's queue xhal queues on (nullptr on the cpu device).
+  void* native_queue() const {
+    void* q = nullptr;
+    check(xhal_device_get_native_queue(get(), &q));
+    return q;
+  }
   xhal_counters_t counters() const {
     xhal_counters_t c{};
     check(xhal_device_get_counters(get(), &c));
