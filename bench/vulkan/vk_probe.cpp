@@ -44,49 +44,15 @@
 #include <string>
 #include <vector>
 
+#include "vk_util.h"
 #include "xhal_vk_probe_shaders.h"
 
 namespace {
 
 using xhal_spirv::Id;
 
-template <class T>
-T vk_struct(VkStructureType type) {
-  T s{};
-  s.sType = type;
-  return s;
-}
-
-const char* result_name(VkResult r) {
-  switch (r) {
-    case VK_SUCCESS:
-      return "VK_SUCCESS";
-    case VK_NOT_READY:
-      return "VK_NOT_READY";
-    case VK_TIMEOUT:
-      return "VK_TIMEOUT";
-    case VK_ERROR_OUT_OF_HOST_MEMORY:
-      return "VK_ERROR_OUT_OF_HOST_MEMORY";
-    case VK_ERROR_OUT_OF_DEVICE_MEMORY:
-      return "VK_ERROR_OUT_OF_DEVICE_MEMORY";
-    case VK_ERROR_INITIALIZATION_FAILED:
-      return "VK_ERROR_INITIALIZATION_FAILED";
-    case VK_ERROR_DEVICE_LOST:
-      return "VK_ERROR_DEVICE_LOST";
-    case VK_ERROR_LAYER_NOT_PRESENT:
-      return "VK_ERROR_LAYER_NOT_PRESENT";
-    case VK_ERROR_EXTENSION_NOT_PRESENT:
-      return "VK_ERROR_EXTENSION_NOT_PRESENT";
-    case VK_ERROR_FEATURE_NOT_PRESENT:
-      return "VK_ERROR_FEATURE_NOT_PRESENT";
-    case VK_ERROR_INCOMPATIBLE_DRIVER:
-      return "VK_ERROR_INCOMPATIBLE_DRIVER";
-    case VK_ERROR_INVALID_SHADER_NV:
-      return "VK_ERROR_INVALID_SHADER_NV";
-    default:
-      return "VkResult (other)";
-  }
-}
+using xhal::vk::vk_struct;
+const char* result_name(VkResult r) { return xhal::vk::vk_result_name(r); }
 
 std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 std::string format(const char* fmt, ...) {

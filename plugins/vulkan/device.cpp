@@ -29,45 +29,6 @@ xhal_status_t fail(xhal_status_t status, const char* fmt, ...) {
   return status;
 }
 
-const char* vk_result_name(VkResult r) {
-  switch (r) {
-    case VK_SUCCESS:
-      return "VK_SUCCESS";
-    case VK_NOT_READY:
-      return "VK_NOT_READY";
-    case VK_TIMEOUT:
-      return "VK_TIMEOUT";
-    case VK_INCOMPLETE:
-      return "VK_INCOMPLETE";
-    case VK_ERROR_OUT_OF_HOST_MEMORY:
-      return "VK_ERROR_OUT_OF_HOST_MEMORY";
-    case VK_ERROR_OUT_OF_DEVICE_MEMORY:
-      return "VK_ERROR_OUT_OF_DEVICE_MEMORY";
-    case VK_ERROR_INITIALIZATION_FAILED:
-      return "VK_ERROR_INITIALIZATION_FAILED";
-    case VK_ERROR_DEVICE_LOST:
-      return "VK_ERROR_DEVICE_LOST";
-    case VK_ERROR_MEMORY_MAP_FAILED:
-      return "VK_ERROR_MEMORY_MAP_FAILED";
-    case VK_ERROR_LAYER_NOT_PRESENT:
-      return "VK_ERROR_LAYER_NOT_PRESENT";
-    case VK_ERROR_EXTENSION_NOT_PRESENT:
-      return "VK_ERROR_EXTENSION_NOT_PRESENT";
-    case VK_ERROR_FEATURE_NOT_PRESENT:
-      return "VK_ERROR_FEATURE_NOT_PRESENT";
-    case VK_ERROR_INCOMPATIBLE_DRIVER:
-      return "VK_ERROR_INCOMPATIBLE_DRIVER";
-    case VK_ERROR_TOO_MANY_OBJECTS:
-      return "VK_ERROR_TOO_MANY_OBJECTS";
-    case VK_ERROR_OUT_OF_POOL_MEMORY:
-      return "VK_ERROR_OUT_OF_POOL_MEMORY";
-    case VK_ERROR_INVALID_SHADER_NV:
-      return "VK_ERROR_INVALID_SHADER_NV";
-    default:
-      return "VkResult (other)";
-  }
-}
-
 xhal_status_t vk_fail(VkResult r, const char* what) {
   xhal_status_t s = XHAL_PLUGIN_ERROR;
   if (r == VK_ERROR_DEVICE_LOST) s = XHAL_DEVICE_LOST;

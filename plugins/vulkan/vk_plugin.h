@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "vk_util.h"
 #include "xhal/xhal_plugin.h"
 #include "xhal_vk_shaders.h"
 
@@ -26,7 +27,6 @@ xhal_status_t fail(xhal_status_t status, const char* fmt, ...)
 // Maps a failed VkResult to a status (device lost, out of memory, else
 // XHAL_PLUGIN_ERROR) with a message naming `what`.
 xhal_status_t vk_fail(VkResult r, const char* what);
-const char* vk_result_name(VkResult r);
 
 #define XHAL_VK_TRY(expr)                         \
   do {                                            \
@@ -186,16 +186,6 @@ uint32_t dtype_size(xhal_dtype_t d);
 template <typename T>
 constexpr bool fits_push() {
   return sizeof(T) <= 128;
-}
-
-// A Vulkan info or output struct: sType set, every other member zero. The
-// same as `VkFoo x{VK_STRUCTURE_TYPE_FOO}` without the partial initializer
-// (-Wmissing-field-initializers).
-template <typename T>
-T vk_struct(VkStructureType type) {
-  T t{};
-  t.sType = type;
-  return t;
 }
 
 // Pipelines of one op, fetched (and created on first use) together so that
