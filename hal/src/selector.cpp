@@ -129,9 +129,15 @@ bool selector_needs_backend(const Selector& selector, std::string_view backend) 
 
 std::vector<size_t> apply_selector(const Selector& selector,
                                    std::span<const SelectableDevice> devices) {
+  // A plugin may list thousands of devices: membership by flag, not by search,
+  // keeps selection linear in the device count.
   std::vector<size_t> chosen;
+  std::vector<bool> taken(devices.size(), false);
   auto add = [&](size_t i) {
-    if (std::find(chosen.begin(), chosen.end(), i) == chosen.end()) chosen.push_back(i);
+    if (!taken[i]) {
+      taken[i] = true;
+      chosen.push_back(i);
+    }
   };
   if (!selector.has_positive) {
     for (size_t i = 0; i < devices.size(); ++i) add(i);
