@@ -61,9 +61,9 @@ BENCHMARK(BM_DlpackImport);
 
 // Issue 12's plan comparison: an index plan of 10^6 random i64 indices from
 // a device tensor (xhal_index_plan_create_from_tensor) against the same
-// list from host memory (xhal_index_plan_create). Arg: num_rows. The first
-// version of the tensor path reads the indices to the host and takes the
-// host path, so the difference is that read.
+// list from host memory (xhal_index_plan_create). Arg: num_rows. A GPU
+// plugin builds the tensor's plan on the device (plugin ABI 1.5); the cpu
+// plugin reads the list (a memcpy) and takes the host path.
 constexpr uint64_t kPlanIndices = 1000000;
 
 std::vector<int64_t> random_indices(uint64_t count, uint64_t num_rows) {

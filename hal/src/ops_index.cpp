@@ -2,6 +2,8 @@
 // index_add (deterministic scatter-add over the transposed selection).
 #include <array>
 #include <cinttypes>
+#include <cstdint>
+#include <memory>
 #include <new>
 #include <type_traits>
 #include <vector>
@@ -40,6 +42,34 @@ xhal_status_t check_plan(Device* device, xhal_index_plan_t handle, Plan** out) {
                 "argument 'plan': created on device %s:%u, not on the op's device %s:%u",
                 plan->device->backend.c_str(), plan->device->backend_index, device->backend.c_str(),
                 device->backend_index);
+  return XHAL_OK;
+}
+
+// Gives a plugin's new plan a handle (the caller holds the device's queue);
+// destroys it when no handle is left.
+xhal_status_t register_plan(Device* device, void* plugin_plan, uint64_t count, uint64_t num_rows,
+                            xhal_index_plan_t* out_plan) {
+  auto destroy = [&] {
+    call_void_slot([&] { device->api->index_plan_destroy(device->plugin_device, plugin_plan); });
+  };
+  std::unique_ptr<Plan> plan;
+  try {
+    plan = std::make_unique<Plan>();
+  } catch (const std::bad_alloc&) {
+    destroy();
+    return fail(XHAL_OUT_OF_MEMORY, "index plan: host memory exhausted");
+  }
+  plan->device = device;
+  plan->count = count;
+  plan->num_rows = num_rows;
+  plan->plugin_plan = plugin_plan;
+  plan->handle = handles().add(HandleKind::kPlan, plan.get());
+  if (plan->handle == 0) {
+    destroy();
+    return fail(XHAL_OUT_OF_MEMORY, "xhal_index_plan_create: too many live handles");
+  }
+  device->live_objects.fetch_add(1);
+  *out_plan = to_handle<xhal_index_plan_t>(plan.release()->handle);
   return XHAL_OK;
 }
 
@@ -89,26 +119,16 @@ xhal_status_t plan_create(xhal_device_t dev_handle, const void* indices,
   desc.touched_count = sel.rows.size();
   desc.touched_rows = sel.rows.data();
   desc.touched_ptr = sel.ptr.data();
-  auto plan = std::make_unique<Plan>();
-  plan->device = device;
-  plan->count = count;
-  plan->num_rows = num_rows;
+  void* plugin_plan = nullptr;
   std::lock_guard queue(device->queue);
-  XHAL_TRY(XHAL_PLUGIN_CALL(device, index_plan_create, &desc, &plan->plugin_plan));
-  plan->handle = handles().add(HandleKind::kPlan, plan.get());
-  if (plan->handle == 0) {
-    call_void_slot(
-        [&] { device->api->index_plan_destroy(device->plugin_device, plan->plugin_plan); });
-    return fail(XHAL_OUT_OF_MEMORY, "xhal_index_plan_create: too many live handles");
-  }
-  device->live_objects.fetch_add(1);
-  *out_plan = to_handle<xhal_index_plan_t>(plan.release()->handle);
-  return XHAL_OK;
+  XHAL_TRY(XHAL_PLUGIN_CALL(device, index_plan_create, &desc, &plugin_plan));
+  return register_plan(device, plugin_plan, count, num_rows, out_plan);
 }
 
 // Checks `indices` as an op argument (rank 1, i32 or i64, contiguous, on
-// `device`) and reads it to the host (a counted transfer): the host path
-// then builds the plan.
+// `device`). A plugin with index_plan_create_from_buffer (ABI 1.5) checks
+// the list and builds the plan on the device; otherwise the list is read to
+// the host (a counted transfer) and the host path builds the plan.
 xhal_status_t plan_from_tensor(xhal_device_t dev_handle, const xhal_tensor_t* indices,
                                uint64_t num_rows, xhal_index_plan_t* out_plan) {
   Device* device = nullptr;
@@ -125,6 +145,22 @@ xhal_status_t plan_from_tensor(xhal_device_t dev_handle, const xhal_tensor_t* in
     return fail(XHAL_OUT_OF_RANGE, "argument 'num_rows': %" PRIu64 " is too large", num_rows);
   XHAL_TRY(check_slot(device, device->api->index_plan_create != nullptr, "index plans"));
   const uint64_t count = static_cast<uint64_t>(c.elements);
+  if (count != 0 && device->api->index_plan_create_from_buffer) {
+    xhal_plugin_index_fault_t fault{UINT64_MAX, 0};
+    void* plugin_plan = nullptr;
+    std::lock_guard queue(device->queue);
+    const xhal_status_t s =
+        XHAL_PLUGIN_CALL(device, index_plan_create_from_buffer, c.plugin.buffer, c.begin, c.dtype(),
+                         count, num_rows, &plugin_plan, &fault);
+    // The message the host path writes, when the plugin named the index.
+    if (s == XHAL_OUT_OF_RANGE && fault.position < count)
+      return fail(XHAL_OUT_OF_RANGE,
+                  "argument 'indices': indices[%" PRIu64 "] = %" PRId64 " is outside [0, %" PRIu64
+                  ")",
+                  fault.position, fault.value, num_rows);
+    if (s != XHAL_OK) return s;
+    return register_plan(device, plugin_plan, count, num_rows, out_plan);
+  }
   auto read_and_create = [&](auto* typed) -> xhal_status_t {
     using I = std::remove_pointer_t<decltype(typed)>;
     std::vector<I> host;

@@ -116,6 +116,9 @@ xhal_status_t queue_wait_external(void*, void*);
 // index_plan.cpp, index_select.cpp, index_add.cpp, permute.cpp
 xhal_status_t index_plan_create(void*, const xhal_plugin_index_plan_desc_t*, void**);
 void index_plan_destroy(void*, void*);
+// index_plan_device.cpp (plugin ABI 1.5)
+xhal_status_t index_plan_create_from_buffer(void*, void*, uint64_t, xhal_dtype_t, uint64_t,
+                                            uint64_t, void**, xhal_plugin_index_fault_t*);
 xhal_status_t index_select(void*, void*, const xhal_plugin_tensor_t*, const xhal_plugin_tensor_t*);
 xhal_status_t index_add(void*, void*, float, const xhal_plugin_tensor_t*,
                         const xhal_plugin_tensor_t*);

@@ -6,7 +6,6 @@
 #include "index_plan.h"
 
 namespace xhal::gpu {
-namespace {
 
 void free_plan(Plan* p) {
   for (void* q : {static_cast<void*>(p->indices), static_cast<void*>(p->row_sources),
@@ -16,6 +15,8 @@ void free_plan(Plan* p) {
     if (q) gpuFree(q);
   delete p;
 }
+
+namespace {
 
 template <class T>
 xhal_status_t up(Device* d, const std::vector<T>& v, T** out) {

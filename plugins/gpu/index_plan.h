@@ -29,4 +29,7 @@ struct Plan {
   std::vector<int64_t> group_offsets;  // host: round g uses triples [off[g], off[g+1])
 };
 
+// Frees every device array of `p` (gpuFree) and `p` itself.
+void free_plan(Plan* p);
+
 }  // namespace xhal::gpu

@@ -244,6 +244,7 @@ const xhal_plugin_api_t kApi = [] {
   a.queue_signal_external = queue_signal_external;
   a.queue_wait_external = queue_wait_external;
   a.device_open_on_queue = device_open_on_queue;
+  a.index_plan_create_from_buffer = index_plan_create_from_buffer;
   a.index_plan_create = index_plan_create;
   a.index_plan_destroy = index_plan_destroy;
   a.index_select = index_select;

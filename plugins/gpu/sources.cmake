@@ -9,6 +9,7 @@ set(XHAL_GPU_SOURCES
   ${XHAL_GPU_SOURCE_DIR}/buffers.cpp
   ${XHAL_GPU_SOURCE_DIR}/interop.cpp
   ${XHAL_GPU_SOURCE_DIR}/index_plan.cpp
+  ${XHAL_GPU_SOURCE_DIR}/index_plan_device.cpp
   ${XHAL_GPU_SOURCE_DIR}/index_schedule.cpp
   ${XHAL_GPU_SOURCE_DIR}/index_select.cpp
   ${XHAL_GPU_SOURCE_DIR}/index_add.cpp

@@ -460,6 +460,47 @@ xhal_status_t fake_index_plan_create(void*, const xhal_plugin_index_plan_desc_t*
   return XHAL_OK;
 }
 
+// The plan of indices in one of its buffers, read where they are (the
+// recorder's buffers are host memory); a planted fault instead when set.
+xhal_status_t fake_index_plan_create_from_buffer(void*, void* buffer, uint64_t offset,
+                                                 xhal_dtype_t dtype, uint64_t count,
+                                                 uint64_t num_rows, void** out,
+                                                 xhal_plugin_index_fault_t* fault) {
+  Call& call = record("index_plan_create_from_buffer");
+  call.src = buffer;
+  call.src_offset = offset;
+  call.size = count;
+  call.index_dtype = static_cast<int>(dtype);
+  call.num_rows = num_rows;
+  if (g_state.fault_status != XHAL_OK) {
+    const xhal_status_t s = g_state.fault_status;
+    g_state.fault_status = XHAL_OK;
+    *fault = g_state.fault;
+    g_host->set_error("recorder: planted fault");
+    return s;
+  }
+  xhal::recorder::Plan p;
+  p.count = count;
+  p.num_rows = num_rows;
+  const unsigned char* at = bytes(buffer) + offset;
+  for (uint64_t i = 0; i < count; ++i) {
+    if (dtype == XHAL_DTYPE_I32) {
+      int32_t v;
+      std::memcpy(&v, at + 4 * i, 4);
+      p.indices.push_back(v);
+    } else {
+      int64_t v;
+      std::memcpy(&v, at + 8 * i, 8);
+      p.indices.push_back(v);
+    }
+  }
+  g_state.plans.push_back(p);
+  ++g_state.live_plans;
+  *out = new int(0);
+  call.plan_or_matrix = *out;
+  return XHAL_OK;
+}
+
 void fake_index_plan_destroy(void*, void* plan) {
   --g_state.live_plans;
   record("index_plan_destroy").plan_or_matrix = plan;
@@ -676,6 +717,7 @@ LongTable make_table() {
   a.spgemm_numeric = fake_spgemm_numeric;
   a.device_open_on_queue = fake_device_open_on_queue;
   a.device_get_native_queue = fake_device_get_native_queue;
+  a.index_plan_create_from_buffer = fake_index_plan_create_from_buffer;
 #endif
 #endif
 #ifdef FAKE_DROP_BUFFER_FILL

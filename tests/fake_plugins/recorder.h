@@ -26,6 +26,10 @@ struct Call {
   void* dst = nullptr;
   uint64_t src_offset = 0, dst_offset = 0, size = 0;
   void* plan_or_matrix = nullptr;
+  // index_plan_create_from_buffer: the indices' dtype and num_rows (their
+  // buffer, offset and count are src, src_offset and size).
+  int index_dtype = -1;
+  uint64_t num_rows = 0;
 };
 
 struct Plan {
@@ -57,6 +61,10 @@ struct State {
   // device_open_on_queue: how often, and the queue of the last call.
   int opens_on_queue = 0;
   void* last_open_queue = nullptr;
+  // index_plan_create_from_buffer: when `fault_status` is not XHAL_OK, the
+  // next call returns it with this fault (and no plan).
+  xhal_status_t fault_status = XHAL_OK;
+  xhal_plugin_index_fault_t fault{};
 
   void clear() {
     calls.clear();

@@ -26,10 +26,12 @@ XHAL_API xhal_status_t xhal_index_plan_release(xhal_index_plan_t plan);
 /* The same plan from indices already in a device tensor (rank 1, i32 or
  * i64, contiguous, on `device`): count is indices->shape[0]; the same
  * statuses and messages as from a host list (an index out of range names
- * its position and value). This first version reads the indices to the host
- * inside the call (one blocking device-to-host transfer of count elements,
- * counted by the device's transfer counters) and builds the plan there, as
- * xhal_index_plan_create does; docs/interop.md says so. */
+ * the lowest such position and its value). The call returns when the plan
+ * is built. cuda and rocm validate the list and build the plan on the
+ * device: one 256-byte status block comes back to the host, whatever the
+ * count. A backend without that (cpu, vulkan) reads the list to the host
+ * (one transfer of count elements) and builds it there. Both are counted
+ * by the device's transfer counters; docs/interop.md has the figures. */
 XHAL_API xhal_status_t xhal_index_plan_create_from_tensor(xhal_device_t device,
                                                           const xhal_tensor_t* indices,
                                                           uint64_t num_rows,

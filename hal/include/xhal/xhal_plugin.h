@@ -24,7 +24,7 @@ extern "C" {
 #endif
 
 #define XHAL_PLUGIN_ABI_MAJOR 1
-#define XHAL_PLUGIN_ABI_MINOR 4
+#define XHAL_PLUGIN_ABI_MINOR 5
 #define XHAL_PLUGIN_ENTRY_SYMBOL "xhal_plugin_get_api"
 
 #if defined(_WIN32)
@@ -95,6 +95,13 @@ typedef struct xhal_plugin_index_plan_desc {
    * touched_ptr[k+1]), never empty. */
   const int64_t* touched_ptr;
 } xhal_plugin_index_plan_desc_t;
+
+/* The first index of a device list outside [0, num_rows), found by the
+ * plugin (index_plan_create_from_buffer). */
+typedef struct xhal_plugin_index_fault {
+  uint64_t position; /* lowest position i whose index is out of range */
+  int64_t value;     /* that index, widened to int64 */
+} xhal_plugin_index_fault_t;
 
 /* A validated CSR pattern with its transpose, built once by the core. */
 typedef struct xhal_plugin_csr_desc {
@@ -277,6 +284,23 @@ typedef struct xhal_plugin_api {
    * without queues (cpu) accepts NULL only. Absent: XHAL_UNSUPPORTED. */
   xhal_status_t (*device_open_on_queue)(void* context, uint32_t index, const char* options,
                                         void* native_queue, void** out_device);
+
+  /* ---- index plans from device memory (optional, since 1.5; docs/interop.md) ---- */
+  /* Builds the plan index_plan_create builds for the same list (destroyed by
+   * index_plan_destroy), from `count` (> 0) indices of `index_dtype` (i32 or
+   * i64) at byte `offset` of `buffer`, a buffer of this device (the core has
+   * checked the range and the alignment), without reading the list to the
+   * host: the indices are validated and the schedule is built on the device.
+   * At most a small fixed-size status block may come back to the host,
+   * counted by the transfer counters. An index outside [0, num_rows):
+   * XHAL_OUT_OF_RANGE, no plan, no message, and *out_fault names the lowest
+   * such position and its value (the core writes the message the host path
+   * writes). Optional; absent: the core reads the list to the host and calls
+   * index_plan_create. */
+  xhal_status_t (*index_plan_create_from_buffer)(void* device, void* buffer, uint64_t offset,
+                                                 xhal_dtype_t index_dtype, uint64_t count,
+                                                 uint64_t num_rows, void** out_plan,
+                                                 xhal_plugin_index_fault_t* out_fault);
 } xhal_plugin_api_t;
 
 /* The one symbol a plugin exports. */

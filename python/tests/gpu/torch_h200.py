@@ -96,7 +96,7 @@ def test_stream_ordering():
                     a = a / a.abs().max()
             src.copy_(values)                           # only after the long kernel
             mark("torch: fill, spin, copy on producer")
-            xs = xhal.from_dlpack(src)                  # xhal's queue waits for `producer`
+            xs = xhal.from_dlpack(src, dev)             # xhal's queue waits for `producer`
             mark("xhal.from_dlpack(src)")
         out = xhal.index_select(dev, plan, xs)          # queued on xhal's queue
         mark("xhal.index_select")
