@@ -16,6 +16,7 @@
 #include "dense_ops.h"
 #include "op_registry.h"
 #include "options.h"
+#include "stable_id.h"
 
 namespace xhal::cpu {
 namespace {
@@ -50,12 +51,7 @@ void fill_device_info(xhal_plugin_device_info_t* info) {
   const std::string model = cpu_model_name();
   const int threads = omp_get_max_threads();
   std::snprintf(info->name, sizeof info->name, "%s (%d threads)", model.c_str(), threads);
-  // The model name is what stays the same across runs and processes; keep
-  // it free of spaces so it reads as one token in selectors and reports.
-  std::string id = "cpu:" + model;
-  for (char& c : id)
-    if (c == ' ' || c == '\t') c = '-';
-  std::snprintf(info->stable_id, sizeof info->stable_id, "%s", id.c_str());
+  std::snprintf(info->stable_id, sizeof info->stable_id, "%s", stable_id_of(model).c_str());
   info->kind = XHAL_DEVICE_KIND_CPU;
   info->memory_bytes = physical_memory_bytes();
 
@@ -107,12 +103,13 @@ xhal_status_t device_get_info(void* context_arg, uint32_t index, xhal_plugin_dev
   const auto* context = static_cast<CpuContext*>(context_arg);
   if (index >= context->options.devices) return index_out_of_range(context, index);
   // Virtual device k > 0 differs from device 0 in its name and stable id
-  // only (the core lists two devices with one stable id once).
+  // only: each device has an id of its own, selectable and the same on
+  // every run (stable_id.h).
   xhal_plugin_device_info_t info = context->info;
   if (index > 0) {
     const std::string name =
         std::string(context->info.name) + " [virtual " + std::to_string(index) + "]";
-    const std::string id = std::string(context->info.stable_id) + "/" + std::to_string(index);
+    const std::string id = virtual_stable_id(context->info.stable_id, index);
     std::snprintf(info.name, sizeof info.name, "%s", name.c_str());
     std::snprintf(info.stable_id, sizeof info.stable_id, "%s", id.c_str());
   }

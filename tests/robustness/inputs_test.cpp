@@ -347,7 +347,8 @@ TEST(VirtualCpuDevices, DevicesOptionListsThatManyDistinctDevices) {
   }
   EXPECT_NE(ids[0], ids[1]);
   EXPECT_NE(ids[1], ids[2]);
-  EXPECT_EQ(ids[1], ids[0] + "/1");  // device 0 keeps the id it has without the option
+  // Device 0 keeps the id it has without the option.
+  EXPECT_EQ(ids[1], ids[0] + ":virtual-1");
   EXPECT_THAT(names[2], HasSubstr("[virtual 2]"));
 
   xhal_device_t d0 = nullptr, d2 = nullptr;
