@@ -2,7 +2,10 @@
 # JSON report, the status and message of chosen tests (crash isolation).
 #   cmake -DCOMMAND="a;b" [-DENVIRONMENT="K=V;..."] -DEXPECT_EXIT=N
 #         [-DEXPECT_OUTPUT="regex;..."] [-DREPORT=file -DREPORT_CHECK=checker]
-#         [-DEXPECT_RESULTS="Suite.Name|status|message-regex;..."] -P check_run.cmake
+#         [-DEXPECT_RESULTS="Suite.Name|status|message-regex;..."]
+#         [-DEXPECT_DEVICES="name|verdict|passes;..."] -P check_run.cmake
+# EXPECT_DEVICES: the report's device sections, exactly these and in this
+# order, each with that verdict and that many passed tests.
 file(REMOVE "${REPORT}")
 execute_process(
   COMMAND ${CMAKE_COMMAND} -E env ${ENVIRONMENT} ${COMMAND}
@@ -55,3 +58,27 @@ foreach(expected IN LISTS EXPECT_RESULTS)
                         "and a message matching /${want_message}/")
   endif()
 endforeach()
+
+if(EXPECT_DEVICES)
+  string(JSON device_count LENGTH "${json}" devices)
+  list(LENGTH EXPECT_DEVICES want_count)
+  if(NOT device_count EQUAL want_count)
+    message(FATAL_ERROR "the report has ${device_count} device sections, expected ${want_count}")
+  endif()
+  set(i 0)
+  foreach(expected IN LISTS EXPECT_DEVICES)
+    string(REPLACE "|" ";" parts "${expected}")
+    list(GET parts 0 want_name)
+    list(GET parts 1 want_verdict)
+    list(GET parts 2 want_passes)
+    string(JSON name GET "${json}" devices ${i} name)
+    string(JSON verdict GET "${json}" devices ${i} verdict)
+    string(JSON passes GET "${json}" devices ${i} summary pass)
+    if(NOT name STREQUAL want_name OR NOT verdict STREQUAL want_verdict
+       OR NOT passes EQUAL want_passes)
+      message(FATAL_ERROR "device section ${i} is ${name}, verdict ${verdict}, ${passes} passed; "
+                          "expected ${want_name}, verdict ${want_verdict}, ${want_passes} passed")
+    endif()
+    math(EXPR i "${i} + 1")
+  endforeach()
+endif()

@@ -16,6 +16,8 @@ namespace xhal::conf {
 namespace {
 
 constexpr size_t kMaxMessage = 4000;  // keeps the report readable
+const char* const kStatuses[] = {
+    "pass", "fail", "unsupported", "skipped", "expected-failure", "unexpected-pass"};
 
 // "Devices/BufferTest" + "RoundTrip/cpu_0" -> "BufferTest.RoundTrip".
 std::string plain_test_name(const ::testing::TestInfo& info) {
@@ -189,14 +191,6 @@ bool Report::write_json(const std::string& path) const {
   j["xhal_version"] =
       std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(patch);
   j["date"] = utc_now();
-  j["devices"] = json::array();
-  for (const auto& d : devices_)
-    j["devices"].push_back({{"name", d.name},
-                            {"device_name", d.device_name},
-                            {"backend", d.backend},
-                            {"stable_id", d.stable_id},
-                            {"plugin_path", d.plugin_path},
-                            {"plugin_version", d.plugin_version}});
   j["results"] = json::array();
   // Per (op, device): the lowest level over the op's tests; a test that did
   // not pass counts as "none", a passing test without a level is ignored.
@@ -217,6 +211,24 @@ bool Report::write_json(const std::string& path) const {
     j["ops"].push_back({{"op", key.first},
                         {"device", key.second},
                         {"level", level_name(lv.value_or(Level::kNone))}});
+  // One section per device: what it is, then its own counts, verdict and op
+  // levels (the results stay in one list, each naming its device).
+  j["devices"] = json::array();
+  for (const auto& d : devices_) {
+    const DeviceSummary s = device_summary(d.name);
+    json device_ops = json::object();
+    for (const auto& [key, lv] : ops)
+      if (key.second == d.name) device_ops[key.first] = level_name(lv.value_or(Level::kNone));
+    j["devices"].push_back({{"name", d.name},
+                            {"device_name", d.device_name},
+                            {"backend", d.backend},
+                            {"stable_id", d.stable_id},
+                            {"plugin_path", d.plugin_path},
+                            {"plugin_version", d.plugin_version},
+                            {"verdict", s.verdict},
+                            {"summary", s.counts},
+                            {"ops", std::move(device_ops)}});
+  }
   std::ofstream out(path);
   if (!out) {
     std::fprintf(stderr, "xhal-conformance: cannot write report '%s'\n", path.c_str());
@@ -226,12 +238,33 @@ bool Report::write_json(const std::string& path) const {
   return static_cast<bool>(out);
 }
 
+DeviceSummary Report::device_summary(const std::string& device) const {
+  DeviceSummary s;
+  for (const char* status : kStatuses) s.counts[status] = 0;
+  for (const auto& r : records_)
+    if (r.device == device) ++s.counts[r.status];
+  if (s.counts["fail"] + s.counts["unexpected-pass"] > 0) s.verdict = "fail";
+  else if (s.counts["pass"] + s.counts["expected-failure"] > 0) s.verdict = "pass";
+  else s.verdict = "none";
+  return s;
+}
+
 void Report::print_summary() const {
   std::map<std::string, int> counts;
   for (const auto& r : records_) ++counts[r.status];
   std::printf("\nxhal-conformance summary:");
   for (const auto& [status, n] : counts) std::printf(" %s=%d", status.c_str(), n);
   std::printf("\n");
+  // Per device, when the run had more than one.
+  if (devices_.size() > 1) {
+    for (const auto& d : devices_) {
+      const DeviceSummary s = device_summary(d.name);
+      std::printf("  device %-10s %-4s", d.name.c_str(), s.verdict.c_str());
+      for (const auto& [status, n] : s.counts)
+        if (n > 0) std::printf(" %s=%d", status.c_str(), n);
+      std::printf("\n");
+    }
+  }
   for (const auto& r : records_)
     if (r.status == "fail" || r.status == "unexpected-pass" || r.status == "expected-failure")
       std::printf("  %-16s %s [%s]\n", r.status.c_str(), r.test.c_str(), r.device.c_str());

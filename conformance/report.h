@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -32,6 +33,15 @@ struct DeviceRecord {
   std::string stable_id;
   std::string plugin_path;
   std::string plugin_version;
+};
+
+// A device's part of the run: how many of its tests ended in each status
+// (every status present, 0 included) and its verdict: "fail" if a test
+// failed or an expected failure passed, else "pass" if a test passed (or
+// failed as expected), else "none" (nothing ran on it but skips).
+struct DeviceSummary {
+  std::map<std::string, int> counts;
+  std::string verdict;
 };
 
 const char* level_name(Level level);
@@ -65,6 +75,7 @@ class Report {
   // file cannot be written.
   bool write_json(const std::string& path) const;
   void print_summary() const;
+  DeviceSummary device_summary(const std::string& device) const;
 
  private:
   std::vector<DeviceRecord> devices_;

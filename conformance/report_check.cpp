@@ -3,6 +3,7 @@
 // ctest after the cpu run. Usage: xhal-conformance-report-check FILE
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <set>
 #include <string>
 
@@ -52,10 +53,13 @@ int main(int argc, char** argv) {
 
   std::set<std::string> device_names;
   for (const auto& d : j["devices"]) {
-    for (const char* k :
-         {"name", "device_name", "backend", "stable_id", "plugin_path", "plugin_version"})
+    for (const char* k : {"name", "device_name", "backend", "stable_id", "plugin_path",
+                          "plugin_version", "verdict"})
       has_string(d, k, "device");
-    if (d.contains("name") && d["name"].is_string()) device_names.insert(d["name"]);
+    if (d.contains("name") && d["name"].is_string()) {
+      if (!device_names.insert(d["name"]).second)
+        bad("device " + d["name"].get<std::string>() + " has two sections");
+    }
   }
   if (device_names.empty()) bad("no device listed");
 
@@ -84,6 +88,51 @@ int main(int argc, char** argv) {
       bad("ops entry: bad level");
   }
   if (j["ops"].empty() && !ops_seen.empty()) bad("results carry op levels but 'ops' is empty");
+
+  // Each device's section agrees with the results and op levels that name it.
+  for (const auto& d : j["devices"]) {
+    if (!d.contains("name") || !d["name"].is_string()) continue;
+    const std::string name = d["name"];
+    const std::string where = "device " + name;
+    std::map<std::string, int64_t> counts;
+    for (const auto& status : statuses) counts[status] = 0;
+    for (const auto& r : j["results"])
+      if (r.value("device", std::string()) == name) ++counts[r.value("status", std::string())];
+    if (!d.contains("summary") || !d["summary"].is_object()) {
+      bad(where + ": missing object 'summary'");
+    } else {
+      for (const auto& [status, n] : counts) {
+        const auto& summary = d["summary"];
+        if (!summary.contains(status) || !summary[status].is_number_integer())
+          bad(where + ": summary lacks the count '" + status + "'");
+        else if (summary[status].get<int64_t>() != n)
+          bad(where + ": summary says " + status + "=" + summary[status].dump() + ", the results " +
+              std::to_string(n));
+      }
+      if (d["summary"].size() != statuses.size())
+        bad(where + ": summary holds a count that is not a status");
+    }
+    const std::string verdict = counts["fail"] + counts["unexpected-pass"] > 0    ? "fail"
+                                : counts["pass"] + counts["expected-failure"] > 0 ? "pass"
+                                                                                  : "none";
+    const std::string stated =
+        d.contains("verdict") && d["verdict"].is_string() ? d["verdict"] : "";
+    if (stated != verdict)
+      bad(where + ": verdict '" + stated + "', the results give '" + verdict + "'");
+    std::map<std::string, std::string> levels_here;
+    for (const auto& o : j["ops"])
+      if (o.value("device", std::string()) == name)
+        levels_here[o.value("op", std::string())] = o.value("level", std::string());
+    if (!d.contains("ops") || !d["ops"].is_object()) {
+      bad(where + ": missing object 'ops'");
+    } else {
+      std::map<std::string, std::string> section;
+      for (const auto& [op, level] : d["ops"].items())
+        section[op] = level.is_string() ? level.get<std::string>() : level.dump();
+      if (section != levels_here)
+        bad(where + ": 'ops' differs from the top-level op levels of this device");
+    }
+  }
   std::printf("report %s: %zu devices, %zu results, %zu op levels, %d problems\n", argv[1],
               device_names.size(), j["results"].size(), j["ops"].size(), errors);
   return errors ? 1 : 0;
