@@ -240,9 +240,17 @@ xhal_status_t Device::begin() {
   recording = s.cb;
   recording_slot = next_slot;
   bound = VK_NULL_HANDLE;
+  const uint32_t q = 3 * static_cast<uint32_t>(next_slot);
+  s.label = nullptr;
+  if (queries) {
+    vk().vkCmdResetQueryPool(recording, queries, q, 3);
+    vk().vkCmdWriteTimestamp(recording, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries, q);
+  }
   // Commands of earlier submissions on this queue are in this barrier's
   // first scope: the op sees everything queued before it.
   full_barrier(vk(), recording);
+  if (queries)
+    vk().vkCmdWriteTimestamp(recording, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries, q + 1);
   return XHAL_OK;
 }
 
@@ -259,6 +267,7 @@ void Device::dispatch(VkPipeline p, const void* push, uint32_t push_bytes, uint6
   if (p != bound) {
     vk().vkCmdBindPipeline(recording, VK_PIPELINE_BIND_POINT_COMPUTE, p);
     bound = p;
+    if (queries) profile_label(p);
   }
   if (push_bytes) {
     uint32_t bytes = (push_bytes + 3) / 4 * 4;
@@ -274,6 +283,7 @@ void Device::dispatch2d(VkPipeline p, const void* push, uint32_t push_bytes, uin
   if (p != bound) {
     vk().vkCmdBindPipeline(recording, VK_PIPELINE_BIND_POINT_COMPUTE, p);
     bound = p;
+    if (queries) profile_label(p);
   }
   if (push_bytes)
     vk().vkCmdPushConstants(recording, gpu->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
@@ -291,6 +301,9 @@ void Device::update_params(const void* data, uint32_t bytes) {
 }
 
 xhal_status_t Device::submit() {
+  if (queries)
+    vk().vkCmdWriteTimestamp(recording, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries,
+                             3 * static_cast<uint32_t>(recording_slot) + 2);
   VkResult r = vk().vkEndCommandBuffer(recording);
   if (r != VK_SUCCESS) {
     recording = VK_NULL_HANDLE;
@@ -307,7 +320,20 @@ xhal_status_t Device::submit() {
   si.pCommandBuffers = &recording;
   si.signalSemaphoreCount = 1;
   si.pSignalSemaphores = &timeline;
-  r = vk().vkQueueSubmit(gpu->queue, 1, &si, VK_NULL_HANDLE);
+  Slot& slot = ring[recording_slot];
+  if (slot.fence) {
+    r = vk().vkResetFences(gpu->device, 1, &slot.fence);  // its last submission is done
+    if (r != VK_SUCCESS) {
+      recording = VK_NULL_HANDLE;
+      return vk_fail(r, "vkResetFences");
+    }
+  }
+  if (queries) slot.submit_start = std::chrono::steady_clock::now();
+  r = vk().vkQueueSubmit(gpu->queue, 1, &si, slot.fence);
+  if (queries) {
+    slot.submit_end = std::chrono::steady_clock::now();
+    slot.profiled = r == VK_SUCCESS;
+  }
   recording = VK_NULL_HANDLE;
   if (r != VK_SUCCESS) {
     if (r == VK_ERROR_DEVICE_LOST) lost = true;
@@ -335,6 +361,33 @@ xhal_status_t Device::wait(uint64_t value) {
   // between reads; past wait_spin_us it blocks.
   const auto start = std::chrono::steady_clock::now();
   const auto spin = std::chrono::microseconds(options.wait_spin_us);
+  if (options.fence_wait) {
+    // The fence of the submission that signals `value`: it signals once
+    // that batch and everything submitted before it on the queue are done.
+    VkFence fence = VK_NULL_HANDLE;
+    for (const Slot& s : ring)
+      if (s.value == value) fence = s.fence;
+    if (fence) {
+      for (;;) {
+        VkResult r = vk().vkGetFenceStatus(gpu->device, fence);
+        if (r == VK_NOT_READY) {
+          const auto waited = std::chrono::steady_clock::now() - start;
+          if (waited <= spin) {
+            if (waited > std::chrono::microseconds(50)) std::this_thread::yield();
+            continue;
+          }
+          r = vk().vkWaitForFences(gpu->device, 1, &fence, VK_TRUE, 1000000000ull);
+          if (r == VK_TIMEOUT) continue;
+        }
+        if (r == VK_SUCCESS) break;
+        if (r == VK_ERROR_DEVICE_LOST) lost = true;
+        return vk_fail(r, "vkWaitForFences");
+      }
+      completed = value;
+      if (queries) profile_collect();
+      return XHAL_OK;
+    }
+  }
   for (;;) {
     uint64_t now = 0;
     const VkResult r = vk().vkGetSemaphoreCounterValue(gpu->device, timeline, &now);
@@ -344,6 +397,7 @@ xhal_status_t Device::wait(uint64_t value) {
     }
     if (now >= value) {
       completed = now;
+      if (queries) profile_collect();
       return XHAL_OK;
     }
     const auto waited = std::chrono::steady_clock::now() - start;
@@ -362,7 +416,64 @@ xhal_status_t Device::wait(uint64_t value) {
     return vk_fail(r, "vkWaitSemaphores");
   }
   completed = value;
+  if (queries) profile_collect();
   return XHAL_OK;
+}
+
+void Device::profile_label(VkPipeline p) {
+  Slot& s = ring[recording_slot];
+  if (s.label) return;
+  for (int id = 0; id < static_cast<int>(xhal_spirv::kCount); ++id)
+    if (gpu->pipelines[id] == p) s.label = xhal_spirv::kModules[id].name;
+}
+
+// profile=on: for every slot whose submission has completed, the host time
+// from its vkQueueSubmit to now (when a wait saw it done; an upper bound
+// for submissions nobody waited on) and its GPU timestamps, summed by the
+// shader of the command buffer's first dispatch.
+void Device::profile_collect() {
+  const auto now = std::chrono::steady_clock::now();
+  const double tick_us = gpu->props.limits.timestampPeriod * 1e-3;
+  for (int i = 0; i < kRing; ++i) {
+    Slot& s = ring[i];
+    if (!s.profiled || s.value > completed) continue;
+    s.profiled = false;
+    uint64_t t[3] = {};
+    const VkResult r =
+        vk().vkGetQueryPoolResults(gpu->device, queries, 3 * static_cast<uint32_t>(i), 3, sizeof t,
+                                   t, sizeof(uint64_t), VK_QUERY_RESULT_64_BIT);
+    if (r != VK_SUCCESS) continue;
+    Profile* p = &profiles[kProfiles - 1];  // the last entry takes any overflow
+    for (int k = 0; k < kProfiles - 1; ++k) {
+      if (profiles[k].submissions == 0) profiles[k].label = s.label;
+      if (profiles[k].label == s.label) {
+        p = &profiles[k];
+        break;
+      }
+    }
+    p->submissions += 1;
+    p->submit_call_us +=
+        std::chrono::duration<double, std::micro>(s.submit_end - s.submit_start).count();
+    p->host_us += std::chrono::duration<double, std::micro>(now - s.submit_start).count();
+    p->gpu_us += static_cast<double>(t[2] - t[0]) * tick_us;
+    p->barrier_us += static_cast<double>(t[1] - t[0]) * tick_us;
+  }
+}
+
+void Device::profile_print() const {
+  std::fprintf(stderr,
+               "xhal vulkan profile (%s), mean per command buffer, by its first shader: "
+               "count, vkQueueSubmit us, GPU start to end us (leading barrier us), host "
+               "submit to seen done us\n",
+               gpu->info.name);
+  for (const Profile& p : profiles) {
+    if (p.submissions == 0) continue;
+    const double n = static_cast<double>(p.submissions);
+    std::fprintf(stderr, "  %-18s %8llu %9.1f %11.1f (%7.1f) %11.1f\n",
+                 p.label ? p.label : "(no dispatch)",
+                 static_cast<unsigned long long>(p.submissions), p.submit_call_us / n, p.gpu_us / n,
+                 p.barrier_us / n, p.host_us / n);
+  }
 }
 
 xhal_status_t Device::wait_idle() {

@@ -58,9 +58,31 @@ bool parse_options(const char* text, Options* out, std::string* error) {
         return false;
       }
       o.wait_spin_us = static_cast<uint32_t>(v);
+    } else if (name == "wait") {
+      if (value == "timeline") o.fence_wait = false;
+      else if (value == "fence") o.fence_wait = true;
+      else {
+        *error = "option 'wait' has value '" + value + "'; expected timeline or fence";
+        return false;
+      }
+    } else if (name == "queue") {
+      if (value == "compute") o.universal_queue = false;
+      else if (value == "universal") o.universal_queue = true;
+      else {
+        *error = "option 'queue' has value '" + value + "'; expected compute or universal";
+        return false;
+      }
+    } else if (name == "profile") {
+      if (value == "on") o.profile = true;
+      else if (value == "off") o.profile = false;
+      else {
+        *error = "option 'profile' has value '" + value + "'; expected on or off";
+        return false;
+      }
     } else {
       *error = "unknown option '" + name +
-               "'; the vulkan plugin knows: alloc, copy, validation, wait_spin_us";
+               "'; the vulkan plugin knows: alloc, copy, profile, queue, validation, wait, "
+               "wait_spin_us";
       return false;
     }
   }
@@ -76,7 +98,10 @@ std::string format_options(const Options& o) {
                            : o.validation == Validation::kWarn ? "warn"
                                                                : "fatal";
   return std::string("alloc=") + (o.dedicated ? "dedicated" : "plain") + ",copy=" + copy +
-         ",validation=" + validation + ",wait_spin_us=" + std::to_string(o.wait_spin_us);
+         ",profile=" + (o.profile ? "on" : "off") +
+         ",queue=" + (o.universal_queue ? "universal" : "compute") + ",validation=" + validation +
+         ",wait=" + (o.fence_wait ? "fence" : "timeline") +
+         ",wait_spin_us=" + std::to_string(o.wait_spin_us);
 }
 
 }  // namespace xhal::vk

@@ -48,7 +48,7 @@ void fill_op_dtypes(xhal_plugin_device_info_t* info) {
 // device cannot be used.
 }  // namespace
 
-std::string make_gpu(VkPhysicalDevice phys, Gpu* g) {
+std::string make_gpu(VkPhysicalDevice phys, bool universal_queue, Gpu* g) {
   g->physical = phys;
   auto id =
       vk_struct<VkPhysicalDeviceIDProperties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES);
@@ -114,11 +114,18 @@ std::string make_gpu(VkPhysicalDevice phys, Gpu* g) {
   int family = -1;
   for (uint32_t i = 0; i < nq; ++i) {
     if (!(qf[i].queueFlags & VK_QUEUE_COMPUTE_BIT)) continue;
-    if (family < 0 || !(qf[i].queueFlags & VK_QUEUE_GRAPHICS_BIT)) family = static_cast<int>(i);
-    if (!(qf[i].queueFlags & VK_QUEUE_GRAPHICS_BIT)) break;
+    const bool graphics = (qf[i].queueFlags & VK_QUEUE_GRAPHICS_BIT) != 0;
+    if (universal_queue) {
+      if (family < 0 || graphics) family = static_cast<int>(i);
+      if (graphics) break;
+      continue;
+    }
+    if (family < 0 || !graphics) family = static_cast<int>(i);
+    if (!graphics) break;
   }
   if (family < 0) return "has no compute queue";
   g->queue_family = static_cast<uint32_t>(family);
+  g->timestamp_bits = qf[family].timestampValidBits;
 
   // Memory types: buffers in device-local memory (not host-visible where
   // the device has such a type), staging in host-visible coherent memory

@@ -31,6 +31,7 @@ struct Context {
 // where crash isolation turns the abort into a failed test and a failed
 // run. validation=warn prints without aborting.
 Validation g_validation = Validation::kOff;
+bool g_universal_queue = false;  // queue=universal (plugin-wide)
 
 VKAPI_ATTR VkBool32 VKAPI_CALL on_debug_message(VkDebugUtilsMessageSeverityFlagBitsEXT severity,
                                                 VkDebugUtilsMessageTypeFlagsEXT type,
@@ -99,6 +100,7 @@ xhal_status_t init(const xhal_plugin_host_t* host, void** out_context, char* out
     if (!parse_options(host->options, &plugin_wide, &error))
       return fail(XHAL_INVALID_ARGUMENT, error.c_str());
     g_validation = plugin_wide.validation;
+    g_universal_queue = plugin_wide.universal_queue;
   }
   std::vector<const char*> layers, extensions;
   const bool debug_utils = has_instance_extension(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
@@ -154,7 +156,7 @@ xhal_status_t init(const xhal_plugin_host_t* host, void** out_context, char* out
   for (VkPhysicalDevice p : phys) {
     auto g = std::unique_ptr<Gpu>(new (std::nothrow) Gpu);
     if (!g) return XHAL_OUT_OF_MEMORY;
-    std::string why = make_gpu(p, g.get());
+    std::string why = make_gpu(p, g_universal_queue, g.get());
     if (why.empty() && !run_selftest(*g, &why)) why = "self-test failed: " + why;
     if (!why.empty()) {
       append_note(rejected, std::string(g->props.deviceName) + " unusable: " + why);
@@ -202,9 +204,15 @@ void destroy_device(Device* d) {
   if (d->recording) d->abandon();
   if (d->timeline && !d->lost) d->wait(d->submitted);
   if (d->lost) g.vk.vkDeviceWaitIdle(g.device);
+  if (d->queries) {
+    if (!d->lost) d->profile_print();
+    g.vk.vkDestroyQueryPool(g.device, d->queries, nullptr);
+  }
   mem_destroy(g, d->staging);
   mem_destroy(g, d->scratch);
   mem_destroy(g, d->params);
+  for (Device::Slot& slot : d->ring)
+    if (slot.fence) g.vk.vkDestroyFence(g.device, slot.fence, nullptr);
   if (d->pool) g.vk.vkDestroyCommandPool(g.device, d->pool, nullptr);
   if (d->timeline) g.vk.vkDestroySemaphore(g.device, d->timeline, nullptr);
   g.open = false;
@@ -241,6 +249,13 @@ xhal_status_t open_device(Gpu* g, const Options& options, Device** out) {
   r = g->vk.vkAllocateCommandBuffers(g->device, &cai, cbs);
   if (r != VK_SUCCESS) return bail(vk_fail(r, "vkAllocateCommandBuffers"));
   for (int i = 0; i < Device::kRing; ++i) d->ring[i].cb = cbs[i];
+  if (options.fence_wait) {
+    auto fci = vk_struct<VkFenceCreateInfo>(VK_STRUCTURE_TYPE_FENCE_CREATE_INFO);
+    for (Device::Slot& slot : d->ring) {
+      r = g->vk.vkCreateFence(g->device, &fci, nullptr, &slot.fence);
+      if (r != VK_SUCCESS) return bail(vk_fail(r, "vkCreateFence"));
+    }
+  }
   auto sti = vk_struct<VkSemaphoreTypeCreateInfo>(VK_STRUCTURE_TYPE_SEMAPHORE_TYPE_CREATE_INFO);
   sti.semaphoreType = VK_SEMAPHORE_TYPE_TIMELINE;
   sti.initialValue = 0;
@@ -248,6 +263,16 @@ xhal_status_t open_device(Gpu* g, const Options& options, Device** out) {
   sci.pNext = &sti;
   r = g->vk.vkCreateSemaphore(g->device, &sci, nullptr, &d->timeline);
   if (r != VK_SUCCESS) return bail(vk_fail(r, "vkCreateSemaphore (timeline)"));
+  if (options.profile) {
+    if (g->timestamp_bits == 0)
+      return bail(fail(XHAL_UNSUPPORTED, "option 'profile': %s has no timestamps on its queue",
+                       g->info.name));
+    auto qpi = vk_struct<VkQueryPoolCreateInfo>(VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO);
+    qpi.queryType = VK_QUERY_TYPE_TIMESTAMP;
+    qpi.queryCount = 3 * Device::kRing;
+    r = g->vk.vkCreateQueryPool(g->device, &qpi, nullptr, &d->queries);
+    if (r != VK_SUCCESS) return bail(vk_fail(r, "vkCreateQueryPool"));
+  }
   xhal_status_t s = mem_create(*g, 2 * Device::kStagingHalf, true, &d->staging);
   if (s == XHAL_OK) s = mem_create(*g, Device::kParamsBytes, false, &d->params);
   if (s != XHAL_OK) return bail(s);

@@ -7,6 +7,7 @@
 #include <volk.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdarg>
 #include <cstdint>
 #include <mutex>
@@ -54,6 +55,7 @@ struct Gpu {
   VkDevice device = VK_NULL_HANDLE;
   VolkDeviceTable vk{};
   uint32_t queue_family = 0;
+  uint32_t timestamp_bits = 0;  // of the queue family; 0: no timestamps
   VkQueue queue = VK_NULL_HANDLE;
   VkPhysicalDeviceProperties props{};
   VkPhysicalDeviceMemoryProperties memory{};
@@ -97,11 +99,22 @@ struct Options {
   // wait_spin_us=N: how long a wait polls the timeline before it blocks in
   // vkWaitSemaphores, which wakes up about 1 ms late on NVIDIA.
   uint32_t wait_spin_us = 20000;
+  // profile=on: GPU timestamps around every command buffer, summed per
+  // device and printed to stderr when it closes (a diagnostic; costs three
+  // timestamp writes per op).
+  bool profile = false;
+  // wait=timeline|fence: what a wait watches. timeline: the queue's
+  // timeline semaphore; fence: the fence of the ring slot that signals the
+  // value (docs/vulkan.md, "H200 figures": the two were compared there).
+  bool fence_wait = false;
+  // queue=compute|universal (plugin-wide, read at init): a compute-only
+  // queue family where the device has one, or the graphics+compute family.
+  bool universal_queue = false;
 };
 bool parse_options(const char* text, Options* out, std::string* error);
 // Fills `g` for a usable physical device; else returns why it is not usable
 // (physical_device.cpp).
-std::string make_gpu(VkPhysicalDevice phys, Gpu* g);
+std::string make_gpu(VkPhysicalDevice phys, bool universal_queue, Gpu* g);
 std::string format_options(const Options& o);
 
 // ---- one open device ----------------------------------------------------------
@@ -116,7 +129,26 @@ struct Device {
   struct Slot {
     VkCommandBuffer cb = VK_NULL_HANDLE;
     uint64_t value = 0;  // timeline value its last submission signals
+    // profile=on: host times of its submission, and whether its
+    // timestamps are still to be read.
+    std::chrono::steady_clock::time_point submit_start, submit_end;
+    bool profiled = false;
+    const char* label = nullptr;     // the shader of its first dispatch
+    VkFence fence = VK_NULL_HANDLE;  // wait=fence: signalled with `value`
   } ring[kRing];
+  // profile=on: three timestamps per ring slot (start, after the leading
+  // barrier, end) and the sums over every profiled submission.
+  VkQueryPool queries = VK_NULL_HANDLE;
+  struct Profile {
+    const char* label = nullptr;  // shader name; nullptr: no dispatch (transfers)
+    uint64_t submissions = 0;
+    double submit_call_us = 0, gpu_us = 0, barrier_us = 0, host_us = 0;
+  };
+  static constexpr int kProfiles = 48;
+  Profile profiles[kProfiles];  // by the label of the command buffer
+  void profile_label(VkPipeline p);
+  void profile_collect();  // reads the slots whose submissions completed
+  void profile_print() const;
   int next_slot = 0;
   VkCommandBuffer recording = VK_NULL_HANDLE;  // open command buffer, or null
   int recording_slot = -1;
