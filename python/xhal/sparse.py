@@ -67,8 +67,9 @@ class IndexPlan(_Owned):
     `num_rows` rows, uploaded once, for index_select and index_add.
     `indices`: host integers (int32 or int64 go as they are), or an xhal
     Tensor already on the device (rank 1, int32 or int64, e.g. a torch or
-    CuPy index tensor through xhal.from_dlpack), which
-    xhal_index_plan_create_from_tensor reads (docs/interop.md)."""
+    CuPy index tensor through xhal.from_dlpack), from which
+    xhal_index_plan_create_from_tensor builds the plan (on cuda/rocm on the
+    device, with no copy of the list to the host; docs/interop.md)."""
     _release_fn = "xhal_index_plan_release"
 
     def __init__(self, device, indices, num_rows):
