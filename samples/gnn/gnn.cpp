@@ -28,7 +28,9 @@
 // Usage: xhal-gnn [nodes] [steps]; the device is whatever XHAL_DEVICE
 // selects. The last line is a digest of the final outputs' bytes, the same on
 // every conforming device (samples/README.md).
+#include <algorithm>
 #include <cinttypes>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
@@ -44,6 +46,8 @@ constexpr int64_t kHubs = 8;    // hub nodes; half of all edges start at one
 constexpr float kSlope = 0.2f;  // leaky_relu's negative slope
 constexpr float kEps = 1e-5f;   // LayerNorm epsilon
 constexpr float kRate = 4.0f;   // SGD learning rate
+// The gradient check fails the program above this relative error.
+constexpr double kCheckBound = 1e-2;
 
 // splitmix64: the same numbers on every machine (no std:: distributions).
 struct Rng {
@@ -70,6 +74,8 @@ struct Digest {
 struct Params {
   std::vector<float> w, a_src, a_dst, gamma, beta;  // [kIn, kF], [kF] x 4
 };
+std::vector<float> Params::*const kFields[] = {&Params::w, &Params::a_src, &Params::a_dst,
+                                               &Params::gamma, &Params::beta};
 
 Params random_params(Rng& rng, float scale) {
   Params p{std::vector<float>(kIn * kF), std::vector<float>(kF), std::vector<float>(kF),
@@ -233,8 +239,28 @@ double mse(const std::vector<float>& y, const std::vector<float>& target, std::v
   return sum / static_cast<double>(y.size());
 }
 
-void sgd(std::vector<float>& w, const std::vector<float>& g) {
-  for (size_t i = 0; i < w.size(); ++i) w[i] = w[i] - kRate * g[i];
+// Central difference of the loss along the gradient g itself (all
+// parameters move by `dist` in all) against the adjoint's prediction.
+bool check_gradient(Layer& layer, const std::vector<float>& x, const std::vector<float>& target,
+                    const Params& p, const Params& g) {
+  double norm2 = 0.0;
+  for (auto f : kFields)
+    for (float v : g.*f) norm2 += static_cast<double>(v) * v;
+  const double dist = 1e-2, scale = dist / std::sqrt(norm2);
+  Params plus = p, minus = p;
+  double adjoint = 0.0;  // g . (plus - minus), with the float steps actually taken
+  for (auto f : kFields)
+    for (size_t i = 0; i < (p.*f).size(); ++i) {
+      (plus.*f)[i] = static_cast<float>((p.*f)[i] + scale * (g.*f)[i]);
+      (minus.*f)[i] = static_cast<float>((p.*f)[i] - scale * (g.*f)[i]);
+      adjoint += (g.*f)[i] * (static_cast<double>((plus.*f)[i]) - (minus.*f)[i]);
+    }
+  const double fd =
+      mse(layer.forward(x, plus), target, nullptr) - mse(layer.forward(x, minus), target, nullptr);
+  const double err = std::fabs(fd - adjoint) / std::max(std::fabs(fd), std::fabs(adjoint));
+  std::printf("check along the gradient: adjoint %.6e, finite difference %.6e, rel err %.2e\n",
+              adjoint, fd, err);
+  return err <= kCheckBound;
 }
 
 int run(int64_t nodes, int steps) {
@@ -264,8 +290,13 @@ int run(int64_t nodes, int steps) {
     if (step == 0) first = loss;
     std::printf("step %d loss %.6f\n", step, loss);
     const Params g = layer.backward(x, p, dy);
-    sgd(p.w, g.w), sgd(p.a_src, g.a_src), sgd(p.a_dst, g.a_dst);
-    sgd(p.gamma, g.gamma), sgd(p.beta, g.beta);
+    if (step == 0 && !check_gradient(layer, x, target, p, g)) {
+      std::fprintf(stderr, "gnn: the gradient differs from its finite difference by more than %g\n",
+                   kCheckBound);
+      return 1;
+    }
+    for (auto f : kFields)  // plain SGD
+      for (size_t i = 0; i < (p.*f).size(); ++i) (p.*f)[i] = (p.*f)[i] - kRate * (g.*f)[i];
   }
   y = layer.forward(x, p);
   loss = mse(y, target, nullptr);
