@@ -10,14 +10,14 @@
 # build tree). Each device is an XHAL_DEVICE selector (cpu, cuda:0,
 # vulkan:0, ...); none given: the caller's XHAL_DEVICE (or the default
 # device). XHAL_PLUGIN_PATH is passed through. --large runs the sizes for a
-# GPU (samples/README.md lists them). Example, on the GPU machine:
-#   XHAL_PLUGIN_PATH=build-cuda/lib samples/run-all.sh --large build-cuda/bin cpu cuda:0 vulkan:0
+# GPU (samples/README.md lists them). Example, on a machine with a GPU:
+#   XHAL_PLUGIN_PATH=build/lib samples/run-all.sh --large build/bin cpu cuda:0 vulkan:0
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 large=0
 if [[ ${1:-} == --large ]]; then large=1; shift; fi
 if [[ $# -lt 1 || ! -d $1 ]]; then
-  sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//' >&2
+  awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0" >&2
   exit 2
 fi
 bin=$1; shift

@@ -3,7 +3,7 @@
 # own against it, as an app would (find_package(xhal) through
 # CMAKE_PREFIX_PATH, no XHAL_PLUGIN_PATH: the installed runtime finds the
 # installed cpu plugin), and compares each digest with <name>/digest.txt.
-# Skipped (exit 77) when the cpu plugin is not part of the build.
+# Skipped when the cpu plugin is not part of the build.
 function(run what)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
   if(NOT rc EQUAL 0)
@@ -27,7 +27,7 @@ run("install" ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
 file(GLOB_RECURSE cpu_plugin ${prefix}/*/xhal/plugins/libxhal-cpu.so)
 if(NOT cpu_plugin)
   message("SKIPPED: the cpu plugin is not installed (not built)")
-  cmake_language(EXIT 77)
+  return()  # the test's SKIP_REGULAR_EXPRESSION sees the line
 endif()
 
 foreach(sample gnn river norm-block)
