@@ -50,9 +50,9 @@
 namespace {
 
 // The finite-difference checks: a central difference with a step of 1% of
-// the parameter; the program fails above this relative error (the float32
-// forward's rounding noise and the step's truncation error stay below 1e-3
-// at the sizes tried, see samples/README.md).
+// the parameter; the program fails above this relative error. The float32
+// forward's rounding noise and the step's truncation error gave at most
+// 6e-3 at the sizes tried (up to 100000 reaches, 200 steps).
 constexpr float kRelStep = 0.01f;
 constexpr double kCheckBound = 2e-2;
 
