@@ -109,7 +109,8 @@ struct Layer {
     src.resize(e);
     std::vector<int32_t> dst(e), diagonal_ptr(e + 1), diagonal_col(e);
     for (int64_t i = 0; i < e; ++i) {
-      const bool hub = rng.next() & 1;  // hubs spread over the id range
+      // Half the sources are a hub: node 0, N/8, 2N/8, ... (8 of them).
+      const bool hub = rng.next() & 1;
       src[i] = static_cast<int32_t>(hub ? rng.below(kHubs) * (n / kHubs) : rng.below(n));
       dst[i] = static_cast<int32_t>(i / kFanout);
       diagonal_ptr[i] = static_cast<int32_t>(i);
