@@ -204,14 +204,32 @@ std::string start_plugin(LoadedPlugin& plugin, PluginRecord& record, bool& initi
   record.devices.resize(count);
   for (uint32_t i = 0; i < count; ++i) {
     xhal_plugin_device_info_t& info = record.devices[i];
-    info = {};
-    info.struct_size = sizeof(info);
+    // The plugin may write only inside struct_size (docs/plugin-guide.md
+    // "Device info"): a plugin built against a newer header, with a longer
+    // op_dtypes, that ignores it lands in the canary, not in the next
+    // device's record, and is rejected.
+    struct {
+      xhal_plugin_device_info_t info;
+      unsigned char canary[64];
+    } guarded_info;
+    guarded_info.info = {};
+    guarded_info.info.struct_size = sizeof(guarded_info.info);
+    std::memset(guarded_info.canary, 0xA5, sizeof guarded_info.canary);
     xhal_status_t info_status = XHAL_OK;
     const std::string slot = "device_get_info(" + std::to_string(i) + ")";
-    if (!guarded(slot.c_str(), &why,
-                 [&] { info_status = plugin.api.device_get_info(plugin.context, i, &info); })) {
+    if (!guarded(slot.c_str(), &why, [&] {
+          info_status = plugin.api.device_get_info(plugin.context, i, &guarded_info.info);
+        })) {
       return failed(why);
     }
+    for (unsigned char c : guarded_info.canary)
+      if (c != 0xA5)
+        return failed(slot + " wrote past the struct_size of " +
+                      std::to_string(sizeof(guarded_info.info)) +
+                      " bytes it was given (a plugin writes only the fields inside struct_size)");
+    if (guarded_info.info.struct_size != sizeof(guarded_info.info))
+      return failed(slot + " changed struct_size, which belongs to the core");
+    info = guarded_info.info;
     message = take_plugin_message();
     if (raw_status(info_status) != XHAL_OK) {
       return failed(slot + " failed (" + status_text(raw_status(info_status)) + ")" +

@@ -30,6 +30,15 @@ inline void count_launch(void* device) {
   static_cast<CpuDevice*>(device)->kernel_launches.fetch_add(1, std::memory_order_relaxed);
 }
 
+// A copy of the caller's host data into the device's own memory: a write,
+// or the arrays an index plan or a CSR pattern keeps (docs/plugin-guide.md
+// "Counters": plan uploads move the transfer counters, on a GPU and here).
+inline void count_upload(void* device, uint64_t bytes) {
+  auto* d = static_cast<CpuDevice*>(device);
+  d->h2d_transfers.fetch_add(1, std::memory_order_relaxed);
+  d->h2d_bytes.fetch_add(bytes, std::memory_order_relaxed);
+}
+
 // Typed address of a validated tensor's first element.
 template <typename T>
 inline T* tensor_data(const xhal_plugin_tensor_t* t) {

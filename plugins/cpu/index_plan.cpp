@@ -17,7 +17,8 @@ void add_row(IndexPlan* plan, int64_t row, int64_t begin, int64_t end) {
 
 }  // namespace
 
-xhal_status_t index_plan_create(void*, const xhal_plugin_index_plan_desc_t* desc, void** out_plan) {
+xhal_status_t index_plan_create(void* device, const xhal_plugin_index_plan_desc_t* desc,
+                                void** out_plan) {
   try {
     auto owned = std::make_unique<IndexPlan>();
     IndexPlan* plan = owned.get();
@@ -36,6 +37,7 @@ xhal_status_t index_plan_create(void*, const xhal_plugin_index_plan_desc_t* desc
         if (desc->row_ptr[r + 1] > desc->row_ptr[r])
           add_row(plan, static_cast<int64_t>(r), desc->row_ptr[r], desc->row_ptr[r + 1]);
     }
+    if (desc->count > 0) count_upload(device, 2 * desc->count * sizeof(int64_t));
     *out_plan = owned.release();
     return XHAL_OK;
   } catch (const std::bad_alloc&) {

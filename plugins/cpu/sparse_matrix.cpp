@@ -148,7 +148,7 @@ void fill_patterns(CsrPatterns<I>& ps, const xhal_plugin_csr_desc_t* d, bool low
 
 }  // namespace
 
-xhal_status_t csr_create(void* /*device*/, const xhal_plugin_csr_desc_t* desc, void** out_matrix) {
+xhal_status_t csr_create(void* device, const xhal_plugin_csr_desc_t* desc, void** out_matrix) {
   try {
     auto m = std::make_unique<CsrMatrix>();
     m->rows = desc->rows;
@@ -169,6 +169,9 @@ xhal_status_t csr_create(void* /*device*/, const xhal_plugin_csr_desc_t* desc, v
     } else {
       fill_patterns(m->patterns.emplace<CsrPatterns<int64_t>>(), desc, lower, upper);
     }
+    // The pattern of A and of A^T, kept: one upload of the arrays it copied.
+    count_upload(device, static_cast<uint64_t>(desc->rows + 1 + desc->cols + 1 + 3 * desc->nnz) *
+                             sizeof(int64_t));
     *out_matrix = m.release();
     return XHAL_OK;
   } catch (const std::bad_alloc&) {
