@@ -208,6 +208,13 @@ uint32_t device_dtypes(xhal_device_t dev, xhal_op_t op) {
   return (info.supported_ops >> op & 1) ? info.op_dtypes[op] : 0;
 }
 
+bool device_has_sparse_ops(xhal_device_t dev) {
+  for (xhal_op_t op : {XHAL_OP_SPMV, XHAL_OP_SPMM, XHAL_OP_CSR_SOLVE, XHAL_OP_CSR_SOLVE_BACKWARD,
+                       XHAL_OP_SPGEMM})
+    if (device_dtypes(dev, op) != 0) return true;
+  return false;
+}
+
 bool device_supports(xhal_device_t dev, xhal_op_t op, xhal_dtype_t dtype) {
   xhal_device_info_t info{};
   info.struct_size = sizeof info;

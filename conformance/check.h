@@ -97,6 +97,22 @@ const char* op_name(xhal_op_t op);
                             ::xhal::conf::op_name(op));                     \
   } while (0)
 
+// For a test that exercises one op (recorded with XHAL_CONF_REQUIRE_OP) and
+// also calls `other` to set up or check it: "unsupported" unless the device
+// implements `other` too. Records nothing.
+#define XHAL_CONF_REQUIRE_ALSO(other)                                            \
+  do {                                                                           \
+    if (!::xhal::conf::device_supports(dev, other))                              \
+      XHAL_CONF_UNSUPPORTED(std::string("the test also needs ") +                \
+                            ::xhal::conf::op_name(other) +                       \
+                            ", which the device does not implement");            \
+  } while (0)
+
+// True when the device implements at least one of the sparse ops (each of
+// them needs CSR matrices, so xhal_csr_create works; without any,
+// xhal_csr_create is XHAL_UNSUPPORTED).
+bool device_has_sparse_ops(xhal_device_t dev);
+
 // True when the device implements `op` for `dtype`.
 bool device_supports(xhal_device_t dev, xhal_op_t op, xhal_dtype_t dtype = XHAL_DTYPE_F32);
 

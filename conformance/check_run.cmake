@@ -3,9 +3,13 @@
 #   cmake -DCOMMAND="a;b" [-DENVIRONMENT="K=V;..."] -DEXPECT_EXIT=N
 #         [-DEXPECT_OUTPUT="regex;..."] [-DREPORT=file -DREPORT_CHECK=checker]
 #         [-DEXPECT_RESULTS="Suite.Name|status|message-regex;..."]
-#         [-DEXPECT_DEVICES="name|verdict|passes;..."] -P check_run.cmake
+#         [-DEXPECT_DEVICES="name|verdict|passes;..."]
+#         [-DEXPECT_PLUGIN="backend|verdict|op=level,op=level"] -P check_run.cmake
 # EXPECT_DEVICES: the report's device sections, exactly these and in this
 # order, each with that verdict and that many passed tests.
+# EXPECT_PLUGIN: the plugin section of `backend` has that verdict, exactly
+# these ops passed at these levels, and every other op is unsupported: none
+# failed (also as expected) and none is untested.
 file(REMOVE "${REPORT}")
 execute_process(
   COMMAND ${CMAKE_COMMAND} -E env ${ENVIRONMENT} ${COMMAND}
@@ -81,4 +85,60 @@ if(EXPECT_DEVICES)
     endif()
     math(EXPR i "${i} + 1")
   endforeach()
+endif()
+
+if(EXPECT_PLUGIN)
+  string(REPLACE "|" ";" parts "${EXPECT_PLUGIN}")
+  list(GET parts 0 want_backend)
+  list(GET parts 1 want_verdict)
+  list(GET parts 2 want_pass)
+  string(REPLACE "," ";" want_pass "${want_pass}")
+  list(SORT want_pass)
+  string(JSON plugin_count LENGTH "${json}" plugins)
+  set(at -1)
+  if(plugin_count GREATER 0)
+    math(EXPR last "${plugin_count} - 1")
+    foreach(i RANGE 0 ${last})
+      string(JSON backend GET "${json}" plugins ${i} backend)
+      if(backend STREQUAL want_backend)
+        set(at ${i})
+      endif()
+    endforeach()
+  endif()
+  if(at EQUAL -1)
+    message(FATAL_ERROR "the report has no plugin section for backend ${want_backend}")
+  endif()
+  string(JSON verdict GET "${json}" plugins ${at} verdict)
+  if(NOT verdict STREQUAL want_verdict)
+    message(FATAL_ERROR "plugin ${want_backend}: verdict ${verdict}, expected ${want_verdict}")
+  endif()
+  string(JSON npass LENGTH "${json}" plugins ${at} ops pass)
+  set(got_pass "")
+  if(npass GREATER 0)
+    math(EXPR last "${npass} - 1")
+    foreach(k RANGE 0 ${last})
+      string(JSON op MEMBER "${json}" plugins ${at} ops pass ${k})
+      string(JSON level GET "${json}" plugins ${at} ops pass ${op})
+      list(APPEND got_pass "${op}=${level}")
+    endforeach()
+  endif()
+  list(SORT got_pass)
+  if(NOT got_pass STREQUAL want_pass)
+    message(FATAL_ERROR "plugin ${want_backend}: passed ops [${got_pass}], expected [${want_pass}]")
+  endif()
+  foreach(none fail expected-failure untested)
+    string(JSON n LENGTH "${json}" plugins ${at} ops ${none})
+    if(NOT n EQUAL 0)
+      string(JSON which GET "${json}" plugins ${at} ops ${none})
+      message(FATAL_ERROR "plugin ${want_backend}: ops ${none}: ${which}, expected none")
+    endif()
+  endforeach()
+  string(JSON all_ops LENGTH "${json}" devices 0 op_verdicts)
+  string(JSON nunsupported LENGTH "${json}" plugins ${at} ops unsupported)
+  math(EXPR want_unsupported "${all_ops} - ${npass}")
+  if(NOT nunsupported EQUAL want_unsupported)
+    message(FATAL_ERROR "plugin ${want_backend}: ${nunsupported} ops unsupported, expected "
+                        "${want_unsupported} (every op that did not pass)")
+  endif()
+  message("plugin ${want_backend}: ${verdict}; passed ${got_pass}; ${nunsupported} unsupported")
 endif()

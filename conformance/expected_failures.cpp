@@ -43,11 +43,20 @@ bool ExpectedFailures::parse(const std::string& text, std::string* error) {
 }
 
 const ExpectedFailures::Entry* ExpectedFailures::match(const std::string& test,
-                                                       const std::string& device) const {
+                                                       const std::string& device,
+                                                       const std::string& gtest_name) const {
+  for (const auto& e : entries_) {
+    const bool name_matches =
+        fnmatch(e.test_glob.c_str(), test.c_str(), 0) == 0 ||
+        (!gtest_name.empty() && fnmatch(e.test_glob.c_str(), gtest_name.c_str(), 0) == 0);
+    if (name_matches && fnmatch(e.device_glob.c_str(), device.c_str(), 0) == 0) return &e;
+  }
+  return nullptr;
+}
+
+const ExpectedFailures::Entry* ExpectedFailures::at_line(int line) const {
   for (const auto& e : entries_)
-    if (fnmatch(e.test_glob.c_str(), test.c_str(), 0) == 0 &&
-        fnmatch(e.device_glob.c_str(), device.c_str(), 0) == 0)
-      return &e;
+    if (e.line == line) return &e;
   return nullptr;
 }
 

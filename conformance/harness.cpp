@@ -126,4 +126,15 @@ xhal_counters_t counters(xhal_device_t dev) {
   return c;
 }
 
+OpCounters::OpCounters(xhal_device_t dev, uint64_t launches) : dev_(dev), launches_(launches) {
+  EXPECT_EQ(xhal_device_synchronize(dev_), XHAL_OK) << xhal_last_error();
+  before_ = counters(dev_);
+}
+
+OpCounters::~OpCounters() {
+  EXPECT_EQ(xhal_device_synchronize(dev_), XHAL_OK) << xhal_last_error();
+  const xhal_counters_t after = counters(dev_);
+  XHAL_CONF_EXPECT_OP_COUNTERS(before_, after, launches_);
+}
+
 }  // namespace xhal::conf

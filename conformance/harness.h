@@ -70,13 +70,43 @@ xhal_tensor_t tensor(xhal_buffer_t buf, xhal_dtype_t dtype, std::vector<int64_t>
 void poison(xhal_buffer_t buf);
 bool is_poison(float v);
 
-// Counters of the device; ops must not move the transfer counters.
+// Counters of the device (docs/plugin-guide.md "Counters"). Ops, copies and
+// fills must not move the transfer counters; each op call that reaches the
+// plugin counts at least one kernel launch.
 xhal_counters_t counters(xhal_device_t dev);
-#define XHAL_CONF_EXPECT_NO_HOST_TRANSFER(before, after)                            \
-  do {                                                                              \
-    EXPECT_EQ((before).host_to_device_transfers, (after).host_to_device_transfers); \
-    EXPECT_EQ((before).device_to_host_transfers, (after).device_to_host_transfers); \
+#define XHAL_CONF_EXPECT_NO_HOST_TRANSFER(before, after)                                     \
+  do {                                                                                       \
+    EXPECT_EQ((before).host_to_device_transfers, (after).host_to_device_transfers)           \
+        << "host-to-device transfers during device work (docs/plugin-guide.md \"Counters\")"; \
+    EXPECT_EQ((before).device_to_host_transfers, (after).device_to_host_transfers)           \
+        << "device-to-host transfers during device work (docs/plugin-guide.md \"Counters\")"; \
   } while (0)
+// No transfer, and at least `launches` more kernel launches: one per op call
+// that reaches its slot (0 for a call the core completes itself: an empty
+// tensor, a permute that is a plain copy).
+#define XHAL_CONF_EXPECT_OP_COUNTERS(before, after, launches)                          \
+  do {                                                                                 \
+    XHAL_CONF_EXPECT_NO_HOST_TRANSFER(before, after);                                  \
+    EXPECT_GE((after).kernel_launches, (before).kernel_launches + (launches))          \
+        << "kernel_launches moved by " << (after).kernel_launches - (before).kernel_launches \
+        << " over " << (launches) << " op call(s) that reached the plugin; each counts its " \
+        << "device work (docs/plugin-guide.md \"Counters\")";                         \
+  } while (0)
+
+// The same check for the op calls made while it lives: synchronises and
+// reads the counters when created and when it ends.
+class OpCounters {
+ public:
+  OpCounters(xhal_device_t dev, uint64_t launches);
+  ~OpCounters();
+  OpCounters(const OpCounters&) = delete;
+  OpCounters& operator=(const OpCounters&) = delete;
+
+ private:
+  xhal_device_t dev_;
+  uint64_t launches_;
+  xhal_counters_t before_{};
+};
 
 // Release helper for gtest bodies.
 struct BufferGuard {

@@ -198,7 +198,7 @@ bool run_isolated(const IsolationOptions& o, const ExpectedFailures& xfail, bool
                                   " during this test (crash isolation: the remaining tests ran "
                                   "in a new process)";
       std::printf("[  FAILED  ] %s: %s\n", t.name.c_str(), message.c_str());
-      report().add_died(t.test, t.device, t.op, message, xfail);
+      report().add_died(t.test, t.name, t.device, t.op, message, xfail);
       done.push_back(t.name);
       continue;
     }

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <list>
 #include <string>
 #include <vector>
 
@@ -55,6 +56,37 @@ const char* kUsage =
     "                            its process is killed (default 600; 0: no limit)\n"
     "Exit: 0 all passed (or no device), 1 a test failed or an expected failure\n"
     "passed, 2 bad usage or setup (plugin rejected, runtime error, ...).\n";
+
+// --gtest_filter in the report's form: gtest names a device test
+// "Devices/Suite.Name/cpu_0", the report and the expected-failures file
+// "Suite.Name". Each pattern P without a '/' also gets "Devices/P/*", so
+// `--gtest_filter=SoftmaxTest.*` selects the softmax tests on every device
+// (docs/conformance.md "Test names"); gtest's own form still works.
+std::string filter_in_both_forms(const std::string& filter) {
+  std::string out;
+  size_t begin = 0;
+  bool negative = false;
+  while (begin <= filter.size()) {
+    size_t end = filter.find_first_of(":-", begin);
+    if (end == std::string::npos) end = filter.size();
+    const std::string p = filter.substr(begin, end - begin);
+    if (!p.empty()) {
+      out += p;
+      if (p.find('/') == std::string::npos) out += ":Devices/" + p + "/*";
+    }
+    if (end == filter.size()) break;
+    if (filter[end] == '-' && !negative) {
+      out += "-";
+      negative = true;
+    } else if (filter[end] == '-') {
+      out += "-";  // a '-' inside the negative part: part of a name, as gtest reads it
+    } else {
+      out += ":";
+    }
+    begin = end + 1;
+  }
+  return out;
+}
 
 // Takes our options out of argv, leaving argv[0] and every other argument
 // (the --gtest_* flags) for InitGoogleTest. Returns false on bad usage.
@@ -112,6 +144,11 @@ bool parse_options(int* argc, char** argv, Options* o) {
     } else if (a == "--help" || a == "-h") {
       o->help = true;
       argv[kept++] = argv[i];  // gtest prints its flags too
+    } else if (a.rfind("--gtest_filter=", 0) == 0 || a.rfind("-gtest_filter=", 0) == 0) {
+      static std::list<std::string> rewritten;  // argv points into it until exit
+      const size_t eq = a.find('=');
+      rewritten.push_back(a.substr(0, eq + 1) + filter_in_both_forms(a.substr(eq + 1)));
+      argv[kept++] = rewritten.back().data();
     } else if (a.rfind("--gtest_", 0) == 0 || a.rfind("-gtest_", 0) == 0) {
       argv[kept++] = argv[i];
     } else {
@@ -124,15 +161,15 @@ bool parse_options(int* argc, char** argv, Options* o) {
   return true;
 }
 
-struct PluginSummary {
+struct PluginCandidates {
   int loaded = 0, rejected = 0, skipped = 0;
   std::string skipped_names;
   uint64_t loaded_devices = 0;
   std::string plugin_rejection;  // reason the --plugin file was rejected
 };
 
-PluginSummary list_plugins(const Options& o, bool print) {
-  PluginSummary s;
+PluginCandidates list_plugins(const Options& o, bool print) {
+  PluginCandidates s;
   uint32_t n = 0;
   if (xhal_plugin_count(&n) != XHAL_OK) return s;
   for (uint32_t i = 0; i < n; ++i) {
@@ -213,7 +250,7 @@ int main(int argc, char** argv) {
                  xhal_last_error());
     return kExitSetup;
   }
-  PluginSummary plugins = list_plugins(o, !test_process);
+  PluginCandidates plugins = list_plugins(o, !test_process);
 
   uint32_t count = 0;
   xhal_status_t st = xhal_device_count(&count);
@@ -312,6 +349,7 @@ int main(int argc, char** argv) {
     ad_hoc_failed = ::testing::UnitTest::GetInstance()->ad_hoc_test_result().Failed();
   }
 
+  report().settle_glob_entries(xfail);
   bool failed = report().failed() || ad_hoc_failed;
   report().print_summary();
   const bool any_expected_failure =

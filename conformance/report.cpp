@@ -55,6 +55,59 @@ const char* level_name(Level level) {
 
 const char* op_name(xhal_op_t op) { return xhal_op_name(op); }
 
+namespace {
+
+// The op verdicts from worst to best.
+const char* const kOpVerdicts[] = {"fail", "expected-failure", "pass", "unsupported", "untested"};
+
+int verdict_rank(const std::string& verdict) {
+  for (int i = 0; i < 5; ++i)
+    if (verdict == kOpVerdicts[i]) return i;
+  return 4;
+}
+
+}  // namespace
+
+OpVerdict merge_op_verdicts(const OpVerdict& a, const OpVerdict& b) {
+  if (a.verdict == "pass" && b.verdict == "pass") return {"pass", std::min(a.level, b.level)};
+  return verdict_rank(a.verdict) <= verdict_rank(b.verdict) ? a : b;
+}
+
+OpVerdicts Report::op_verdicts(const std::string& device) const {
+  struct Seen {
+    bool fail = false, expected = false, pass = false, unsupported = false;
+    std::optional<Level> level;  // lowest over the passing tests that measured one
+  };
+  std::map<xhal_op_t, Seen> seen;
+  for (const auto& r : records_) {
+    if (r.device != device || !r.op) continue;
+    Seen& s = seen[*r.op];
+    if (r.status == "fail" || r.status == "unexpected-pass") {
+      s.fail = true;
+    } else if (r.status == "expected-failure") {
+      s.expected = true;
+    } else if (r.status == "pass") {
+      s.pass = true;
+      if (r.level && (!s.level || *r.level < *s.level)) s.level = r.level;
+    } else if (r.status == "unsupported") {
+      s.unsupported = true;
+    }
+  }
+  OpVerdicts v;
+  for (int i = 0; i < XHAL_OP_COUNT_; ++i) {
+    const auto op = static_cast<xhal_op_t>(i);
+    const Seen s = seen.count(op) ? seen[op] : Seen{};
+    OpVerdict& out = v[op];
+    out.verdict = s.fail          ? "fail"
+                  : s.expected    ? "expected-failure"
+                  : s.pass        ? "pass"
+                  : s.unsupported ? "unsupported"
+                                  : "untested";
+    out.level = s.level.value_or(Level::kNone);
+  }
+  return v;
+}
+
 Report& report() {
   static Report r;
   return r;
@@ -99,15 +152,16 @@ void Report::journal(const std::string& line) const {
   }
 }
 
-void Report::add_died(const std::string& test, const std::string& device,
-                      std::optional<xhal_op_t> op, const std::string& message,
-                      const ExpectedFailures& xfail) {
+void Report::add_died(const std::string& test, const std::string& gtest_name,
+                      const std::string& device, std::optional<xhal_op_t> op,
+                      const std::string& message, const ExpectedFailures& xfail) {
   TestRecord r;
   r.test = test;
   r.device = device;
   r.op = op;
   r.message = message;
-  if (const ExpectedFailures::Entry* expected = xfail.match(r.test, r.device)) {
+  if (const ExpectedFailures::Entry* expected = xfail.match(r.test, r.device, gtest_name)) {
+    r.xfail_line = expected->line;
     r.status = "expected-failure";
     r.message = "expected failure (" + xfail.source + ":" + std::to_string(expected->line) +
                 "): " + r.message;
@@ -119,8 +173,10 @@ void Report::add_died(const std::string& test, const std::string& device,
 }
 
 std::string record_to_json(const TestRecord& r) {
-  nlohmann::json j = {{"test", r.test},     {"device", r.device},   {"unsupported", r.unsupported},
-                      {"status", r.status}, {"message", r.message}, {"seed_count", r.seed_count}};
+  nlohmann::json j = {{"test", r.test},           {"device", r.device},
+                      {"unsupported", r.unsupported}, {"status", r.status},
+                      {"message", r.message},         {"seed_count", r.seed_count},
+                      {"xfail_line", r.xfail_line}};
   if (r.op) j["op"] = static_cast<int>(*r.op);
   if (r.level) j["level"] = static_cast<int>(*r.level);
   return j.dump();
@@ -135,6 +191,7 @@ TestRecord record_from_json(const std::string& text) {
   r.status = j.at("status").get<std::string>();
   r.message = j.at("message").get<std::string>();
   r.seed_count = j.at("seed_count").get<uint64_t>();
+  r.xfail_line = j.value("xfail_line", 0);
   if (j.contains("op")) r.op = static_cast<xhal_op_t>(j["op"].get<int>());
   if (j.contains("level")) r.level = static_cast<Level>(j["level"].get<int>());
   return r;
@@ -152,7 +209,9 @@ void Report::end(const ::testing::TestInfo& info, const ExpectedFailures& xfail)
   TestRecord r = std::move(pending_);
   current_ = nullptr;
   const ::testing::TestResult& result = *info.result();
-  const ExpectedFailures::Entry* expected = xfail.match(r.test, r.device);
+  const ExpectedFailures::Entry* expected =
+      xfail.match(r.test, r.device, std::string(info.test_suite_name()) + "." + info.name());
+  if (expected) r.xfail_line = expected->line;
   if (result.Failed()) {
     r.status = expected ? "expected-failure" : "fail";
     if (expected)
@@ -160,7 +219,7 @@ void Report::end(const ::testing::TestInfo& info, const ExpectedFailures& xfail)
                   "): " + r.message;
   } else if (result.Skipped()) {
     r.status = r.unsupported ? "unsupported" : "skipped";
-  } else if (expected) {
+  } else if (expected && !expected->is_glob()) {
     r.status = "unexpected-pass";
     r.message = "passed, but listed as an expected failure at " + xfail.source + ":" +
                 std::to_string(expected->line) + "; remove the entry";
@@ -175,6 +234,24 @@ void Report::end(const ::testing::TestInfo& info, const ExpectedFailures& xfail)
             ",\"record\":" + record_to_json(r) + "}");
   }
   records_.push_back(std::move(r));
+}
+
+void Report::settle_glob_entries(const ExpectedFailures& xfail) {
+  std::map<int, bool> kept_alive;  // glob entry line -> one of its tests failed as listed
+  auto glob_of = [&](const TestRecord& r) -> const ExpectedFailures::Entry* {
+    const ExpectedFailures::Entry* e = r.xfail_line ? xfail.at_line(r.xfail_line) : nullptr;
+    return e && e->is_glob() ? e : nullptr;
+  };
+  for (const auto& r : records_)
+    if (glob_of(r)) kept_alive[r.xfail_line] |= r.status == "expected-failure";
+  for (auto& r : records_) {
+    const ExpectedFailures::Entry* e = glob_of(r);
+    if (!e || kept_alive[r.xfail_line] || r.status != "pass") continue;
+    r.status = "unexpected-pass";
+    r.message = "passed, and so did every other test that the expected-failure glob '" +
+                e->test_glob + "' at " + xfail.source + ":" + std::to_string(e->line) +
+                " matched in this run; remove the entry";
+  }
 }
 
 bool Report::failed() const {
@@ -211,14 +288,22 @@ bool Report::write_json(const std::string& path) const {
     j["ops"].push_back({{"op", key.first},
                         {"device", key.second},
                         {"level", level_name(lv.value_or(Level::kNone))}});
-  // One section per device: what it is, then its own counts, verdict and op
-  // levels (the results stay in one list, each naming its device).
+  // One section per device: what it is, then its own counts, verdict, op
+  // levels and op verdicts (the results stay in one list, each naming its
+  // device).
+  auto verdict_json = [](const OpVerdict& v) {
+    json o = {{"verdict", v.verdict}};
+    if (v.verdict == "pass") o["level"] = level_name(v.level);
+    return o;
+  };
   j["devices"] = json::array();
   for (const auto& d : devices_) {
     const DeviceSummary s = device_summary(d.name);
     json device_ops = json::object();
     for (const auto& [key, lv] : ops)
       if (key.second == d.name) device_ops[key.first] = level_name(lv.value_or(Level::kNone));
+    json verdicts = json::object();
+    for (const auto& [op, v] : op_verdicts(d.name)) verdicts[op_name(op)] = verdict_json(v);
     j["devices"].push_back({{"name", d.name},
                             {"device_name", d.device_name},
                             {"backend", d.backend},
@@ -227,7 +312,26 @@ bool Report::write_json(const std::string& path) const {
                             {"plugin_version", d.plugin_version},
                             {"verdict", s.verdict},
                             {"summary", s.counts},
-                            {"ops", std::move(device_ops)}});
+                            {"ops", std::move(device_ops)},
+                            {"op_verdicts", std::move(verdicts)}});
+  }
+  // One section per plugin: the verdict of the backend as a whole, every op
+  // under exactly one of the op verdicts (what a certification reads).
+  j["plugins"] = json::array();
+  for (const PluginSummary& p : plugin_summaries()) {
+    json by_verdict = json::object();
+    for (const char* v : kOpVerdicts)
+      by_verdict[v] = std::string(v) == "pass" ? json::object() : json::array();
+    for (const auto& [op, v] : p.ops) {
+      if (v.verdict == "pass") by_verdict["pass"][op_name(op)] = level_name(v.level);
+      else by_verdict[v.verdict].push_back(op_name(op));
+    }
+    j["plugins"].push_back({{"backend", p.backend},
+                            {"plugin_path", p.plugin_path},
+                            {"plugin_version", p.plugin_version},
+                            {"devices", p.devices},
+                            {"verdict", p.verdict},
+                            {"ops", std::move(by_verdict)}});
   }
   std::ofstream out(path);
   if (!out) {
@@ -249,6 +353,33 @@ DeviceSummary Report::device_summary(const std::string& device) const {
   return s;
 }
 
+std::vector<PluginSummary> Report::plugin_summaries() const {
+  std::vector<PluginSummary> plugins;
+  for (const auto& d : devices_) {
+    auto it = std::find_if(plugins.begin(), plugins.end(), [&](const PluginSummary& p) {
+      return p.backend == d.backend && p.plugin_path == d.plugin_path;
+    });
+    const OpVerdicts verdicts = op_verdicts(d.name);
+    const std::string device_verdict = device_summary(d.name).verdict;
+    if (it == plugins.end()) {
+      PluginSummary p;
+      p.backend = d.backend;
+      p.plugin_path = d.plugin_path;
+      p.plugin_version = d.plugin_version;
+      p.devices.push_back(d.name);
+      p.verdict = device_verdict;
+      p.ops = verdicts;
+      plugins.push_back(std::move(p));
+      continue;
+    }
+    it->devices.push_back(d.name);
+    if (device_verdict == "fail" || it->verdict == "fail") it->verdict = "fail";
+    else if (device_verdict == "pass" || it->verdict == "pass") it->verdict = "pass";
+    for (auto& [op, v] : it->ops) v = merge_op_verdicts(v, verdicts.at(op));
+  }
+  return plugins;
+}
+
 void Report::print_summary() const {
   std::map<std::string, int> counts;
   for (const auto& r : records_) ++counts[r.status];
@@ -265,9 +396,23 @@ void Report::print_summary() const {
       std::printf("\n");
     }
   }
+  // Per plugin, its ops by verdict.
+  for (const PluginSummary& p : plugin_summaries()) {
+    std::printf("  plugin %s: %s\n", p.backend.c_str(), p.verdict.c_str());
+    for (const char* verdict : kOpVerdicts) {
+      std::string list;
+      for (const auto& [op, v] : p.ops) {
+        if (v.verdict != verdict) continue;
+        list += std::string(list.empty() ? "" : ", ") + op_name(op);
+        if (v.verdict == "pass") list += std::string(" (") + level_name(v.level) + ")";
+      }
+      if (!list.empty()) std::printf("    ops %s: %s\n", verdict, list.c_str());
+    }
+  }
   for (const auto& r : records_)
     if (r.status == "fail" || r.status == "unexpected-pass" || r.status == "expected-failure")
-      std::printf("  %-16s %s [%s]\n", r.status.c_str(), r.test.c_str(), r.device.c_str());
+      std::printf("  %-16s %s [%s]%s%s\n", r.status.c_str(), r.test.c_str(), r.device.c_str(),
+                  r.op ? " op " : "", r.op ? op_name(*r.op) : "");
 }
 
 void ReportListener::OnTestStart(const ::testing::TestInfo& info) { report().begin(info); }

@@ -24,6 +24,7 @@ struct TestRecord {
   std::string status;  // pass|fail|unsupported|skipped|expected-failure|unexpected-pass
   std::string message;
   uint64_t seed_count = 0;  // fresh_seed() calls so far
+  int xfail_line = 0;       // the expected-failures entry that matched (its line), or 0
 };
 
 struct DeviceRecord {
@@ -42,6 +43,33 @@ struct DeviceRecord {
 struct DeviceSummary {
   std::map<std::string, int> counts;
   std::string verdict;
+};
+
+// What a run says about one op on one device, and merged over the devices
+// of one plugin (docs/conformance.md "Op verdicts"): "fail" when a test of
+// the op failed (or passed although listed as an expected failure), else
+// "expected-failure" when one failed as listed, else "pass" when one passed
+// (with `level`, the lowest level its passing tests demonstrated; none when
+// no passing test measured one), else "unsupported" when the device lacks
+// the op, else "untested" (no test of the op ran, or each was skipped).
+struct OpVerdict {
+  std::string verdict;
+  Level level = Level::kNone;  // meaningful for "pass" only
+};
+// Every op of xhal_op_t gets one.
+using OpVerdicts = std::map<xhal_op_t, OpVerdict>;
+// The verdict of one op over several devices: the worst of them, where an
+// op that passed on one device and is unsupported on another is "pass".
+OpVerdict merge_op_verdicts(const OpVerdict& a, const OpVerdict& b);
+
+// The devices of one plugin file and what the run says about it: "fail"
+// if one of its devices failed, else "pass" if one passed, else "none";
+// each op's verdict merged over the devices.
+struct PluginSummary {
+  std::string backend, plugin_path, plugin_version;
+  std::vector<std::string> devices;
+  std::string verdict;
+  OpVerdicts ops;
 };
 
 const char* level_name(Level level);
@@ -66,8 +94,13 @@ class Report {
   void note_op(xhal_op_t op);
   void journal_finished(bool ad_hoc_failed);
   void add_record(TestRecord r) { records_.push_back(std::move(r)); }
-  void add_died(const std::string& test, const std::string& device, std::optional<xhal_op_t> op,
-                const std::string& message, const ExpectedFailures& xfail);
+  void add_died(const std::string& test, const std::string& gtest_name, const std::string& device,
+                std::optional<xhal_op_t> op, const std::string& message,
+                const ExpectedFailures& xfail);
+  // After the last test: a glob entry of the expected-failures file none of
+  // whose tests failed is stale, and the tests it matched that passed
+  // become "unexpected-pass" (docs/conformance.md "Expected failures").
+  void settle_glob_entries(const ExpectedFailures& xfail);
 
   // Exit status: non-zero iff a test failed or an expected failure passed.
   bool failed() const;
@@ -76,6 +109,8 @@ class Report {
   bool write_json(const std::string& path) const;
   void print_summary() const;
   DeviceSummary device_summary(const std::string& device) const;
+  OpVerdicts op_verdicts(const std::string& device) const;
+  std::vector<PluginSummary> plugin_summaries() const;
 
  private:
   std::vector<DeviceRecord> devices_;

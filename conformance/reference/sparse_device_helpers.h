@@ -22,6 +22,21 @@
 
 namespace xhal::conf::sparse {
 
+// Fixture of the tests of one sparse op: a device without the op (no slot,
+// or no f32 in its device info) makes each of them "unsupported", not
+// failed (xhal_csr_create itself is XHAL_UNSUPPORTED on a device without
+// sparse ops). A test that also calls another op adds
+// XHAL_CONF_REQUIRE_ALSO(other).
+template <xhal_op_t Op>
+class SparseOpTest : public DeviceTest {
+ protected:
+  void SetUp() override {
+    DeviceTest::SetUp();
+    if (HasFatalFailure()) return;
+    XHAL_CONF_REQUIRE_OP(Op);
+  }
+};
+
 // Owns a device matrix handle.
 class Matrix {
  public:
@@ -122,10 +137,12 @@ inline void rewrite(const xhal_tensor_t& t, const std::vector<float>& v) {
 }
 
 // Runs `op` between two counter snapshots (after a synchronize) and expects
-// no host transfer. d2h_only: host-to-device uploads are allowed (spgemm
-// uploads the pattern it computed on the host).
+// no host transfer and at least `launches` kernel launches (one per op call
+// that reaches the plugin; 0 for work the core does itself). d2h_only:
+// host-to-device uploads are allowed (spgemm uploads the pattern it
+// computed on the host).
 inline xhal_status_t run_on_device(xhal_device_t dev, const std::function<xhal_status_t()>& op,
-                                   bool d2h_only = false) {
+                                   bool d2h_only = false, uint64_t launches = 1) {
   EXPECT_EQ(xhal_device_synchronize(dev), XHAL_OK);
   const xhal_counters_t before = counters(dev);
   const xhal_status_t st = op();
@@ -134,8 +151,9 @@ inline xhal_status_t run_on_device(xhal_device_t dev, const std::function<xhal_s
   const xhal_counters_t after = counters(dev);
   if (d2h_only) {
     EXPECT_EQ(before.device_to_host_transfers, after.device_to_host_transfers);
+    EXPECT_GE(after.kernel_launches, before.kernel_launches + launches);
   } else {
-    XHAL_CONF_EXPECT_NO_HOST_TRANSFER(before, after);
+    XHAL_CONF_EXPECT_OP_COUNTERS(before, after, launches);
   }
   EXPECT_EQ(st, XHAL_OK) << xhal_status_name(st) << ": " << message;
   return st;

@@ -69,7 +69,7 @@ TEST_P(RmsNormTest, Forward) {
         << xhal_last_error();
     ASSERT_EQ(xhal_device_synchronize(dev), XHAL_OK);
     xhal_counters_t after = counters(dev);
-    XHAL_CONF_EXPECT_NO_HOST_TRANSFER(before, after);
+    XHAL_CONF_EXPECT_OP_COUNTERS(before, after, 2);
     std::vector<float> cy(y.count), cr(rstd.count);
     canon::rms_norm_forward(d.x.data(), d.gamma.data(), s.rows, s.n, kEps, cy.data(), cr.data());
     auto r = ref64::rms_norm_forward(d.x.data(), d.gamma.data(), s.rows, s.n, kEps);
@@ -102,7 +102,7 @@ TEST_P(RmsNormTest, Backward) {
         << xhal_last_error();
     ASSERT_EQ(xhal_device_synchronize(dev), XHAL_OK);
     xhal_counters_t after = counters(dev);
-    XHAL_CONF_EXPECT_NO_HOST_TRANSFER(before, after);
+    XHAL_CONF_EXPECT_OP_COUNTERS(before, after, 2);
     std::vector<float> cdx(dx.count), cdg(dg.count);
     canon::rms_norm_backward(d.x.data(), d.gamma.data(), rs.data(), d.dy.data(), s.rows, s.n,
                              cdx.data(), cdg.data());
@@ -134,7 +134,7 @@ TEST_P(LayerNormTest, Forward) {
         << xhal_last_error();
     ASSERT_EQ(xhal_device_synchronize(dev), XHAL_OK);
     xhal_counters_t after = counters(dev);
-    XHAL_CONF_EXPECT_NO_HOST_TRANSFER(before, after);
+    XHAL_CONF_EXPECT_OP_COUNTERS(before, after, 2);
     std::vector<float> cy(y.count), cm(mean.count), cr(rstd.count);
     canon::layer_norm_forward(d.x.data(), d.gamma.data(), d.beta.data(), s.rows, s.n, kEps,
                               cy.data(), cm.data(), cr.data());
@@ -175,7 +175,7 @@ TEST_P(LayerNormTest, Backward) {
         << xhal_last_error();
     ASSERT_EQ(xhal_device_synchronize(dev), XHAL_OK);
     xhal_counters_t after = counters(dev);
-    XHAL_CONF_EXPECT_NO_HOST_TRANSFER(before, after);
+    XHAL_CONF_EXPECT_OP_COUNTERS(before, after, 2);
     std::vector<float> cdx(dx.count), cdg(dg.count), cdb(db.count);
     canon::layer_norm_backward(d.x.data(), d.gamma.data(), mu.data(), rs.data(), d.dy.data(),
                                s.rows, s.n, cdx.data(), cdg.data(), cdb.data());
@@ -192,6 +192,7 @@ TEST_P(LayerNormTest, Backward) {
 // In place: y may be x (forward), dx may be dy (backward).
 TEST_P(RmsNormTest, InPlace) {
   XHAL_CONF_REQUIRE_OP(XHAL_OP_RMS_NORM_FORWARD);
+  XHAL_CONF_REQUIRE_ALSO(XHAL_OP_RMS_NORM_BACKWARD);
   const Shape s{37, 3000};
   Data d = make_data(s);
   std::vector<float> cy(s.rows * s.n), cr(s.rows), cdx(s.rows * s.n), cdg(s.n);
@@ -208,9 +209,12 @@ TEST_P(RmsNormTest, InPlace) {
   xhal_tensor_t gt = tensor(gb, XHAL_DTYPE_F32, {s.n}), rt = tensor(rb, XHAL_DTYPE_F32, {s.rows});
   xhal_tensor_t dyt = tensor(dyb, XHAL_DTYPE_F32, {s.rows, s.n}),
                 dgt = tensor(dgb, XHAL_DTYPE_F32, {s.n});
-  ASSERT_EQ(xhal_rms_norm_forward(dev, &xt, &gt, kEps, &xt, &rt), XHAL_OK) << xhal_last_error();
-  ASSERT_EQ(xhal_rms_norm_backward(dev, &x2t, &gt, &rt, &dyt, &dyt, &dgt), XHAL_OK)
-      << xhal_last_error();
+  {
+    OpCounters work(dev, 2);
+    ASSERT_EQ(xhal_rms_norm_forward(dev, &xt, &gt, kEps, &xt, &rt), XHAL_OK) << xhal_last_error();
+    ASSERT_EQ(xhal_rms_norm_backward(dev, &x2t, &gt, &rt, &dyt, &dyt, &dgt), XHAL_OK)
+        << xhal_last_error();
+  }
   auto rf = ref64::rms_norm_forward(d.x.data(), d.gamma.data(), s.rows, s.n, kEps);
   auto rbk =
       ref64::rms_norm_backward(d.x.data(), d.gamma.data(), cr.data(), d.dy.data(), s.rows, s.n);
@@ -227,6 +231,7 @@ TEST_P(RmsNormTest, InPlace) {
 // float64 forward (loss = sum dy * y): dx, dgamma (and dbeta).
 TEST_P(RmsNormTest, BackwardMatchesFiniteDifferences) {
   XHAL_CONF_REQUIRE_OP(XHAL_OP_RMS_NORM_BACKWARD);
+  XHAL_CONF_REQUIRE_ALSO(XHAL_OP_RMS_NORM_FORWARD);
   const Shape s{3, 9};
   Data d = make_data(s);
   BufferGuard g;
@@ -238,9 +243,12 @@ TEST_P(RmsNormTest, BackwardMatchesFiniteDifferences) {
   xhal_tensor_t dyt = tensor(dyb, XHAL_DTYPE_F32, {3, 9}), yt = tensor(yb, XHAL_DTYPE_F32, {3, 9});
   xhal_tensor_t rt = tensor(rb, XHAL_DTYPE_F32, {3}), dxt = tensor(dxb, XHAL_DTYPE_F32, {3, 9});
   xhal_tensor_t dgt = tensor(dgb, XHAL_DTYPE_F32, {9});
-  ASSERT_EQ(xhal_rms_norm_forward(dev, &xt, &gt, kEps, &yt, &rt), XHAL_OK) << xhal_last_error();
-  ASSERT_EQ(xhal_rms_norm_backward(dev, &xt, &gt, &rt, &dyt, &dxt, &dgt), XHAL_OK)
-      << xhal_last_error();
+  {
+    OpCounters work(dev, 2);
+    ASSERT_EQ(xhal_rms_norm_forward(dev, &xt, &gt, kEps, &yt, &rt), XHAL_OK) << xhal_last_error();
+    ASSERT_EQ(xhal_rms_norm_backward(dev, &xt, &gt, &rt, &dyt, &dxt, &dgt), XHAL_OK)
+        << xhal_last_error();
+  }
   std::vector<float> dx = download_f32(dxb, 27), dg = download_f32(dgb, 9);
   std::vector<double> x(d.x.begin(), d.x.end()), gm(d.gamma.begin(), d.gamma.end()),
       dy(d.dy.begin(), d.dy.end());
@@ -260,6 +268,7 @@ TEST_P(RmsNormTest, BackwardMatchesFiniteDifferences) {
 
 TEST_P(LayerNormTest, BackwardMatchesFiniteDifferences) {
   XHAL_CONF_REQUIRE_OP(XHAL_OP_LAYER_NORM_BACKWARD);
+  XHAL_CONF_REQUIRE_ALSO(XHAL_OP_LAYER_NORM_FORWARD);
   const Shape s{3, 9};
   Data d = make_data(s);
   BufferGuard g;
@@ -274,10 +283,13 @@ TEST_P(LayerNormTest, BackwardMatchesFiniteDifferences) {
   xhal_tensor_t yt = tensor(yb, XHAL_DTYPE_F32, {3, 9}), mt = tensor(mb, XHAL_DTYPE_F32, {3});
   xhal_tensor_t rt = tensor(rb, XHAL_DTYPE_F32, {3}), dxt = tensor(dxb, XHAL_DTYPE_F32, {3, 9});
   xhal_tensor_t dgt = tensor(dgb, XHAL_DTYPE_F32, {9}), dbt = tensor(dbb, XHAL_DTYPE_F32, {9});
-  ASSERT_EQ(xhal_layer_norm_forward(dev, &xt, &gt, &bt, kEps, &yt, &mt, &rt), XHAL_OK)
-      << xhal_last_error();
-  ASSERT_EQ(xhal_layer_norm_backward(dev, &xt, &gt, &mt, &rt, &dyt, &dxt, &dgt, &dbt), XHAL_OK)
-      << xhal_last_error();
+  {
+    OpCounters work(dev, 2);
+    ASSERT_EQ(xhal_layer_norm_forward(dev, &xt, &gt, &bt, kEps, &yt, &mt, &rt), XHAL_OK)
+        << xhal_last_error();
+    ASSERT_EQ(xhal_layer_norm_backward(dev, &xt, &gt, &mt, &rt, &dyt, &dxt, &dgt, &dbt), XHAL_OK)
+        << xhal_last_error();
+  }
   std::vector<float> dx = download_f32(dxb, 27), dg = download_f32(dgb, 9),
                      db = download_f32(dbb, 9);
   std::vector<double> x(d.x.begin(), d.x.end()), gm(d.gamma.begin(), d.gamma.end()),
@@ -301,6 +313,7 @@ TEST_P(LayerNormTest, BackwardMatchesFiniteDifferences) {
 
 TEST_P(LayerNormTest, EmptyRows) {
   XHAL_CONF_REQUIRE_OP(XHAL_OP_LAYER_NORM_FORWARD);
+  XHAL_CONF_REQUIRE_ALSO(XHAL_OP_RMS_NORM_FORWARD);
   // rows = 0: y, mean and rstd are empty; nothing is written.
   BufferGuard g;
   std::vector<float> gamma = random_floats(5, fresh_seed()), beta = random_floats(5, fresh_seed());
@@ -310,9 +323,12 @@ TEST_P(LayerNormTest, EmptyRows) {
   xhal_tensor_t xt = tensor(xb, XHAL_DTYPE_F32, {0, 5}), yt = tensor(yb, XHAL_DTYPE_F32, {0, 5});
   xhal_tensor_t gt = tensor(gb, XHAL_DTYPE_F32, {5}), bt = tensor(bb, XHAL_DTYPE_F32, {5});
   xhal_tensor_t mt = tensor(mb, XHAL_DTYPE_F32, {0}), rt = tensor(rb, XHAL_DTYPE_F32, {0});
-  EXPECT_EQ(xhal_layer_norm_forward(dev, &xt, &gt, &bt, kEps, &yt, &mt, &rt), XHAL_OK)
-      << xhal_last_error();
-  EXPECT_EQ(xhal_rms_norm_forward(dev, &xt, &gt, kEps, &yt, &rt), XHAL_OK) << xhal_last_error();
+  {
+    OpCounters work(dev, 0);  // empty: the core returns before the plugin
+    EXPECT_EQ(xhal_layer_norm_forward(dev, &xt, &gt, &bt, kEps, &yt, &mt, &rt), XHAL_OK)
+        << xhal_last_error();
+    EXPECT_EQ(xhal_rms_norm_forward(dev, &xt, &gt, kEps, &yt, &rt), XHAL_OK) << xhal_last_error();
+  }
   for (xhal_buffer_t b : {yb, mb, rb}) EXPECT_TRUE(all_poison(download_f32(b, 4)));
 }
 
@@ -330,8 +346,12 @@ TEST_P(LayerNormTest, ZeroRowsGiveZeroParameterGradients) {
                 stats = tensor(empty, XHAL_DTYPE_F32, {0});
   xhal_tensor_t dx = tensor(empty, XHAL_DTYPE_F32, {0, n}), gt = tensor(gb, XHAL_DTYPE_F32, {n});
   xhal_tensor_t dgt = tensor(dgb, XHAL_DTYPE_F32, {n}), dbt = tensor(dbb, XHAL_DTYPE_F32, {n});
-  ASSERT_EQ(xhal_layer_norm_backward(dev, &x, &gt, &stats, &stats, &x, &dx, &dgt, &dbt), XHAL_OK)
-      << xhal_last_error();
+  {
+    OpCounters work(dev, 0);  // the core writes the +0 sums with a fill
+    ASSERT_EQ(xhal_layer_norm_backward(dev, &x, &gt, &stats, &stats, &x, &dx, &dgt, &dbt),
+              XHAL_OK)
+        << xhal_last_error();
+  }
   std::vector<float> zeros(n, 0.0f);
   BitCompare c = compare_bits(download_f32(dgb, n), zeros);
   EXPECT_TRUE(c.equal) << "dgamma: " << c.first;
@@ -351,8 +371,11 @@ TEST_P(RmsNormTest, ZeroRowsGiveZeroParameterGradients) {
                 stats = tensor(empty, XHAL_DTYPE_F32, {0});
   xhal_tensor_t dx = tensor(empty, XHAL_DTYPE_F32, {0, n}), gt = tensor(gb, XHAL_DTYPE_F32, {n});
   xhal_tensor_t dgt = tensor(dgb, XHAL_DTYPE_F32, {n});
-  ASSERT_EQ(xhal_rms_norm_backward(dev, &x, &gt, &stats, &x, &dx, &dgt), XHAL_OK)
-      << xhal_last_error();
+  {
+    OpCounters work(dev, 0);  // the core writes the +0 sums with a fill
+    ASSERT_EQ(xhal_rms_norm_backward(dev, &x, &gt, &stats, &x, &dx, &dgt), XHAL_OK)
+        << xhal_last_error();
+  }
   BitCompare c = compare_bits(download_f32(dgb, n), std::vector<float>(n, 0.0f));
   EXPECT_TRUE(c.equal) << "dgamma: " << c.first;
   EXPECT_TRUE(all_poison(download_f32(empty, 4))) << "an empty tensor was written";

@@ -7,6 +7,9 @@
 namespace xhal::conf::sparse {
 namespace {
 
+// Each test states the ops it calls: a device without them reports the test
+// "unsupported" (xhal_csr_create is XHAL_UNSUPPORTED on a device without
+// sparse ops).
 class CsrCreateTest : public DeviceTest {};
 
 // xhal_csr_read returns exactly the pattern and values of `a`.
@@ -72,6 +75,7 @@ void expect_solve_matches(xhal_device_t dev, xhal_csr_t m, const Csr& a, Rng& rn
 }
 
 TEST_P(CsrCreateTest, CreateFromHostArrays) {
+  XHAL_CONF_REQUIRE_OP(XHAL_OP_SPMV);
   LevelTracker level(XHAL_OP_SPMV);
   Rng rng(test_seed());
   SCOPED_TRACE(seed_note(rng));
@@ -86,6 +90,7 @@ TEST_P(CsrCreateTest, CreateFromHostArrays) {
 }
 
 TEST_P(CsrCreateTest, CreateFromDeviceBuffers) {
+  XHAL_CONF_REQUIRE_OP(XHAL_OP_SPMV);
   LevelTracker level(XHAL_OP_SPMV);
   Rng rng(test_seed());
   SCOPED_TRACE(seed_note(rng));
@@ -102,6 +107,7 @@ TEST_P(CsrCreateTest, CreateFromDeviceBuffers) {
 
 // values NULL (host) or no values buffer: every value starts at +0.0.
 TEST_P(CsrCreateTest, CreateWithoutValuesStartsAtZero) {
+  if (!device_has_sparse_ops(dev)) XHAL_CONF_UNSUPPORTED("the device implements no sparse op");
   Rng rng(test_seed());
   SCOPED_TRACE(seed_note(rng));
   Csr a = random_matrix(30, 20, rng);
@@ -125,6 +131,8 @@ TEST_P(CsrCreateTest, CreateWithoutValuesStartsAtZero) {
 // Training changes values, not topology: replace the values from the host
 // and the ops give the new answers; the pattern stays.
 TEST_P(CsrCreateTest, SetValuesFromHostGivesNewAnswers) {
+  XHAL_CONF_REQUIRE_OP(XHAL_OP_CSR_SOLVE);
+  XHAL_CONF_REQUIRE_ALSO(XHAL_OP_SPMV);
   LevelTracker level(XHAL_OP_CSR_SOLVE);
   Rng rng(test_seed());
   SCOPED_TRACE(seed_note(rng));
@@ -145,6 +153,8 @@ TEST_P(CsrCreateTest, SetValuesFromHostGivesNewAnswers) {
 // Same from a device tensor at a non-zero offset: device to device, no host
 // transfer.
 TEST_P(CsrCreateTest, SetValuesFromDeviceTensorWithoutHostTransfer) {
+  XHAL_CONF_REQUIRE_OP(XHAL_OP_CSR_SOLVE);
+  XHAL_CONF_REQUIRE_ALSO(XHAL_OP_SPMV);
   LevelTracker level(XHAL_OP_CSR_SOLVE);
   Rng rng(test_seed());
   SCOPED_TRACE(seed_note(rng));
@@ -158,17 +168,56 @@ TEST_P(CsrCreateTest, SetValuesFromDeviceTensorWithoutHostTransfer) {
     staged.insert(staged.end(), a.values.begin(), a.values.end());
     BufferGuard g;
     const xhal_tensor_t vt = tensor(g.add(upload(dev, staged)), XHAL_DTYPE_F32, {a.nnz()}, 16);
-    ASSERT_EQ(run_on_device(dev, [&] { return xhal_csr_set_values_tensor(m.get(), &vt); }),
-              XHAL_OK);
+    // A device-to-device copy the core makes: no transfer, no op slot.
+    ASSERT_EQ(
+        run_on_device(dev, [&] { return xhal_csr_set_values_tensor(m.get(), &vt); }, false, 0),
+        XHAL_OK);
     expect_reads_back(m.get(), a, XHAL_DTYPE_I64);
     expect_solve_matches(dev, m.get(), a, rng, level, "x after set_values_tensor");
     expect_spmv_matches(dev, m.get(), a, rng, level, "A x after set_values_tensor");
   }
 }
 
+// The pattern is uploaded once, when the matrix is created: without values
+// (no buffer_write by the core) creating it still moves the host-to-device
+// counters; the ops on it move none (docs/plugin-guide.md "Counters").
+TEST_P(CsrCreateTest, PatternUploadsOnceAtCreation) {
+  XHAL_CONF_REQUIRE_OP(XHAL_OP_SPMV);
+  Rng rng(test_seed());
+  SCOPED_TRACE(seed_note(rng));
+  const Csr a = random_matrix(120, 90, rng);
+  HostDesc h(a, XHAL_DTYPE_I64, false);
+  Matrix m;
+  ASSERT_EQ(xhal_device_synchronize(dev), XHAL_OK);
+  const xhal_counters_t c0 = counters(dev);
+  ASSERT_EQ(xhal_csr_create(dev, &h.desc, m.out()), XHAL_OK) << xhal_last_error();
+  ASSERT_EQ(xhal_device_synchronize(dev), XHAL_OK);
+  const xhal_counters_t c1 = counters(dev);
+  EXPECT_GE(c1.host_to_device_transfers, c0.host_to_device_transfers + 1)
+      << "creating a " << a.rows << " x " << a.cols << " matrix of " << a.nnz()
+      << " entries moved no host-to-device transfer: the pattern's upload must be counted";
+  EXPECT_GT(c1.host_to_device_bytes, c0.host_to_device_bytes);
+  BufferGuard g;
+  const xhal_tensor_t xt = dense(dev, g, random_values(rng, a.cols), {a.cols});
+  const xhal_tensor_t yt = poisoned(dev, g, a.rows, {a.rows});
+  ASSERT_EQ(run_on_device(
+                dev,
+                [&] {
+                  const xhal_status_t s =
+                      xhal_spmv(dev, m.get(), XHAL_TRANSPOSE_NONE, 1.0f, &xt, 0.0f, &yt);
+                  return s != XHAL_OK
+                             ? s
+                             : xhal_spmv(dev, m.get(), XHAL_TRANSPOSE, 1.0f, &yt, 0.0f, &xt);
+                },
+                false, 2),
+            XHAL_OK);
+}
+
 // A matrix, or an operand, of one device used on another: XHAL_WRONG_DEVICE
 // and nothing written.
 TEST_P(CsrCreateTest, WrongDeviceRejected) {
+  if (!device_supports(dev, XHAL_OP_SPMV) || !device_supports(dev, XHAL_OP_CSR_SOLVE))
+    XHAL_CONF_UNSUPPORTED("the test calls spmv and csr_solve; the device lacks one of them");
   uint32_t count = 0;
   ASSERT_EQ(xhal_device_count(&count), XHAL_OK);
   uint32_t other_index = count;

@@ -7,7 +7,7 @@
 namespace xhal::conf::sparse {
 namespace {
 
-class CsrSolveTest : public DeviceTest {};
+class CsrSolveTest : public SparseOpTest<XHAL_OP_CSR_SOLVE> {};
 
 struct SolveCase {
   xhal_transpose_t trans;
@@ -121,6 +121,7 @@ TEST_P(CsrSolveTest, RiverTree200000Reaches) {
 // Solve op(A) x = b on the device, multiply back with spmv on the device:
 // op(A) x returns b within the solve's residual bound plus the spmv's.
 TEST_P(CsrSolveTest, SolveThenMultiplyReturnsB) {
+  XHAL_CONF_REQUIRE_ALSO(XHAL_OP_SPMV);
   LevelTracker level(XHAL_OP_CSR_SOLVE);
   Rng rng(test_seed());
   SCOPED_TRACE(seed_note(rng));

@@ -8,7 +8,7 @@
 namespace xhal::conf::sparse {
 namespace {
 
-class CsrSolveBackwardTest : public DeviceTest {};
+class CsrSolveBackwardTest : public SparseOpTest<XHAL_OP_CSR_SOLVE_BACKWARD> {};
 
 struct Grads {
   std::vector<float> gb, ga;

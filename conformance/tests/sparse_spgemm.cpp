@@ -7,7 +7,7 @@
 namespace xhal::conf::sparse {
 namespace {
 
-class SpgemmTest : public DeviceTest {};
+class SpgemmTest : public SparseOpTest<XHAL_OP_SPGEMM> {};
 
 // C's pattern and values read back in `idx` (C takes its inputs' index dtype).
 Csr read_matrix(xhal_csr_t m, xhal_dtype_t idx) {
@@ -121,6 +121,7 @@ TEST_P(SpgemmTest, CancellationKeepsExplicitZero) {
 // C is a validated matrix like any other: spmv with it gives the canonical
 // answer for the canonical C.
 TEST_P(SpgemmTest, ProductIsUsableByOtherOps) {
+  XHAL_CONF_REQUIRE_ALSO(XHAL_OP_SPMV);
   LevelTracker level(XHAL_OP_SPGEMM);
   Rng rng(test_seed());
   SCOPED_TRACE(seed_note(rng));
