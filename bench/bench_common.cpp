@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
 namespace xhal_bench {
@@ -125,6 +126,29 @@ void report_bytes(benchmark::State& state, uint64_t bytes_per_iteration, double 
       static_cast<double>(state.iterations()) * bytes_per_iteration * 1e-9 / seconds;
   state.counters["GB/s"] = gbps;
   state.counters["copy_ratio"] = gbps / copy_gbps(bytes_per_iteration);
+}
+
+void report_bytes_only(benchmark::State& state, uint64_t bytes_per_iteration, double op_seconds) {
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes_per_iteration));
+  if (op_seconds > 0.0)
+    state.counters["GB/s"] =
+        static_cast<double>(state.iterations()) * bytes_per_iteration * 1e-9 / op_seconds;
+}
+
+double warmup_seconds() {
+  static const double seconds = [] {
+    if (const char* v = std::getenv("XHAL_BENCH_WARMUP_SECONDS")) return std::atof(v);
+    xhal_device_info_t info{};
+    info.struct_size = sizeof info;
+    if (xhal_device_query(device(), &info) != XHAL_OK) return 0.0;
+    return info.kind == XHAL_DEVICE_KIND_GPU ? 0.5 : 0.0;
+  }();
+  return seconds;
+}
+
+bool reference_copy_enabled() {
+  const char* v = std::getenv("XHAL_BENCH_REFERENCE_COPY");
+  return !(v && std::string(v) == "0");
 }
 
 void report_bytes(benchmark::State& state, uint64_t bytes_per_iteration, double op_seconds,

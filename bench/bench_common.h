@@ -68,24 +68,49 @@ void release_copy_buffers();
 void report_bytes(benchmark::State& state, uint64_t bytes_per_iteration, double op_seconds,
                   double copy_seconds);
 
+// The bytes_per_second field and the "GB/s" counter only (no reference copy).
+void report_bytes_only(benchmark::State& state, uint64_t bytes_per_iteration, double op_seconds);
+
+// False when XHAL_BENCH_REFERENCE_COPY=0: run_timed then leaves out its
+// interleaved copies (and the copy_ratio counter), to see whether the
+// alternation between the op's buffers and the copy's changes the op's time.
+bool reference_copy_enabled();
+
+// Seconds run_timed repeats the op before timing it: XHAL_BENCH_WARMUP_SECONDS,
+// else 0.5 on a GPU and 0 on a CPU device (docs/performance.md, "Method":
+// NVIDIA's Vulkan driver runs a burst after an idle host phase at a fraction
+// of the SM clock).
+double warmup_seconds();
+
 // Runs `op` once per iteration with a device synchronize inside the timing,
 // and after each iteration (outside the timing) one copy of the same bytes.
 template <class Op>
 void run_timed(benchmark::State& state, uint64_t bytes_per_iteration, Op&& op) {
-  time_copy(bytes_per_iteration);  // allocates and touches the copy buffers
-  op();                            // warm-up: first touch of every page
+  const bool reference = reference_copy_enabled();
+  if (reference) time_copy(bytes_per_iteration);  // allocates and touches the copy buffers
+  op();                                           // warm-up: first touch of every page
   check(xhal_device_synchronize(device()), "xhal_device_synchronize");
+  // Then the op again for warmup_seconds(): a GPU that lowers its clocks
+  // while the host prepares the inputs raises them only under sustained load.
+  const double warmup = warmup_seconds();
+  for (const auto w0 = std::chrono::steady_clock::now();
+       std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count() < warmup;) {
+    op();
+    check(xhal_device_synchronize(device()), "xhal_device_synchronize");
+  }
   double op_seconds = 0.0, copy_seconds = 0.0;
   for (auto _ : state) {
     const auto t0 = std::chrono::steady_clock::now();
     op();
     check(xhal_device_synchronize(device()), "xhal_device_synchronize");
     op_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (!reference) continue;
     state.PauseTiming();
     copy_seconds += time_copy(bytes_per_iteration);
     state.ResumeTiming();
   }
-  report_bytes(state, bytes_per_iteration, op_seconds, copy_seconds);
+  if (reference) report_bytes(state, bytes_per_iteration, op_seconds, copy_seconds);
+  else report_bytes_only(state, bytes_per_iteration, op_seconds);
 }
 
 }  // namespace xhal_bench

@@ -6,7 +6,8 @@
 // with the plugin's defines (bench/vulkan/CMakeLists.txt). No libxhal.
 //
 //   xhal-vk-probe [--device N] [--bytes 1G] [--rows-scale full|small|K]
-//                 [--iters 20] [--wall 5] [--gs-groups G] [--only copy|rows]
+//                 [--iters 20] [--wall 5] [--gs-groups G] [--only copy|rows|submit]
+//                 [--queues 1|2] [--app-name N] [--engine-name N]
 //                 [--json PATH] [--validate] [--pretend-fail SHADER]
 //
 // The device is created as plugins/vulkan/physical_device.cpp creates it
@@ -77,10 +78,12 @@ struct Options {
   uint32_t iters = 20;
   uint32_t wall = 5;
   uint32_t gs_groups = 0;  // 0: 8 per SM where the SM count is known, else 1056
-  bool copy = true, rows = true;
+  bool copy = true, rows = true, submit = true;
   bool validate = false;
   std::string json;
   std::string pretend_fail;  // a shader whose pipeline is reported as failed (testing)
+  uint32_t queues = 2;       // --queues 1: only the plugin's queue family, as the plugin
+  std::string app_name = "xhal-vk-probe", engine_name;  // --app-name, --engine-name
 };
 
 uint64_t parse_bytes(const char* s) {
@@ -97,9 +100,10 @@ uint64_t parse_bytes(const char* s) {
 
 const char kUsage[] =
     "usage: xhal-vk-probe [--device N] [--bytes 1G] [--rows-scale full|small|K] [--iters 20]\n"
-    "                     [--wall 5] [--gs-groups G] [--only copy|rows] [--json PATH] "
+    "                     [--wall 5] [--gs-groups G] [--only copy|rows|submit] [--json PATH] "
     "[--validate]\n"
-    "                     [--pretend-fail SHADER]\n";
+    "                     [--pretend-fail SHADER] [--queues 1|2] [--app-name N] "
+    "[--engine-name N]\n";
 
 Options parse(int argc, char** argv) {
   Options o;
@@ -127,11 +131,19 @@ Options parse(int argc, char** argv) {
       const std::string v = value();
       o.copy = v == "copy";
       o.rows = v == "rows";
-      if (!o.copy && !o.rows) die("--only takes copy or rows");
+      o.submit = v == "submit";
+      if (!o.copy && !o.rows && !o.submit) die("--only takes copy, rows or submit");
     } else if (a == "--json") {
       o.json = value();
     } else if (a == "--pretend-fail") {
       o.pretend_fail = value();
+    } else if (a == "--queues") {
+      o.queues = static_cast<uint32_t>(std::strtoul(value(), nullptr, 10));
+      if (o.queues != 1 && o.queues != 2) die("--queues takes 1 or 2");
+    } else if (a == "--app-name") {
+      o.app_name = value();
+    } else if (a == "--engine-name") {
+      o.engine_name = value();
     } else if (a == "--validate") {
       o.validate = true;
     } else if (a == "-h" || a == "--help") {
@@ -240,7 +252,8 @@ void create_instance() {
   if (volkInitialize() != VK_SUCCESS) die("no Vulkan loader (libvulkan.so.1 could not be opened)");
   if (volkGetInstanceVersion() < VK_API_VERSION_1_2) die("the Vulkan loader is older than 1.2");
   auto app = vk_struct<VkApplicationInfo>(VK_STRUCTURE_TYPE_APPLICATION_INFO);
-  app.pApplicationName = "xhal-vk-probe";
+  app.pApplicationName = g.opt.app_name.c_str();
+  if (!g.opt.engine_name.empty()) app.pEngineName = g.opt.engine_name.c_str();
   app.apiVersion = VK_API_VERSION_1_2;
   auto ici = vk_struct<VkInstanceCreateInfo>(VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO);
   ici.pApplicationInfo = &app;
@@ -347,7 +360,7 @@ void create_device() {
   g.queues[0].family = static_cast<uint32_t>(family);
   g.queues[0].name = (qf[family].queueFlags & VK_QUEUE_GRAPHICS_BIT) ? "universal" : "compute";
   g.queues[0].timestamp_bits = qf[family].timestampValidBits;
-  if (universal >= 0 && universal != family) {
+  if (universal >= 0 && universal != family && g.opt.queues == 2) {
     g.queues[1].family = static_cast<uint32_t>(universal);
     g.queues[1].name = "universal";
     g.queues[1].timestamp_bits = qf[universal].timestampValidBits;
@@ -425,7 +438,7 @@ void create_device() {
   if (r != VK_SUCCESS) die(std::string("vkCreatePipelineLayout failed: ") + result_name(r));
   auto qpi = vk_struct<VkQueryPoolCreateInfo>(VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO);
   qpi.queryType = VK_QUERY_TYPE_TIMESTAMP;
-  qpi.queryCount = 2 * g.opt.iters;
+  qpi.queryCount = 2 * std::max<uint32_t>(g.opt.iters, 2);
   r = vkCreateQueryPool(g.device, &qpi, nullptr, &g.query_pool);
   if (r != VK_SUCCESS) die(std::string("vkCreateQueryPool failed: ") + result_name(r));
   auto fci = vk_struct<VkFenceCreateInfo>(VK_STRUCTURE_TYPE_FENCE_CREATE_INFO);
@@ -1176,6 +1189,166 @@ void rows_section() {
   }
 }
 
+// ---- submissions the way the plugin makes them ----------------------------------
+// The copy section times dispatches recorded back to back in one command
+// buffer. The plugin records one command buffer per call (a timestamp, a
+// barrier, the dispatch, a timestamp) and xhal-bench alternates between the
+// op's buffers and the reference copy's, on sources the host wrote through
+// staging memory. Each row here submits such command buffers one at a time
+// and waits, changing one of those things, so a per-call GPU time that
+// depends on the buffers' history or contents shows up.
+enum class Init { kShaderHash, kShaderFloat, kUpload };
+struct SubmitCase {
+  const char* key;
+  const char* what;
+  int pairs;
+  uint32_t gap_us;
+  Init init;
+  int small_first = 0;  // device buffers of 1 MiB + 64 B allocated before the pairs
+};
+const SubmitCase kSubmits[] = {
+    {"s1", "per-call cb, one pair", 1, 0, Init::kShaderHash},
+    {"s2", "per-call cb, two pairs alternating", 2, 0, Init::kShaderHash},
+    {"s3", "per-call cb, one pair, 300 us host pause", 1, 300, Init::kShaderHash},
+    {"s5", "per-call cb, source floats in [1,2)", 1, 0, Init::kShaderFloat},
+    {"s6", "per-call cb, source uploaded via staging", 1, 0, Init::kUpload},
+    {"s7", "per-call cb, after one small allocation", 1, 0, Init::kShaderHash, 1},
+    {"s8", "per-call cb, after five small allocations", 1, 0, Init::kShaderHash, 5},
+};
+
+// The hash pattern written from the host through the staging buffer with
+// vkCmdCopyBuffer, as the plugin's buffer_write does.
+bool upload_words(const Buf& b, uint64_t words, uint32_t seed, std::string* err) {
+  const uint64_t chunk_words = g.staging.size / 4;
+  auto* host = static_cast<uint32_t*>(g.staging.mapped);
+  for (uint64_t first = 0; first < words; first += chunk_words) {
+    const uint64_t n = std::min(chunk_words, words - first);
+    for (uint64_t i = 0; i < n; ++i) host[i] = pattern_word(first + i, seed);
+    const VkBufferCopy region{0, first * 4, n * 4};
+    if (!run_once(
+            g.queues[0],
+            [&](VkCommandBuffer cb) {
+              vkCmdCopyBuffer(cb, g.staging.buffer, b.buffer, 1, &region);
+            },
+            err))
+      return false;
+  }
+  return true;
+}
+
+void submit_case(const SubmitCase& c) {
+  const Queue& q = g.queues[0];
+  const uint64_t bytes = g.opt.bytes, count = bytes / 16;
+  Result r;
+  r.group = "sub";
+  r.key = c.key;
+  r.what = c.what;
+  r.alloc = "dedicated";
+  r.queue = q.name;
+  r.shape = format("%.0f MiB", static_cast<double>(bytes) / (1 << 20));
+  r.bytes = 2 * bytes;
+  r.shader = xhal_spirv::kModules[xhal_spirv::probe_copy_plugin].name;
+  std::string err;
+  Buf buf[2][2];
+  VkCommandBuffer cb[2] = {};
+  bool ok = !g.lost && q.timestamp_bits > 0;
+  if (!ok) err = g.lost ? "device lost earlier" : "no timestamps on the queue";
+  std::vector<Buf> smalls(static_cast<size_t>(c.small_first));
+  for (Buf& b : smalls)
+    if (ok) ok = create_buf((1u << 20) + 64, Alloc::kDedicated, &b, &err);
+  for (int k = 0; ok && k < c.pairs; ++k) {
+    const uint32_t seed = 1 + static_cast<uint32_t>(k);
+    ok = create_buf(bytes, Alloc::kDedicated, &buf[k][0], &err) &&
+         create_buf(bytes, Alloc::kDedicated, &buf[k][1], &err) &&
+         (c.init == Init::kUpload
+              ? upload_words(buf[k][0], bytes / 4, seed, &err)
+              : init_words(buf[k][0], bytes / 4, seed, c.init == Init::kShaderFloat ? 1 : 0, &err));
+  }
+  VkPipeline p = ok ? pipeline(xhal_spirv::probe_copy_plugin, &err) : VK_NULL_HANDLE;
+  uint32_t x = 1, y = 1;
+  if (p && !grid((count + 1023) / 1024, true, &x, &y)) {
+    err = "too many workgroups";
+    p = VK_NULL_HANDLE;
+  }
+  r.grid_x = x;
+  r.grid_y = y;
+  r.local = 256;
+  for (int k = 0; p && k < c.pairs; ++k) {
+    cb[k] = begin_cb(q, false, &err);
+    if (!cb[k]) {
+      p = VK_NULL_HANDLE;
+      break;
+    }
+    const CopyPush push{buf[k][0].address, buf[k][1].address, count};
+    const uint32_t q0 = 2 * static_cast<uint32_t>(k);
+    vkCmdResetQueryPool(cb[k], g.query_pool, q0, 2);
+    vkCmdWriteTimestamp(cb[k], VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, g.query_pool, q0);
+    full_barrier(cb[k]);
+    dispatch(cb[k], p, &push, sizeof push, x, y);
+    vkCmdWriteTimestamp(cb[k], VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, g.query_pool, q0 + 1);
+    if (failed(vkEndCommandBuffer(cb[k]), "vkEndCommandBuffer", &err)) p = VK_NULL_HANDLE;
+  }
+  const uint64_t mask =
+      q.timestamp_bits >= 64 ? ~uint64_t{0} : (uint64_t{1} << q.timestamp_bits) - 1;
+  const uint32_t n = std::max<uint32_t>(g.opt.iters, 30);
+  std::vector<double> gpu, wall;
+  for (uint32_t i = 0; p && i < n + 4; ++i) {
+    const uint32_t k = i % static_cast<uint32_t>(c.pairs);
+    if (c.gap_us) {
+      const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(c.gap_us);
+      while (std::chrono::steady_clock::now() < until) {
+      }
+    }
+    const auto w0 = std::chrono::steady_clock::now();
+    uint64_t st[2] = {};
+    if (!submit_wait(q, cb[k], &err) ||
+        failed(vkGetQueryPoolResults(g.device, g.query_pool, 2 * k, 2, sizeof st, st, 8,
+                                     VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
+               "vkGetQueryPoolResults", &err)) {
+      p = VK_NULL_HANDLE;
+      break;
+    }
+    const double w =
+        std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - w0).count();
+    if (i >= 4) {  // four warm-up calls
+      gpu.push_back(static_cast<double>((st[1] - st[0]) & mask) * g.props.limits.timestampPeriod /
+                    1000.0);
+      wall.push_back(w);
+    }
+  }
+  if (!p) {
+    r.status = "FAILED: " + err;
+  } else {
+    Timing t;
+    t.us = gpu;
+    t.wall_us = median(wall);
+    // Floats keep the hash's sign and mantissa; only the hash words are checked.
+    if (c.init == Init::kShaderFloat) {
+      r.check_ok = true;
+      r.check = "not checked (float pattern)";
+    } else {
+      std::string text;
+      r.check_ok = check_copy(buf[0][1], bytes, 1, &text, &err) &&
+                   (c.pairs == 1 || check_copy(buf[1][1], bytes, 2, &text, &err));
+      r.check = r.check_ok ? text : "check FAILED: " + text + err;
+    }
+    r.check += format("; src 0x%" PRIx64 " dst 0x%" PRIx64, buf[0][0].address, buf[0][1].address);
+    fill_timing(r, t);
+  }
+  report(r);
+  for (Buf& b : smalls) destroy_buf(b);
+  for (auto& one : cb)
+    if (one) vkFreeCommandBuffers(g.device, q.pool, 1, &one);
+  for (auto& pair : buf)
+    for (auto& b : pair) destroy_buf(b);
+}
+
+void submit_section() {
+  std::printf("\nsubmit: %" PRIu64 " bytes per buffer, one command buffer per call\n", g.opt.bytes);
+  print_header();
+  for (const SubmitCase& c : kSubmits) submit_case(c);
+}
+
 // ---- JSON ------------------------------------------------------------------------
 std::string json_string(const std::string& s) {
   std::string o = "\"";
@@ -1261,6 +1434,7 @@ int main(int argc, char** argv) {
   if (!create_buf(16u << 20, Alloc::kStaging, &g.staging, &err)) die("staging buffer: " + err);
   if (g.opt.copy) copy_section();
   if (g.opt.rows) rows_section();
+  if (g.opt.submit) submit_section();
 
   int measured = 0, bad = 0, failed_pipelines = 0;
   for (const auto& r : g_results) {

@@ -200,6 +200,12 @@ xhal_status_t mem_create(Gpu& g, uint64_t size, bool host_visible, Mem* out) {
   bai.buffer = m.buffer;
   m.address = g.vk.vkGetBufferDeviceAddress(g.device, &bai);
   m.size = size;
+  if (g.trace_alloc && size >= (64u << 20))
+    std::fprintf(stderr,
+                 "xhal vulkan profile: buffer of %" PRIu64 " bytes at device address 0x%" PRIx64
+                 " (memory type %u, %s allocation of %" PRIu64 " bytes, alignment %" PRIu64 ")\n",
+                 size, m.address, type, flags.pNext ? "dedicated" : "plain", req.size,
+                 req.alignment);
   *out = m;
   return XHAL_OK;
 }

@@ -229,6 +229,7 @@ xhal_status_t open_device(Gpu* g, const Options& options, Device** out) {
   d->gpu = g;
   d->options = options;
   g->dedicated = options.dedicated;
+  g->trace_alloc = options.profile;
   d->compute_copy =
       options.copy == CopyMode::kCompute ||
       (options.copy == CopyMode::kAuto && g->props.deviceType != VK_PHYSICAL_DEVICE_TYPE_CPU);

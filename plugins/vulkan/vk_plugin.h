@@ -75,7 +75,8 @@ struct Gpu {
   VkPipeline pipelines[xhal_spirv::kCount] = {};
   xhal_plugin_device_info_t info{};
   std::atomic<bool> open{false};
-  bool dedicated = true;  // from the open device's options
+  bool dedicated = true;     // from the open device's options
+  bool trace_alloc = false;  // profile=on: buffers of 64 MiB or more are listed on stderr
 
   // Creates the pipeline of `id` on first use.
   xhal_status_t pipeline(ShaderId id, VkPipeline* out);
