@@ -251,7 +251,8 @@ static xhal_status_t acme_buffer_read(void* device, void* src, uint64_t offset, 
 
 static xhal_status_t acme_buffer_copy(void* device, void* src, uint64_t src_offset, void* dst,
                                       uint64_t dst_offset, uint64_t size) {
-  /* Device to device: no host transfer. The ranges may overlap. */
+  /* Device to device: no host transfer. The ranges never overlap (the core
+   * refuses that), but they may lie in one buffer. */
   memmove(((acme_buffer_t*)dst)->bytes + dst_offset, ((acme_buffer_t*)src)->bytes + src_offset,
           (size_t)size);
   count_launch(device);
@@ -262,7 +263,8 @@ static xhal_status_t acme_buffer_fill(void* device, void* dst, uint64_t offset, 
                                       const void* pattern, uint32_t pattern_size) {
   unsigned char* at = ((acme_buffer_t*)dst)->bytes + offset;
   uint64_t i;
-  /* The core guarantees size is a multiple of pattern_size (1, 2, 4 or 8). */
+  /* The core guarantees offset and size are multiples of pattern_size (1, 2,
+   * 4 or 8). */
   for (i = 0; i < size; i += pattern_size) memcpy(at + i, pattern, pattern_size);
   count_launch(device);
   return XHAL_OK;

@@ -1,14 +1,15 @@
 # The vendor kit, as a vendor meets it (docs/plugin-guide.md): installs this
 # build into a fresh prefix, checks that the plugin SDK is there (CMake
 # helper, version script, xhal-plugin.pc, report checker, docs, the example
-# plugin), builds samples/vendor-plugin out of tree with find_package(xhal)
-# and xhal_add_plugin alone, checks the build (one exported symbol, no FMA
-# contraction, hidden visibility), then runs the installed xhal-conformance on
-# that plugin only (XHAL_PLUGIN_PATH + XHAL_DEVICE=acme, no expected-failures
-# file): exit 0, report accepted by the installed checker, and the plugin
-# section says index_select and softmax_forward passed bit-exact, every other
-# op unsupported, nothing failed. Last, the same plugin built by hand with
-# pkg-config xhal-plugin passes a softmax test.
+# plugin, the suite's sources that failure messages cite), builds
+# samples/vendor-plugin out of tree with find_package(xhal) and
+# xhal_add_plugin alone, checks the build (one exported symbol, no FMA
+# contraction, hidden visibility), then runs the installed xhal-conformance
+# on that plugin only (XHAL_PLUGIN_PATH + XHAL_DEVICE=acme, no
+# expected-failures file): exit 0, report accepted by the installed checker,
+# and the plugin section says index_select and softmax_forward passed
+# bit-exact, every other op unsupported, nothing failed. Last, the same
+# plugin built by hand with pkg-config xhal-plugin passes two tests.
 # Skipped (exit 77) when the build has no xhal-conformance.
 function(run what)
   execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
@@ -35,7 +36,8 @@ foreach(file ${cmake_dir}/XhalPlugin.cmake ${cmake_dir}/xhal-plugin.map ${plugin
              ${prefix}/bin/xhal-conformance-report-check ${prefix}/include/xhal/xhal_plugin.h
              ${doc}/plugin-guide.md ${doc}/conformance.md ${doc}/abi.md ${doc}/semantics.md
              ${doc}/examples/vendor-plugin/CMakeLists.txt
-             ${doc}/examples/vendor-plugin/acme_plugin.c)
+             ${doc}/examples/vendor-plugin/acme_plugin.c
+             ${doc}/conformance/tests/softmax_test.cpp ${doc}/conformance/harness.h)
   if(NOT EXISTS "${file}")
     message(FATAL_ERROR "the install tree lacks ${file}")
   endif()
