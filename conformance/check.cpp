@@ -209,8 +209,8 @@ uint32_t device_dtypes(xhal_device_t dev, xhal_op_t op) {
 }
 
 bool device_has_sparse_ops(xhal_device_t dev) {
-  for (xhal_op_t op : {XHAL_OP_SPMV, XHAL_OP_SPMM, XHAL_OP_CSR_SOLVE, XHAL_OP_CSR_SOLVE_BACKWARD,
-                       XHAL_OP_SPGEMM})
+  for (xhal_op_t op :
+       {XHAL_OP_SPMV, XHAL_OP_SPMM, XHAL_OP_CSR_SOLVE, XHAL_OP_CSR_SOLVE_BACKWARD, XHAL_OP_SPGEMM})
     if (device_dtypes(dev, op) != 0) return true;
   return false;
 }

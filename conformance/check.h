@@ -100,12 +100,11 @@ const char* op_name(xhal_op_t op);
 // For a test that exercises one op (recorded with XHAL_CONF_REQUIRE_OP) and
 // also calls `other` to set up or check it: "unsupported" unless the device
 // implements `other` too. Records nothing.
-#define XHAL_CONF_REQUIRE_ALSO(other)                                            \
-  do {                                                                           \
-    if (!::xhal::conf::device_supports(dev, other))                              \
-      XHAL_CONF_UNSUPPORTED(std::string("the test also needs ") +                \
-                            ::xhal::conf::op_name(other) +                       \
-                            ", which the device does not implement");            \
+#define XHAL_CONF_REQUIRE_ALSO(other)                                                            \
+  do {                                                                                           \
+    if (!::xhal::conf::device_supports(dev, other))                                              \
+      XHAL_CONF_UNSUPPORTED(std::string("the test also needs ") + ::xhal::conf::op_name(other) + \
+                            ", which the device does not implement");                            \
   } while (0)
 
 // True when the device implements at least one of the sparse ops (each of

@@ -74,23 +74,23 @@ bool is_poison(float v);
 // fills must not move the transfer counters; each op call that reaches the
 // plugin counts at least one kernel launch.
 xhal_counters_t counters(xhal_device_t dev);
-#define XHAL_CONF_EXPECT_NO_HOST_TRANSFER(before, after)                                     \
-  do {                                                                                       \
-    EXPECT_EQ((before).host_to_device_transfers, (after).host_to_device_transfers)           \
+#define XHAL_CONF_EXPECT_NO_HOST_TRANSFER(before, after)                                      \
+  do {                                                                                        \
+    EXPECT_EQ((before).host_to_device_transfers, (after).host_to_device_transfers)            \
         << "host-to-device transfers during device work (docs/plugin-guide.md \"Counters\")"; \
-    EXPECT_EQ((before).device_to_host_transfers, (after).device_to_host_transfers)           \
+    EXPECT_EQ((before).device_to_host_transfers, (after).device_to_host_transfers)            \
         << "device-to-host transfers during device work (docs/plugin-guide.md \"Counters\")"; \
   } while (0)
 // No transfer, and at least `launches` more kernel launches: one per op call
 // that reaches its slot (0 for a call the core completes itself: an empty
 // tensor, a permute that is a plain copy).
-#define XHAL_CONF_EXPECT_OP_COUNTERS(before, after, launches)                          \
-  do {                                                                                 \
-    XHAL_CONF_EXPECT_NO_HOST_TRANSFER(before, after);                                  \
-    EXPECT_GE((after).kernel_launches, (before).kernel_launches + (launches))          \
+#define XHAL_CONF_EXPECT_OP_COUNTERS(before, after, launches)                                \
+  do {                                                                                       \
+    XHAL_CONF_EXPECT_NO_HOST_TRANSFER(before, after);                                        \
+    EXPECT_GE((after).kernel_launches, (before).kernel_launches + (launches))                \
         << "kernel_launches moved by " << (after).kernel_launches - (before).kernel_launches \
         << " over " << (launches) << " op call(s) that reached the plugin; each counts its " \
-        << "device work (docs/plugin-guide.md \"Counters\")";                         \
+        << "device work (docs/plugin-guide.md \"Counters\")";                                \
   } while (0)
 
 // The same check for the op calls made while it lives: synchronises and

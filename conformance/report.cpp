@@ -173,9 +173,12 @@ void Report::add_died(const std::string& test, const std::string& gtest_name,
 }
 
 std::string record_to_json(const TestRecord& r) {
-  nlohmann::json j = {{"test", r.test},           {"device", r.device},
-                      {"unsupported", r.unsupported}, {"status", r.status},
-                      {"message", r.message},         {"seed_count", r.seed_count},
+  nlohmann::json j = {{"test", r.test},
+                      {"device", r.device},
+                      {"unsupported", r.unsupported},
+                      {"status", r.status},
+                      {"message", r.message},
+                      {"seed_count", r.seed_count},
                       {"xfail_line", r.xfail_line}};
   if (r.op) j["op"] = static_cast<int>(*r.op);
   if (r.level) j["level"] = static_cast<int>(*r.level);

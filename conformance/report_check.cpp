@@ -45,7 +45,8 @@ int verdict_rank(const std::string& verdict) {
 const std::vector<std::string>& all_ops() {
   static const std::vector<std::string> ops = [] {
     std::vector<std::string> v;
-    for (int op = 0; op < XHAL_OP_COUNT_; ++op) v.push_back(xhal_op_name(static_cast<xhal_op_t>(op)));
+    for (int op = 0; op < XHAL_OP_COUNT_; ++op)
+      v.push_back(xhal_op_name(static_cast<xhal_op_t>(op)));
     return v;
   }();
   return ops;
@@ -193,7 +194,8 @@ int main(int argc, char** argv) {
                                : st.count("pass")                              ? "pass"
                                : st.count("unsupported")                       ? "unsupported"
                                                                                : "untested";
-      const std::string want_level = want == "pass" ? (lowest[op].empty() ? "none" : lowest[op]) : "";
+      const std::string want_level =
+          want == "pass" ? (lowest[op].empty() ? "none" : lowest[op]) : "";
       verdicts_of[name][op] = {want, want_level};
       if (!ov.contains(op) || !ov[op].is_object()) {
         bad(where + ": op_verdicts lacks '" + op + "'");
@@ -268,13 +270,17 @@ int main(int argc, char** argv) {
           if (!ops[v].is_object()) bad(where + ": ops.pass is not an object");
           else
             for (const auto& [op, level] : ops[v].items())
-              if (!listed.emplace(op, std::make_pair(v, level.is_string() ? level.get<std::string>() : "")).second)
+              if (!listed
+                       .emplace(
+                           op, std::make_pair(v, level.is_string() ? level.get<std::string>() : ""))
+                       .second)
                 bad(where + ": op " + op + " listed twice");
         } else if (!ops[v].is_array()) {
           bad(where + ": ops." + v + " is not an array");
         } else {
           for (const auto& op : ops[v])
-            if (!op.is_string() || !listed.emplace(op.get<std::string>(), std::make_pair(v, std::string())).second)
+            if (!op.is_string() ||
+                !listed.emplace(op.get<std::string>(), std::make_pair(v, std::string())).second)
               bad(where + ": op " + op.dump() + " listed twice");
         }
       }

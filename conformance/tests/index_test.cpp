@@ -100,8 +100,8 @@ TEST_P(IndexSelectTest, PlanUploadsOnceAtCreation) {
     ASSERT_EQ(xhal_index_select(dev, p.plan, &st, &ot), XHAL_OK) << xhal_last_error();
     ASSERT_EQ(xhal_index_select(dev, p.plan, &st, &ot), XHAL_OK) << xhal_last_error();
   }
-  const std::vector<uint8_t> want = canon::index_select(
-      reinterpret_cast<const uint8_t*>(src.data()), idx, 3 * sizeof(float));
+  const std::vector<uint8_t> want =
+      canon::index_select(reinterpret_cast<const uint8_t*>(src.data()), idx, 3 * sizeof(float));
   std::string first;
   const bool ok = same_bytes(download_bytes(ob, 0, want.size()), want, &first);
   EXPECT_TRUE(ok) << first;

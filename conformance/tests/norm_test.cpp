@@ -348,8 +348,7 @@ TEST_P(LayerNormTest, ZeroRowsGiveZeroParameterGradients) {
   xhal_tensor_t dgt = tensor(dgb, XHAL_DTYPE_F32, {n}), dbt = tensor(dbb, XHAL_DTYPE_F32, {n});
   {
     OpCounters work(dev, 0);  // the core writes the +0 sums with a fill
-    ASSERT_EQ(xhal_layer_norm_backward(dev, &x, &gt, &stats, &stats, &x, &dx, &dgt, &dbt),
-              XHAL_OK)
+    ASSERT_EQ(xhal_layer_norm_backward(dev, &x, &gt, &stats, &stats, &x, &dx, &dgt, &dbt), XHAL_OK)
         << xhal_last_error();
   }
   std::vector<float> zeros(n, 0.0f);

@@ -169,9 +169,9 @@ TEST_P(CsrCreateTest, SetValuesFromDeviceTensorWithoutHostTransfer) {
     BufferGuard g;
     const xhal_tensor_t vt = tensor(g.add(upload(dev, staged)), XHAL_DTYPE_F32, {a.nnz()}, 16);
     // A device-to-device copy the core makes: no transfer, no op slot.
-    ASSERT_EQ(
-        run_on_device(dev, [&] { return xhal_csr_set_values_tensor(m.get(), &vt); }, false, 0),
-        XHAL_OK);
+    ASSERT_EQ(run_on_device(
+                  dev, [&] { return xhal_csr_set_values_tensor(m.get(), &vt); }, false, 0),
+              XHAL_OK);
     expect_reads_back(m.get(), a, XHAL_DTYPE_I64);
     expect_solve_matches(dev, m.get(), a, rng, level, "x after set_values_tensor");
     expect_spmv_matches(dev, m.get(), a, rng, level, "A x after set_values_tensor");
@@ -200,17 +200,16 @@ TEST_P(CsrCreateTest, PatternUploadsOnceAtCreation) {
   BufferGuard g;
   const xhal_tensor_t xt = dense(dev, g, random_values(rng, a.cols), {a.cols});
   const xhal_tensor_t yt = poisoned(dev, g, a.rows, {a.rows});
-  ASSERT_EQ(run_on_device(
-                dev,
-                [&] {
-                  const xhal_status_t s =
-                      xhal_spmv(dev, m.get(), XHAL_TRANSPOSE_NONE, 1.0f, &xt, 0.0f, &yt);
-                  return s != XHAL_OK
-                             ? s
-                             : xhal_spmv(dev, m.get(), XHAL_TRANSPOSE, 1.0f, &yt, 0.0f, &xt);
-                },
-                false, 2),
-            XHAL_OK);
+  ASSERT_EQ(
+      run_on_device(
+          dev,
+          [&] {
+            const xhal_status_t s =
+                xhal_spmv(dev, m.get(), XHAL_TRANSPOSE_NONE, 1.0f, &xt, 0.0f, &yt);
+            return s != XHAL_OK ? s : xhal_spmv(dev, m.get(), XHAL_TRANSPOSE, 1.0f, &yt, 0.0f, &xt);
+          },
+          false, 2),
+      XHAL_OK);
 }
 
 // A matrix, or an operand, of one device used on another: XHAL_WRONG_DEVICE
