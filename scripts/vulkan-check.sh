@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The Vulkan plugin on the GPU machine (NVIDIA driver), in one call of the
-# device tool, under 8 minutes (docs/vulkan.md, "Checking on the H200").
+# device tool, under 10 minutes (docs/vulkan.md, "Checking on the H200").
 #
 # Here (builds the cuda and vulkan plugins, the suite and the benchmark, and
 # packs what the GPU machine needs into .vkcheck/, ignored by git):
@@ -13,7 +13,9 @@
 #   run.log                  every step's output
 #   conformance-vulkan.json  bit-exact conformance on vulkan:0
 #   conformance-cuda.json    the same on cuda:0 (same run, same GPU)
-#   bench-vulkan.json, bench-cuda.json   xhal-bench (Google Benchmark JSON)
+#   bench-vulkan.json, bench-cuda.json   xhal-bench (Google Benchmark JSON;
+#                            each benchmark warms the GPU for 0.5 s first)
+#   samples.txt              each sample's digest on cpu, cuda:0, vulkan:0
 # Exit status: 0 when both conformance runs passed on a device, else 1.
 set -u
 cd "$(dirname "$0")/.."
@@ -24,11 +26,13 @@ if [ "${1:-}" = --build-only ]; then
   cmake -S . -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DXHAL_ENABLE_CUDA=ON \
     -DXHAL_ENABLE_ROCM=OFF -DXHAL_ENABLE_VULKAN=ON -DXHAL_BUILD_TESTS=OFF || exit 1
   cmake --build "$B" -j "${JOBS:-2}" --target xhal xhal-plugin-cuda xhal-plugin-vulkan \
-    xhal-info xhal-conformance xhal-bench || exit 1
+    xhal-plugin-cpu xhal-info xhal-conformance xhal-bench xhal-gnn xhal-river xhal-norm-block || exit 1
   grep -qx "/$PACK/" .git/info/exclude 2>/dev/null || echo "/$PACK/" >>.git/info/exclude
   rm -rf "$PACK" && mkdir -p "$PACK/bin" "$PACK/lib" "$PACK/extra-lib"
-  cp "$B"/bin/xhal-info "$B"/bin/xhal-conformance "$B"/bin/xhal-bench "$PACK/bin/"
-  cp -P "$B"/lib/libxhal.so* "$B"/lib/libxhal-cuda.so "$B"/lib/libxhal-vulkan.so "$PACK/lib/"
+  cp "$B"/bin/xhal-info "$B"/bin/xhal-conformance "$B"/bin/xhal-bench "$B"/bin/xhal-gnn \
+    "$B"/bin/xhal-river "$B"/bin/xhal-norm-block "$PACK/bin/"
+  cp -P "$B"/lib/libxhal.so* "$B"/lib/libxhal-cuda.so "$B"/lib/libxhal-vulkan.so \
+    "$B"/lib/libxhal-cpu.so "$PACK/lib/"
   # Distribution libraries a bare GPU image lacks.
   for exe in "$PACK"/bin/*; do ldd "$exe"; done | awk '/=> \// {print $3}' | sort -u |
     grep -E 'lib(benchmark|gtest|gmock)[^/]*$' | while read -r lib; do cp -L "$lib" "$PACK/extra-lib/"; done
@@ -100,19 +104,24 @@ for dev in $CONF_DEVS; do
   line "conformance $dev:0" "$([ "$RC" = 0 ] && echo ok || echo FAIL)" "$SECS" "${n:-no report}"
 done
 
+# The samples' digests on cpu (this host), cuda:0 and vulkan:0, at the
+# default sizes (also against samples/*/digest.txt) and the large ones.
+for size in default --large; do
+  step "samples $size" 150 bash samples/run-all.sh $([ $size = --large ] && echo --large) \
+    "$PACK/bin" cpu cuda:0 vulkan:0
+  [ "$RC" = 0 ] || FAILED=1
+  line "samples $size" "$([ "$RC" = 0 ] && echo ok || echo FAIL)" "$SECS" \
+    "$(grep -A12 "===== samples $size" "$LOG" | grep -m1 'run-all:' | cut -c1-80)"
+done
+{ grep -A12 '===== samples default' "$LOG"; grep -A12 '===== samples --large' "$LOG"; } \
+  | grep -E '^(sample|gnn|river|norm-block|run-all)' >"$OUT/samples.txt"
+
 FILTER=${VULKAN_CHECK_BENCH_FILTER:-'BM_Copy/1073741824|BM_Index(Select|Add)/1000000|BM_Transpose2D|BM_PermuteLastTwo|BM_Softmax|BM_RmsNorm|BM_LayerNorm|BM_SparseSpmv|BM_SparseSolve'}
 for dev in ${VULKAN_CHECK_BENCH_DEVICES:-vulkan cuda}; do
-  XHAL_DEVICE=$dev:0 step "xhal-bench $dev" 150 "$PACK/bin/xhal-bench" --benchmark_filter="$FILTER" \
+  XHAL_DEVICE=$dev:0 step "xhal-bench $dev" 240 "$PACK/bin/xhal-bench" --benchmark_filter="$FILTER" \
     --benchmark_min_time=0.05 --benchmark_out_format=json --benchmark_out="$OUT/bench-$dev.json"
   line "xhal-bench $dev:0" "$([ $RC = 0 ] && echo ok || echo FAIL)" "$SECS" "bench-$dev.json"
 done
-
-# The allocation A/B of docs/vulkan.md ("H200 figures"): the copy with
-# dedicated allocations (the default) against plain ones.
-XHAL_DEVICE=vulkan:0 XHAL_DEVICE_OPTIONS=vulkan:alloc=plain step "copy, alloc=plain" 40 \
-  "$PACK/bin/xhal-bench" --benchmark_filter='BM_Copy/1073741824' --benchmark_min_time=0.05
-line "copy alloc=plain" "$([ $RC = 0 ] && echo ok || echo FAIL)" "$SECS" \
-  "$(grep -A30 'copy, alloc=plain' "$LOG" | grep -m1 '^BM_Copy' | tr -s ' ' | cut -c1-90)"
 
 # Vulkan against cuda per benchmark (real time), and each against the copy
 # bandwidth of its own plugin in this run.
