@@ -186,11 +186,22 @@ xhal_status_t index_add(void* device, void* plan, float alpha, const xhal_plugin
   const auto* p = static_cast<const IndexPlan*>(plan);
   const uint64_t w = static_cast<uint64_t>(src->shape[1]);
   if (p->touched == 0 || w == 0) return XHAL_OK;
-  VkPipeline pl[3];
-  XHAL_VK_TRY(pipelines(
-      d, {xhal_spirv::index_add_chunks, xhal_spirv::index_add_tree, xhal_spirv::index_add_apply},
-      pl));
+  // Rows of a multiple of 4 floats on 16-byte aligned addresses move as
+  // vec4 (index_add_vec4.comp; the same additions per column).
   if (p->chunks) XHAL_VK_TRY(d->need_scratch(p->chunks * w * sizeof(float)));
+  const bool vec4 = w % 4 == 0 && address_of(src) % 16 == 0 && address_of(dst) % 16 == 0 &&
+                    (!p->chunks || d->scratch.address % 16 == 0);
+  const uint64_t per_item = vec4 ? 4 : 1;
+  VkPipeline pl[3];
+  if (vec4)
+    XHAL_VK_TRY(pipelines(
+        d,
+        {xhal_spirv::index_add4_chunks, xhal_spirv::index_add4_tree, xhal_spirv::index_add4_apply},
+        pl));
+  else
+    XHAL_VK_TRY(pipelines(
+        d, {xhal_spirv::index_add_chunks, xhal_spirv::index_add_tree, xhal_spirv::index_add_apply},
+        pl));
   IndexAddPush push{};
   push.src = address_of(src);
   push.dst = address_of(dst);
@@ -205,7 +216,7 @@ xhal_status_t index_add(void* device, void* plan, float alpha, const xhal_plugin
   push.alpha = alpha;
   XHAL_VK_TRY(d->begin());
   if (p->chunks) {
-    push.items = p->chunks * w;
+    push.items = p->chunks * w / per_item;
     d->dispatch(pl[0], &push, sizeof push, d->groups_for(push.items, 256));
     for (uint32_t level = 0; level < p->tree_levels; ++level) {
       d->barrier();
@@ -214,8 +225,10 @@ xhal_status_t index_add(void* device, void* plan, float alpha, const xhal_plugin
     }
     d->barrier();
   }
-  push.items = p->touched * w;
-  d->dispatch2d(pl[2], &push, sizeof push, (push.items + 1023) / 1024);
+  push.items = p->touched * w / per_item;
+  // index_add.comp's apply takes 1024 items per workgroup, the vec4 one 256.
+  d->dispatch2d(pl[2], &push, sizeof push,
+                (push.items + (vec4 ? 255 : 1023)) / (vec4 ? 256 : 1024));
   return d->submit();
 }
 
