@@ -33,16 +33,37 @@ void main() {
   uint64_t n_a = uint64_t(lay.shape[a_dim]), n_b = uint64_t(lay.shape[b_dim]);
   for (uint64_t tid = uint64_t(gl_WorkGroupID.y) * uint64_t(gl_NumWorkGroups.x) + uint64_t(gl_WorkGroupID.x);
        tid < pc.tiles; tid += uint64_t(gl_NumWorkGroups.x) * uint64_t(gl_NumWorkGroups.y)) {
-    uint64_t tb = tid % pc.tiles_b, rest = tid / pc.tiles_b;
-    uint64_t ta = rest % pc.tiles_a, o = rest / pc.tiles_a;
+    // The tile's place: 32-bit division where the tile count allows (a
+    // 64-bit division is a long emulated sequence on GPUs, and every
+    // invocation of the tile does it).
+    uint64_t tb, ta, o;
+    if (pc.tiles <= 0xffffffffUL) {
+      uint t32 = uint(tid), nb = uint(pc.tiles_b), na = uint(pc.tiles_a);
+      uint rest = t32 / nb, o32 = rest / na;
+      tb = uint64_t(t32 - rest * nb);
+      ta = uint64_t(rest - o32 * na);
+      o = uint64_t(o32);
+    } else {
+      uint64_t rest = tid / pc.tiles_b;
+      tb = tid - rest * pc.tiles_b;
+      o = rest / pc.tiles_a;
+      ta = rest - o * pc.tiles_a;
+    }
     // Batch offsets: the dims other than A and B, outermost first.
     int64_t src_o = 0l, dst_o = 0l, dst_step = 1l, dst_stride_a = 1l;
     for (int k = r - 1; k >= 0; --k) {
       if (k == a_dim) dst_stride_a = dst_step;
       if (k != a_dim && k != b_dim) {
-        uint64_t n = uint64_t(lay.shape[k]);
-        uint64_t i = o % n;
-        o /= n;
+        uint64_t n = uint64_t(lay.shape[k]), i;
+        if (o <= 0xffffffffUL && n <= 0xffffffffUL) {
+          uint q = uint(o) / uint(n);
+          i = uint64_t(uint(o) - q * uint(n));
+          o = uint64_t(q);
+        } else {
+          uint64_t q = o / n;
+          i = o - q * n;
+          o = q;
+        }
         src_o += int64_t(i) * lay.stride[k];
         dst_o += int64_t(i) * dst_step;
       }
