@@ -15,7 +15,8 @@ pkgs=(cmake ninja-build g++ pkg-config ccache clang-format
       hipcc libamdhip64-dev abigail-tools
       libvulkan-dev libvulkan-volk-dev glslang-tools spirv-tools
       mesa-vulkan-drivers vulkan-validationlayers vulkan-tools
-      python3-numpy python3-pytest)   # the Python module's tests (docs/python.md)
+      python3-numpy python3-pytest    # the Python module's tests (docs/python.md)
+      python3-jsonschema)             # ctest sdk.report_schema (docs/vendors.md)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
