@@ -29,13 +29,14 @@
 // selects. The last line is a digest of the final outputs' bytes, the same on
 // every conforming device (samples/README.md).
 #include <algorithm>
-#include <cinttypes>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
 
 #include <xhal/xhal.hpp>
+
+#include "digest.h"  // samples/common
 
 namespace {
 
@@ -63,14 +64,6 @@ struct Rng {
 };
 
 // FNV-1a 64 over raw bytes.
-struct Digest {
-  uint64_t h = 0xcbf29ce484222325ull;
-  void add(const std::vector<float>& v) {
-    const auto* b = reinterpret_cast<const unsigned char*>(v.data());
-    for (size_t i = 0; i < v.size() * sizeof(float); ++i) h = (h ^ b[i]) * 0x100000001b3ull;
-  }
-};
-
 struct Params {
   std::vector<float> w, a_src, a_dst, gamma, beta;  // [kIn, kF], [kF] x 4
 };
@@ -308,7 +301,7 @@ int run(int64_t nodes, int steps) {
   }
   Digest digest;  // final outputs and trained parameters
   for (const auto* v : {&y, &p.w, &p.a_src, &p.a_dst, &p.gamma, &p.beta}) digest.add(*v);
-  std::printf("digest %016" PRIx64 "\n", digest.h);
+  digest.print();
   return 0;
 }
 

@@ -21,7 +21,6 @@
 // selects. The last line is a digest of the final outputs' bytes, the same on
 // every conforming device (samples/README.md).
 #include <algorithm>
-#include <cinttypes>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -29,6 +28,8 @@
 #include <vector>
 
 #include <xhal/xhal.hpp>
+
+#include "digest.h"  // samples/common
 
 namespace {
 
@@ -46,14 +47,6 @@ struct Rng {  // splitmix64: the same numbers on every machine
     return z ^ (z >> 31);
   }
   float uniform() { return static_cast<float>(next() >> 40) * 0x1p-23f - 1.0f; }  // [-1, 1)
-};
-
-struct Digest {  // FNV-1a 64 over raw bytes
-  uint64_t h = 0xcbf29ce484222325ull;
-  void add(const std::vector<float>& v) {
-    const auto* b = reinterpret_cast<const unsigned char*>(v.data());
-    for (size_t i = 0; i < v.size() * sizeof(float); ++i) h = (h ^ b[i]) * 0x100000001b3ull;
-  }
 };
 
 struct Block {
@@ -250,7 +243,7 @@ int run(int64_t batch, int64_t seq) {
   }
   Digest digest;  // y and every gradient
   for (const auto* v : {&y, &dx, &dg1, &dg2, &db2}) digest.add(*v);
-  std::printf("digest %016" PRIx64 "\n", digest.h);
+  digest.print();
   return 0;
 }
 

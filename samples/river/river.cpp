@@ -39,13 +39,14 @@
 // selects. The last line is a digest of the final outputs' bytes, the same on
 // every conforming device (samples/README.md).
 #include <algorithm>
-#include <cinttypes>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
 
 #include <xhal/xhal.hpp>
+
+#include "digest.h"  // samples/common
 
 namespace {
 
@@ -66,15 +67,6 @@ struct Rng {  // splitmix64: the same numbers on every machine
   }
   float uniform() { return static_cast<float>(next() >> 40) * 0x1p-23f - 1.0f; }  // [-1, 1)
   int64_t below(int64_t n) { return static_cast<int64_t>(next() % static_cast<uint64_t>(n)); }
-};
-
-struct Digest {  // FNV-1a 64 over raw bytes
-  uint64_t h = 0xcbf29ce484222325ull;
-  template <typename T>
-  void add(const std::vector<T>& v) {
-    const auto* b = reinterpret_cast<const unsigned char*>(v.data());
-    for (size_t i = 0; i < v.size() * sizeof(T); ++i) h = (h ^ b[i]) * 0x100000001b3ull;
-  }
 };
 
 // A triangular storm pulse: rises over 8 steps, recedes over 24.
@@ -346,7 +338,7 @@ int run(int64_t reaches, int64_t steps) {
   }
   Digest digest;  // the routed flows, dL/d(state), the parameter gradients
   digest.add(routed), digest.add(grad), digest.add(dc), digest.add(dx);
-  std::printf("digest %016" PRIx64 "\n", digest.h);
+  digest.print();
   return 0;
 }
 
