@@ -53,18 +53,34 @@ uint64_t fresh_seed() {
   return seed;
 }
 
+std::vector<double> random_doubles(size_t n, uint64_t seed, double lo, double hi) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> dist(lo, hi);
+  std::vector<double> v(n);
+  for (auto& x : v) {
+    do x = dist(rng);
+    while (x == 0.0);
+  }
+  return v;
+}
+
 namespace {
-std::string describe(size_t i, float got, double want) {
+// The bits of an element, as the unsigned integer of its size.
+uint32_t bits_of(float v) { return std::bit_cast<uint32_t>(v); }
+uint64_t bits_of(double v) { return std::bit_cast<uint64_t>(v); }
+
+template <class T>
+std::string describe(size_t i, T got, double want) {
   std::ostringstream s;
-  s.precision(9);
-  s << "[" << i << "] got " << got << " (0x" << std::hex << std::bit_cast<uint32_t>(got) << std::dec
-    << "), want " << want;
+  s.precision(sizeof(T) == 4 ? 9 : 17);
+  s << "[" << i << "] got " << got << " (0x" << std::hex << bits_of(got) << std::dec << "), want "
+    << want;
   if (is_poison(got)) s << " (poison: never written)";
   return s.str();
 }
-}  // namespace
 
-BitCompare compare_bits(const std::vector<float>& got, const std::vector<float>& want) {
+template <class T>
+BitCompare compare_bits_t(const std::vector<T>& got, const std::vector<T>& want) {
   BitCompare c;
   if (got.size() != want.size()) {
     c.equal = false;
@@ -72,18 +88,37 @@ BitCompare compare_bits(const std::vector<float>& got, const std::vector<float>&
     return c;
   }
   for (size_t i = 0; i < got.size(); ++i) {
-    bool same = std::bit_cast<uint32_t>(got[i]) == std::bit_cast<uint32_t>(want[i]) ||
+    bool same = bits_of(got[i]) == bits_of(want[i]) ||
                 (std::isnan(got[i]) && std::isnan(want[i]) && !is_poison(got[i]));
     if (same) continue;
     if (c.mismatches++ == 0) {
       std::ostringstream s;
-      s << describe(i, got[i], want[i]) << " (0x" << std::hex << std::bit_cast<uint32_t>(want[i])
-        << ")";
+      s << describe(i, got[i], want[i]) << " (0x" << std::hex << bits_of(want[i]) << ")";
       c.first = s.str();
     }
     c.equal = false;
   }
   return c;
+}
+
+template <class T>
+AccuracyCompare compare_f64_t(const std::vector<T>& got, const ref64::Values& ref,
+                              tol::Bound bound);
+}  // namespace
+
+BitCompare compare_bits(const std::vector<float>& got, const std::vector<float>& want) {
+  return compare_bits_t(got, want);
+}
+BitCompare compare_bits(const std::vector<double>& got, const std::vector<double>& want) {
+  return compare_bits_t(got, want);
+}
+AccuracyCompare compare_f64(const std::vector<float>& got, const ref64::Values& ref,
+                            tol::Bound bound) {
+  return compare_f64_t(got, ref, bound);
+}
+AccuracyCompare compare_f64(const std::vector<double>& got, const ref64::Values& ref,
+                            tol::Bound bound) {
+  return compare_f64_t(got, ref, bound);
 }
 
 bool same_bytes(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b, std::string* first) {
@@ -100,8 +135,10 @@ bool same_bytes(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b, st
   return true;
 }
 
-AccuracyCompare compare_f64(const std::vector<float>& got, const ref64::Values& ref,
-                            tol::Bound bound) {
+namespace {
+template <class T>
+AccuracyCompare compare_f64_t(const std::vector<T>& got, const ref64::Values& ref,
+                              tol::Bound bound) {
   AccuracyCompare c;
   if (got.size() != ref.v.size()) {
     c.ok = false;
@@ -133,16 +170,32 @@ AccuracyCompare compare_f64(const std::vector<float>& got, const ref64::Values& 
   return c;
 }
 
+}  // namespace
+
 void Grader::output(const std::string& name, const std::vector<float>& got,
                     const std::vector<float>& rerun, const std::vector<float>& canonical,
                     const ref64::Values& ref, tol::Bound bound) {
+  output_t(name, got, rerun, canonical, ref, bound, "float32", "float64");
+}
+void Grader::output(const std::string& name, const std::vector<double>& got,
+                    const std::vector<double>& rerun, const std::vector<double>& canonical,
+                    const ref64::Values& ref, tol::Bound bound) {
+  output_t(name, got, rerun, canonical, ref, bound, "float64", "long double");
+}
+
+template <class T>
+void Grader::output_t(const std::string& name, const std::vector<T>& got,
+                      const std::vector<T>& rerun, const std::vector<T>& canonical,
+                      const ref64::Values& ref, tol::Bound bound, const char* canonical_type,
+                      const char* reference_type) {
   BitCompare exact = compare_bits(got, canonical);
   BitCompare again = compare_bits(got, rerun);
   AccuracyCompare acc = compare_f64(got, ref, bound);
   if (!exact.equal) {
     bit_exact_ = false;
     details_ += "\n  " + name + ": " + std::to_string(exact.mismatches) +
-                " element(s) differ from the canonical float32 reference; first " + exact.first;
+                " element(s) differ from the canonical " + canonical_type + " reference; first " +
+                exact.first;
   }
   if (!again.equal) {
     accurate_ = false;
@@ -152,7 +205,8 @@ void Grader::output(const std::string& name, const std::vector<float>& got,
   if (!acc.ok) {
     accurate_ = false;
     details_ += "\n  " + name + ": " + std::to_string(acc.failures) +
-                " element(s) outside the float64 bound; first " + acc.first;
+                " element(s) outside the bound around the " + reference_type +
+                " reference; first " + acc.first;
   }
 }
 
@@ -182,6 +236,9 @@ xhal_buffer_t poisoned_buffer(xhal_device_t dev, uint64_t bytes) {
 
 bool all_poison(const std::vector<float>& v) {
   return std::all_of(v.begin(), v.end(), [](float f) { return is_poison(f); });
+}
+bool all_poison(const std::vector<double>& v) {
+  return std::all_of(v.begin(), v.end(), [](double f) { return is_poison(f); });
 }
 
 namespace {

@@ -16,6 +16,8 @@ namespace xhal::conf {
 // Uniform in [lo, hi], never exactly zero (a zero would hide a missing
 // multiply or an unwritten output). Different seeds give different data.
 std::vector<float> random_floats(size_t n, uint64_t seed, float lo = -1.0f, float hi = 1.0f);
+// The same in double (f64 ops).
+std::vector<double> random_doubles(size_t n, uint64_t seed, double lo = -1.0, double hi = 1.0);
 std::vector<int64_t> random_indices(size_t n, uint64_t num_rows, uint64_t seed);
 // A fresh seed per call: the data differ between runs unless the
 // XHAL_CONF_SEED environment variable fixes the base (printed at start).
@@ -30,6 +32,7 @@ struct BitCompare {
   std::string first;
 };
 BitCompare compare_bits(const std::vector<float>& got, const std::vector<float>& want);
+BitCompare compare_bits(const std::vector<double>& got, const std::vector<double>& want);
 // Same bytes.
 bool same_bytes(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b, std::string* first);
 
@@ -40,6 +43,8 @@ struct AccuracyCompare {
   std::string first;
 };
 AccuracyCompare compare_f64(const std::vector<float>& got, const ref64::Values& ref,
+                            tol::Bound bound);
+AccuracyCompare compare_f64(const std::vector<double>& got, const ref64::Values& ref,
                             tol::Bound bound);
 
 // Grades the outputs of one op call. For each output give the device result,
@@ -53,9 +58,17 @@ class Grader {
   void output(const std::string& name, const std::vector<float>& got,
               const std::vector<float>& rerun, const std::vector<float>& canonical,
               const ref64::Values& ref, tol::Bound bound);
+  // f64 outputs: the canonical float64 reference and the long double one.
+  void output(const std::string& name, const std::vector<double>& got,
+              const std::vector<double>& rerun, const std::vector<double>& canonical,
+              const ref64::Values& ref, tol::Bound bound);
   Level finish();
 
  private:
+  template <class T>
+  void output_t(const std::string& name, const std::vector<T>& got, const std::vector<T>& rerun,
+                const std::vector<T>& canonical, const ref64::Values& ref, tol::Bound bound,
+                const char* canonical_type, const char* reference_type);
   bool bit_exact_ = true, accurate_ = true;
   std::string details_;
 };
@@ -65,10 +78,15 @@ inline std::vector<float> download_f32(xhal_buffer_t buf, size_t count, uint64_t
   return download<float>(buf, count, offset);
 }
 
+inline std::vector<double> download_f64(xhal_buffer_t buf, size_t count, uint64_t offset = 0) {
+  return download<double>(buf, count, offset);
+}
+
 // A freshly allocated buffer of `bytes`, filled with the poison pattern.
 xhal_buffer_t poisoned_buffer(xhal_device_t dev, uint64_t bytes);
 // True when every float of `v` still holds the poison pattern.
 bool all_poison(const std::vector<float>& v);
+bool all_poison(const std::vector<double>& v);
 
 // RAII index plan.
 struct PlanGuard {
@@ -96,6 +114,22 @@ const char* op_name(xhal_op_t op);
       XHAL_CONF_UNSUPPORTED(std::string("the device does not implement ") + \
                             ::xhal::conf::op_name(op));                     \
   } while (0)
+
+// XHAL_CONF_REQUIRE_OP for a test of one dtype: "unsupported" unless the
+// device claims `dtype` for `op` (an f64 test on a backend without f64).
+#define XHAL_CONF_REQUIRE_OP_DTYPE(op, dtype)                                              \
+  do {                                                                                     \
+    XHAL_CONF_REQUIRE_OP(op);                                                              \
+    if (!::xhal::conf::device_supports(dev, op, dtype))                                    \
+      XHAL_CONF_UNSUPPORTED(std::string("the device does not implement ") +                \
+                            ::xhal::conf::op_name(op) + " for " + xhal_dtype_name(dtype)); \
+  } while (0)
+
+// The dtype of an element type (f32, f64).
+template <class T>
+constexpr xhal_dtype_t dtype_of() {
+  return sizeof(T) == 8 ? XHAL_DTYPE_F64 : XHAL_DTYPE_F32;
+}
 
 // For a test that exercises one op (recorded with XHAL_CONF_REQUIRE_OP) and
 // also calls `other` to set up or check it: "unsupported" unless the device

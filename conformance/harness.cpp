@@ -119,6 +119,9 @@ void poison(xhal_buffer_t buf) {
 }
 
 bool is_poison(float v) { return std::bit_cast<uint32_t>(v) == kPoisonBits; }
+bool is_poison(double v) {
+  return std::bit_cast<uint64_t>(v) == (uint64_t{kPoisonBits} << 32 | kPoisonBits);
+}
 
 xhal_counters_t counters(xhal_device_t dev) {
   xhal_counters_t c{};

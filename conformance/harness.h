@@ -69,6 +69,8 @@ xhal_tensor_t tensor(xhal_buffer_t buf, xhal_dtype_t dtype, std::vector<int64_t>
 // wrongly written outputs are caught.
 void poison(xhal_buffer_t buf);
 bool is_poison(float v);
+// An f64 element of a poisoned buffer: the pattern twice (also a NaN).
+bool is_poison(double v);
 
 // Counters of the device (docs/plugin-guide.md "Counters"). Ops, copies and
 // fills must not move the transfer counters; each op call that reaches the

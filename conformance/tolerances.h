@@ -41,6 +41,28 @@ inline Bound index_add(uint64_t m) {
   return {2 * kU * depth, kFloatMin};
 }
 
+// f64 ops (docs/semantics.md 7.5): the same scales against a long double
+// reference, with the float64 unit roundoff in place of float32's and 1e-13
+// in place of 1e-5; results below 2^-1022 are compared absolutely.
+constexpr double kU64 = 0x1p-53;
+constexpr double kDoubleMin = 0x1p-1022;
+constexpr Bound kSoftmaxForward64{1e-13, kDoubleMin};
+constexpr Bound kSoftmaxBackward64{1e-13, kDoubleMin};
+constexpr Bound kNorm64{1e-13, kDoubleMin};
+inline Bound index_add64(uint64_t m) {
+  const Bound b = index_add(m);
+  return {b.rel / kU * kU64, kDoubleMin};
+}
+// The bound an op's f32 bound becomes for T.
+template <class T>
+constexpr Bound for_dtype(Bound f32, Bound f64) {
+  return sizeof(T) == 8 ? f64 : f32;
+}
+
+// xhal_exp64 (reference) against expl in x87 long double, in float64 ulps
+// of the exact value (ulp of a subnormal result is 2^-1074).
+constexpr double kExp64MaxUlp = 2.0;
+
 // xhal_exp (reference) against std::exp in double, in float32 ulps of the
 // exact value (ulp of a subnormal result is 2^-149).
 constexpr double kExpMaxUlp = 2.0;

@@ -62,6 +62,17 @@ class BadInputTest : public DeviceTest {
     outputs.push_back({b, n});
     return tensor(b, XHAL_DTYPE_F32, shape);
   }
+  // An f64 output (docs/semantics.md 7.4: beside f32 inputs it is a dtype
+  // mismatch, whether or not the device implements f64).
+  xhal_tensor_t out64(std::vector<int64_t> shape) {
+    size_t n = kSlack;
+    for (auto d : shape) n *= d;
+    n = n / kSlack + kSlack;
+    xhal_buffer_t b = poisoned_buffer(dev, n * 8);
+    owned.push_back(b);
+    outputs.push_back({b, 2 * n});
+    return tensor(b, XHAL_DTYPE_F64, shape);
+  }
   // A tensor like t with one change.
   static xhal_tensor_t with_dtype(xhal_tensor_t t, xhal_dtype_t d) {
     t.dtype = d;
@@ -420,10 +431,15 @@ TEST_P(BadInputTest, Softmax) {
        }},
       {"backward: null dy", XHAL_INVALID_ARGUMENT,
        [&] { return xhal_softmax_backward(dev, &x, nullptr, &dx); }},
-      {"backward: dx f64", XHAL_INVALID_ARGUMENT,
+      {"backward: dx f64 beside f32 y and dy", XHAL_INVALID_ARGUMENT,
        [&] {
-         auto t = with_dtype(dx, XHAL_DTYPE_F64);
+         auto t = out64({R, N});
          return xhal_softmax_backward(dev, &x, &dy, &t);
+       }},
+      {"forward: y f64 beside f32 x", XHAL_INVALID_ARGUMENT,
+       [&] {
+         auto t = out64({R, N});
+         return xhal_softmax_forward(dev, &x, &t);
        }},
       {"x offset misaligned", XHAL_INVALID_ARGUMENT,
        [&] {

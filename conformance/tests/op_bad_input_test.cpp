@@ -184,6 +184,22 @@ class OpBadInputTest : public DeviceTest {
                    [i, d](auto& t) { t[i].dtype = static_cast<xhal_dtype_t>(d); }});
       break;
     }
+    // A dtype the op takes, but not the one its partner argument has
+    // (docs/semantics.md 7.4: f64 x with f32 gamma, f32 src with f64 dst):
+    // XHAL_INVALID_ARGUMENT on every backend, whether or not it implements
+    // the dtype. The valid call is f32, so the partner is f32.
+    for (size_t other = 0; other < op.arg_count; ++other) {
+      const bool partner = spec.same_dtype_as == other || op.args[other].same_dtype_as == i;
+      if (other == i || !partner) continue;
+      for (uint32_t d = XHAL_DTYPE_F32 + 1; d < XHAL_DTYPE_COUNT_; ++d) {
+        if (!(spec.dtypes & op.args[other].dtypes & (1u << d))) continue;
+        f.push_back({std::string("dtype ") + xhal_dtype_name(static_cast<xhal_dtype_t>(d)) +
+                         " where argument '" + op.args[other].name + "' is f32",
+                     XHAL_INVALID_ARGUMENT,
+                     [i, d](auto& t) { t[i].dtype = static_cast<xhal_dtype_t>(d); }});
+      }
+      break;
+    }
     f.push_back({"dtype 99", XHAL_INVALID_ARGUMENT, [i](auto& t) {
                    const uint32_t bad = 99;
                    std::memcpy(&t[i].dtype, &bad, sizeof bad);

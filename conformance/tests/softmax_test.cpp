@@ -15,54 +15,58 @@ class SoftmaxTest : public DeviceTest {};
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
 // Runs softmax_forward twice (two poisoned outputs) on x [rows, n] and grades.
-void check_forward(xhal_device_t dev, const std::vector<float>& x, int64_t rows, int64_t n) {
+// T: float (f32) or double (f64, docs/semantics.md 7.3).
+template <class T>
+void check_forward(xhal_device_t dev, const std::vector<T>& x, int64_t rows, int64_t n) {
+  constexpr xhal_dtype_t kDtype = dtype_of<T>();
   BufferGuard g;
   size_t count = static_cast<size_t>(rows * n);
   xhal_buffer_t xb = g.add(upload(dev, x));
-  xhal_buffer_t y1 = g.add(poisoned_buffer(dev, count * 4 + 64)),
-                y2 = g.add(poisoned_buffer(dev, count * 4));
+  xhal_buffer_t y1 = g.add(poisoned_buffer(dev, count * sizeof(T) + 64)),
+                y2 = g.add(poisoned_buffer(dev, count * sizeof(T)));
   ASSERT_NE(y2, nullptr);
-  xhal_tensor_t xt = tensor(xb, XHAL_DTYPE_F32, {rows, n});
-  xhal_tensor_t t1 = tensor(y1, XHAL_DTYPE_F32, {rows, n}),
-                t2 = tensor(y2, XHAL_DTYPE_F32, {rows, n});
+  xhal_tensor_t xt = tensor(xb, kDtype, {rows, n});
+  xhal_tensor_t t1 = tensor(y1, kDtype, {rows, n}), t2 = tensor(y2, kDtype, {rows, n});
   xhal_counters_t before = counters(dev);
   ASSERT_EQ(xhal_softmax_forward(dev, &xt, &t1), XHAL_OK) << xhal_last_error();
   ASSERT_EQ(xhal_softmax_forward(dev, &xt, &t2), XHAL_OK) << xhal_last_error();
   ASSERT_EQ(xhal_device_synchronize(dev), XHAL_OK);
   xhal_counters_t after = counters(dev);
   XHAL_CONF_EXPECT_OP_COUNTERS(before, after, 2);
-  std::vector<float> canonical(count);
+  std::vector<T> canonical(count);
   canon::softmax_forward(x.data(), rows, n, canonical.data());
   Grader grader;
-  grader.output("y", download_f32(y1, count), download_f32(y2, count), canonical,
-                ref64::softmax_forward(x.data(), rows, n), tol::kSoftmaxForward);
+  grader.output("y", download<T>(y1, count), download<T>(y2, count), canonical,
+                ref64::softmax_forward(x.data(), rows, n),
+                tol::for_dtype<T>(tol::kSoftmaxForward, tol::kSoftmaxForward64));
   grader.finish();
-  EXPECT_TRUE(all_poison(download_f32(y1, 16, count * 4))) << "wrote past y";
+  EXPECT_TRUE(all_poison(download_f32(y1, 16, count * sizeof(T)))) << "wrote past y";
 }
 
-void check_backward(xhal_device_t dev, const std::vector<float>& y, const std::vector<float>& dy,
+template <class T>
+void check_backward(xhal_device_t dev, const std::vector<T>& y, const std::vector<T>& dy,
                     int64_t rows, int64_t n) {
+  constexpr xhal_dtype_t kDtype = dtype_of<T>();
   BufferGuard g;
   size_t count = static_cast<size_t>(rows * n);
   xhal_buffer_t yb = g.add(upload(dev, y)), dyb = g.add(upload(dev, dy));
-  xhal_buffer_t d1 = g.add(poisoned_buffer(dev, count * 4)),
-                d2 = g.add(poisoned_buffer(dev, count * 4));
+  xhal_buffer_t d1 = g.add(poisoned_buffer(dev, count * sizeof(T))),
+                d2 = g.add(poisoned_buffer(dev, count * sizeof(T)));
   ASSERT_NE(d2, nullptr);
-  xhal_tensor_t yt = tensor(yb, XHAL_DTYPE_F32, {rows, n}),
-                dyt = tensor(dyb, XHAL_DTYPE_F32, {rows, n});
-  xhal_tensor_t t1 = tensor(d1, XHAL_DTYPE_F32, {rows, n}),
-                t2 = tensor(d2, XHAL_DTYPE_F32, {rows, n});
+  xhal_tensor_t yt = tensor(yb, kDtype, {rows, n}), dyt = tensor(dyb, kDtype, {rows, n});
+  xhal_tensor_t t1 = tensor(d1, kDtype, {rows, n}), t2 = tensor(d2, kDtype, {rows, n});
   xhal_counters_t before = counters(dev);
   ASSERT_EQ(xhal_softmax_backward(dev, &yt, &dyt, &t1), XHAL_OK) << xhal_last_error();
   ASSERT_EQ(xhal_softmax_backward(dev, &yt, &dyt, &t2), XHAL_OK) << xhal_last_error();
   ASSERT_EQ(xhal_device_synchronize(dev), XHAL_OK);
   xhal_counters_t after = counters(dev);
   XHAL_CONF_EXPECT_OP_COUNTERS(before, after, 2);
-  std::vector<float> canonical(count);
+  std::vector<T> canonical(count);
   canon::softmax_backward(y.data(), dy.data(), rows, n, canonical.data());
   Grader grader;
-  grader.output("dx", download_f32(d1, count), download_f32(d2, count), canonical,
-                ref64::softmax_backward(y.data(), dy.data(), rows, n), tol::kSoftmaxBackward);
+  grader.output("dx", download<T>(d1, count), download<T>(d2, count), canonical,
+                ref64::softmax_backward(y.data(), dy.data(), rows, n),
+                tol::for_dtype<T>(tol::kSoftmaxBackward, tol::kSoftmaxBackward64));
   grader.finish();
 }
 
@@ -112,7 +116,7 @@ TEST_P(SoftmaxTest, ForwardRowOf200001Columns) {
 
 TEST_P(SoftmaxTest, ForwardSingleRowSingleElementAndEmpty) {
   XHAL_CONF_REQUIRE_OP(XHAL_OP_SOFTMAX_FORWARD);
-  check_forward(dev, {-3.5f}, 1, 1);
+  check_forward(dev, std::vector<float>{-3.5f}, 1, 1);
   check_forward(dev, random_floats(7, fresh_seed()), 1, 7);
   BufferGuard g;
   xhal_buffer_t xb = g.add(poisoned_buffer(dev, 16)), yb = g.add(poisoned_buffer(dev, 16));
@@ -208,6 +212,50 @@ TEST_P(SoftmaxTest, BackwardMatchesFiniteDifferences) {
     double down = ref64::softmax_loss(xd, dyd, rows, n);
     xd[i] = keep;
     EXPECT_NEAR(dx[i], (up - down) / (2 * h), 1e-4) << "element " << i;
+  }
+}
+
+// f64 (docs/semantics.md 7.3): the same chunk and lane order in binary64,
+// xhal_exp64. Row lengths with partial chunks (tails) and several chunks.
+TEST_P(SoftmaxTest, ForwardF64RandomRowsAndTails) {
+  XHAL_CONF_REQUIRE_OP_DTYPE(XHAL_OP_SOFTMAX_FORWARD, XHAL_DTYPE_F64);
+  check_forward(dev, random_doubles(37 * 2500, fresh_seed(), -8.0, 8.0), 37, 2500);
+  check_forward(dev, random_doubles(8 * 1024, fresh_seed(), -30.0, 30.0), 8, 1024);
+  check_forward(dev, random_doubles(5 * 33, fresh_seed(), -8.0, 8.0), 5, 33);
+  check_forward(dev, random_doubles(2 * 70001, fresh_seed(), -20.0, 20.0), 2, 70001);
+  check_forward(dev, std::vector<double>{-3.5}, 1, 1);
+}
+
+TEST_P(SoftmaxTest, ForwardF64LargeTinyAndInfiniteEntries) {
+  XHAL_CONF_REQUIRE_OP_DTYPE(XHAL_OP_SOFTMAX_FORWARD, XHAL_DTYPE_F64);
+  const int64_t n = 3000;
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<double> x;
+  auto row = [&](std::vector<double> r) { x.insert(x.end(), r.begin(), r.end()); };
+  row(random_doubles(n, fresh_seed(), 600.0, 709.0));  // exp64 would overflow unshifted
+  row(random_doubles(n, fresh_seed(), -1e-300, 1e-300));
+  std::vector<double> r = random_doubles(n, fresh_seed(), -5.0, 5.0);
+  for (int64_t i = 0; i < n; i += 3) r[i] = -inf;
+  row(r);
+  row(std::vector<double>(n, -inf));                    // NaN row
+  r = random_doubles(n, fresh_seed(), -740.0, -700.0);  // subnormal exps beside one 0
+  r[1777] = 0.0;
+  row(r);
+  r = random_doubles(n, fresh_seed(), -3.0, 3.0);  // a whole chunk of -inf
+  std::fill(r.begin() + 1024, r.begin() + 2048, -inf);
+  row(r);
+  r = random_doubles(n, fresh_seed(), -3.0, 3.0);  // one NaN: NaN row
+  r[5] = std::numeric_limits<double>::quiet_NaN();
+  row(r);
+  check_forward(dev, x, 7, n);
+}
+
+TEST_P(SoftmaxTest, BackwardF64RandomRows) {
+  XHAL_CONF_REQUIRE_OP_DTYPE(XHAL_OP_SOFTMAX_BACKWARD, XHAL_DTYPE_F64);
+  for (auto [rows, n] : {std::pair<int64_t, int64_t>{37, 2500}, {2, 70001}, {1, 1}, {70, 33}}) {
+    std::vector<double> x = random_doubles(rows * n, fresh_seed(), -6.0, 6.0), y(rows * n);
+    canon::softmax_forward(x.data(), rows, n, y.data());
+    check_backward(dev, y, random_doubles(rows * n, fresh_seed(), -2.0, 2.0), rows, n);
   }
 }
 

@@ -1,5 +1,6 @@
 // Stage 2 of the canonical column sum (docs/semantics.md 3.5): the pairwise
-// tree over the 32-row block partials, vectorised across columns.
+// tree over the 32-row block partials, vectorised across columns; one
+// template for f32 (the ISA's add_rows) and f64 (a plain loop).
 #include <omp.h>
 
 #include <cstring>
@@ -9,14 +10,25 @@
 
 namespace xhal::cpu {
 
-void colsum_tree(float* partial, int64_t blocks, int64_t n, float* out) {
+namespace {
+
+// dst[j] = a[j] + b[j] (b null: + 0), element type double.
+void add_rows_f64(double* dst, const double* a, const double* b, int64_t width) {
+  if (b == nullptr) {
+    for (int64_t j = 0; j < width; ++j) dst[j] = a[j] + 0.0;
+  } else {
+    for (int64_t j = 0; j < width; ++j) dst[j] = a[j] + b[j];
+  }
+}
+
+template <class T, class AddRows>
+void colsum_tree_of(T* partial, int64_t blocks, int64_t n, T* out, AddRows add_rows) {
   if (n == 0) return;
   if (blocks == 0) {
-    for (int64_t j = 0; j < n; ++j) out[j] = 0.0f;  // tree of nothing is +0
+    for (int64_t j = 0; j < n; ++j) out[j] = T(0);  // tree of nothing is +0
     return;
   }
   // Columns are independent: each thread runs the whole tree on a slab.
-  const auto add_rows = isa().add_rows;
   constexpr int64_t kSlab = 1024;
   const int64_t slabs = (n + kSlab - 1) / kSlab;
 #pragma omp parallel for schedule(static) if (blocks * n > (1 << 16))
@@ -32,8 +44,18 @@ void colsum_tree(float* partial, int64_t blocks, int64_t n, float* out) {
       if (count % 2 == 1)
         add_rows(partial + (count / 2) * n + j0, partial + (count - 1) * n + j0, nullptr, width);
     }
-    std::memcpy(out + j0, partial + j0, width * sizeof(float));
+    std::memcpy(out + j0, partial + j0, width * sizeof(T));
   }
+}
+
+}  // namespace
+
+void colsum_tree(float* partial, int64_t blocks, int64_t n, float* out) {
+  colsum_tree_of(partial, blocks, n, out, isa().add_rows);
+}
+
+void colsum_tree(double* partial, int64_t blocks, int64_t n, double* out) {
+  colsum_tree_of(partial, blocks, n, out, add_rows_f64);
 }
 
 }  // namespace xhal::cpu

@@ -14,6 +14,7 @@
 namespace xhal::cpu {
 
 inline constexpr uint32_t kF32Dtype = 1u << XHAL_DTYPE_F32;
+inline constexpr uint32_t kF32F64Dtypes = kF32Dtype | (1u << XHAL_DTYPE_F64);
 inline constexpr uint32_t kEveryDtype =
     ((1u << XHAL_DTYPE_COUNT_) - 1u) & ~(1u << XHAL_DTYPE_INVALID);
 // Slots that are not an op (index plans, matrices) register with kNotAnOp.

@@ -27,7 +27,9 @@ inline RowShape row_shape(const xhal_plugin_tensor_t* x) {
 constexpr int64_t kColsumBlockRows = 32;  // R of section 3.5
 
 // Stage 2 of colsum (3.5): out[j] = tree(partial[0..blocks)[j]) for every
-// column, partial being blocks rows of n floats (destroyed).
+// column, partial being blocks rows of n elements (destroyed). f32 and f64
+// (colsum.cpp, one template).
 void colsum_tree(float* partial, int64_t blocks, int64_t n, float* out);
+void colsum_tree(double* partial, int64_t blocks, int64_t n, double* out);
 
 }  // namespace xhal::cpu

@@ -133,7 +133,7 @@ TEST_F(RowsTest, BackwardPassesEveryTensorInOrder) {
 TEST_F(RowsTest, DtypeRankAndSupport) {
   xhal_tensor_t xi = tensor(buffer(48), XHAL_DTYPE_I32, {3, 4}), y = f32({3, 4});
   EXPECT_REJECTED(xhal_softmax_forward(dev, &xi, &y), XHAL_INVALID_ARGUMENT,
-                  "argument 'x': dtype i32 not allowed, op softmax_forward takes f32");
+                  "argument 'x': dtype i32 not allowed, op softmax_forward takes f32, f64");
   xhal_tensor_t s = tensor(buffer(4), XHAL_DTYPE_F32, {}),
                 s2 = tensor(buffer(4), XHAL_DTYPE_F32, {});
   EXPECT_REJECTED(xhal_softmax_forward(dev, &s, &s2), XHAL_SHAPE_MISMATCH, "'x'", "rank 0");
@@ -142,6 +142,57 @@ TEST_F(RowsTest, DtypeRankAndSupport) {
   EXPECT_REJECTED(xhal_softmax_forward(dev, &x, nullptr), XHAL_INVALID_ARGUMENT, "'y'");
   xhal_tensor_t y1 = f32({3, 4}, dev1);
   EXPECT_REJECTED(xhal_softmax_forward(dev, &x, &y1), XHAL_WRONG_DEVICE, "'y'");
+}
+
+// f64 is allowed by the spec for the row ops and index_add (docs/semantics.md
+// 7.3), but the recorder claims only f32 for them: the core answers
+// XHAL_UNSUPPORTED naming the argument, the dtype, the op and the backend,
+// and no slot runs (never a silent conversion). Mixed dtypes are
+// XHAL_INVALID_ARGUMENT naming the second argument and both dtypes, on every
+// backend (the check runs before the device's dtype bits are read).
+TEST_F(RowsTest, F64WithoutTheDtypeBitIsUnsupported) {
+  auto f64 = [this](std::vector<int64_t> shape) {
+    int64_t n = 1;
+    for (int64_t s : shape) n *= s;
+    return tensor(buffer(static_cast<uint64_t>(n) * 8), XHAL_DTYPE_F64, shape);
+  };
+  xhal_tensor_t x = f64({3, 4}), y = f64({3, 4}), dy = f64({3, 4}), dx = f64({3, 4});
+  xhal_tensor_t g = f64({4}), b = f64({4}), m = f64({3}), r = f64({3}), dg = f64({4}),
+                db = f64({4});
+  EXPECT_REJECTED(xhal_softmax_forward(dev, &x, &y), XHAL_UNSUPPORTED,
+                  "argument 'x': dtype f64 of op softmax_forward is not implemented by backend "
+                  "'recorder' (it implements f32)");
+  EXPECT_REJECTED(xhal_softmax_backward(dev, &y, &dy, &dx), XHAL_UNSUPPORTED, "'y'", "f64",
+                  "softmax_backward");
+  EXPECT_REJECTED(xhal_rms_norm_forward(dev, &x, &g, 1e-5f, &y, &r), XHAL_UNSUPPORTED, "f64",
+                  "rms_norm_forward");
+  EXPECT_REJECTED(xhal_rms_norm_backward(dev, &x, &g, &r, &dy, &dx, &dg), XHAL_UNSUPPORTED, "f64",
+                  "rms_norm_backward");
+  EXPECT_REJECTED(xhal_layer_norm_forward(dev, &x, &g, &b, 1e-5f, &y, &m, &r), XHAL_UNSUPPORTED,
+                  "f64", "layer_norm_forward");
+  EXPECT_REJECTED(xhal_layer_norm_backward(dev, &x, &g, &m, &r, &dy, &dx, &dg, &db),
+                  XHAL_UNSUPPORTED, "f64", "layer_norm_backward");
+  // Zero rows: still unsupported (the core would otherwise write dgamma itself).
+  xhal_tensor_t x0 = f64({0, 4}), r0 = f64({0}), m0 = f64({0});
+  EXPECT_REJECTED(xhal_layer_norm_backward(dev, &x0, &g, &m0, &r0, &x0, &x0, &dg, &db),
+                  XHAL_UNSUPPORTED, "f64", "layer_norm_backward");
+  xhal_index_plan_t p = plan({0, 2, 0}, 3);
+  xhal_tensor_t src = f64({3, 4}), dst = f64({3, 4});
+  EXPECT_REJECTED(xhal_index_add(dev, p, 1.0f, &src, &dst), XHAL_UNSUPPORTED,
+                  "argument 'src': dtype f64 of op index_add is not implemented");
+
+  // Mixed: f32 where x is f64 (and the reverse) names the argument and both dtypes.
+  xhal_tensor_t y32 = f32({3, 4}), g32 = f32({4}), r32 = f32({3}), x32 = f32({3, 4});
+  EXPECT_REJECTED(xhal_softmax_forward(dev, &x, &y32), XHAL_INVALID_ARGUMENT,
+                  "argument 'y': dtype f32 but argument 'x' is f64");
+  EXPECT_REJECTED(xhal_rms_norm_forward(dev, &x, &g32, 1e-5f, &y, &r), XHAL_INVALID_ARGUMENT,
+                  "argument 'gamma': dtype f32 but argument 'x' is f64");
+  EXPECT_REJECTED(xhal_rms_norm_forward(dev, &x32, &g32, 1e-5f, &y32, &r), XHAL_INVALID_ARGUMENT,
+                  "argument 'rstd': dtype f64 but argument 'x' is f32");
+  EXPECT_REJECTED(xhal_layer_norm_forward(dev, &x32, &g32, &g32, 1e-5f, &y32, &m, &r32),
+                  XHAL_INVALID_ARGUMENT, "argument 'mean': dtype f64 but argument 'x' is f32");
+  EXPECT_REJECTED(xhal_index_add(dev, p, 1.0f, &src, &y32), XHAL_INVALID_ARGUMENT,
+                  "argument 'dst': dtype f32 but argument 'src' is f64");
 }
 
 TEST_F(RowsTest, EmptyInputs) {
