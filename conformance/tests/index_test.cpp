@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <type_traits>
 
 #include "check.h"
 #include "reference/canonical.h"
@@ -142,14 +143,26 @@ struct ScatterCase {
 
 // Runs index_add twice on identical inputs and grades against both
 // references; rows without sources hold the poison pattern and must keep it.
+// T: float (f32) or double (f64, docs/semantics.md 7.3: the f64 segsum, alpha
+// widened exactly).
+template <class T = float>
 void check_scatter(xhal_device_t dev, const ScatterCase& c,
                    xhal_dtype_t index_dtype = XHAL_DTYPE_I64) {
+  using Bits = std::conditional_t<sizeof(T) == 8, uint64_t, uint32_t>;
+  const Bits poison_bits = sizeof(T) == 8 ? Bits(0x7fc0dead7fc0deadull) : Bits(0x7fc0deadu);
+  constexpr xhal_dtype_t kDtype = dtype_of<T>();
   const size_t count = c.idx.size(), w = static_cast<size_t>(c.w);
-  std::vector<float> src = random_floats(count * w, fresh_seed());
-  std::vector<float> dst = random_floats(c.num_rows * w, fresh_seed());
+  std::vector<T> src, dst;
+  if constexpr (sizeof(T) == 8) {
+    src = random_doubles(count * w, fresh_seed());
+    dst = random_doubles(c.num_rows * w, fresh_seed());
+  } else {
+    src = random_floats(count * w, fresh_seed());
+    dst = random_floats(c.num_rows * w, fresh_seed());
+  }
   std::vector<uint64_t> sources(c.num_rows, 0);
   for (int64_t r : c.idx) ++sources[r];
-  const float poison_value = std::bit_cast<float>(0x7fc0deadu);
+  const T poison_value = std::bit_cast<T>(poison_bits);
   for (size_t r = 0; r < c.num_rows; ++r)
     if (!sources[r])
       for (size_t j = 0; j < w; ++j) dst[r * w + j] = poison_value;
@@ -160,23 +173,22 @@ void check_scatter(xhal_device_t dev, const ScatterCase& c,
   xhal_buffer_t sb = g.add(upload(dev, src));
   xhal_buffer_t d1 = g.add(upload(dev, dst)), d2 = g.add(upload(dev, dst));
   ASSERT_NE(d2, nullptr);
-  xhal_tensor_t st = tensor(sb, XHAL_DTYPE_F32, {static_cast<int64_t>(count), c.w});
-  xhal_tensor_t t1 = tensor(d1, XHAL_DTYPE_F32, {static_cast<int64_t>(c.num_rows), c.w});
-  xhal_tensor_t t2 = tensor(d2, XHAL_DTYPE_F32, {static_cast<int64_t>(c.num_rows), c.w});
+  xhal_tensor_t st = tensor(sb, kDtype, {static_cast<int64_t>(count), c.w});
+  xhal_tensor_t t1 = tensor(d1, kDtype, {static_cast<int64_t>(c.num_rows), c.w});
+  xhal_tensor_t t2 = tensor(d2, kDtype, {static_cast<int64_t>(c.num_rows), c.w});
   xhal_counters_t before = counters(dev);
   ASSERT_EQ(xhal_index_add(dev, p.plan, c.alpha, &st, &t1), XHAL_OK) << xhal_last_error();
   ASSERT_EQ(xhal_index_add(dev, p.plan, c.alpha, &st, &t2), XHAL_OK) << xhal_last_error();
   ASSERT_EQ(xhal_device_synchronize(dev), XHAL_OK);
   xhal_counters_t after = counters(dev);
   XHAL_CONF_EXPECT_OP_COUNTERS(before, after, c.idx.empty() || c.w == 0 ? 0 : 2);
-  std::vector<float> got = download_f32(d1, c.num_rows * w),
-                     again = download_f32(d2, c.num_rows * w);
+  std::vector<T> got = download<T>(d1, c.num_rows * w), again = download<T>(d2, c.num_rows * w);
 
-  std::vector<float> canonical = dst;
+  std::vector<T> canonical = dst;
   canon::index_add(canonical.data(), c.num_rows, src.data(), c.idx, w, c.alpha);
   ref64::Values r64 = ref64::index_add(dst.data(), c.num_rows, src.data(), c.idx, w, c.alpha);
   // Untouched rows: the poison bits, exactly. Graded: the touched rows.
-  std::vector<float> g_t, a_t, c_t;
+  std::vector<T> g_t, a_t, c_t;
   ref64::Values r_t;
   uint64_t max_sources = 0;
   size_t untouched_changed = 0;
@@ -185,7 +197,7 @@ void check_scatter(xhal_device_t dev, const ScatterCase& c,
     for (size_t j = 0; j < w; ++j) {
       size_t k = r * w + j;
       if (!sources[r]) {
-        untouched_changed += std::bit_cast<uint32_t>(got[k]) != 0x7fc0deadu;
+        untouched_changed += std::bit_cast<Bits>(got[k]) != poison_bits;
         continue;
       }
       g_t.push_back(got[k]);
@@ -197,7 +209,8 @@ void check_scatter(xhal_device_t dev, const ScatterCase& c,
   }
   EXPECT_EQ(untouched_changed, 0u) << "rows without sources were rewritten";
   Grader grader;
-  grader.output("dst", g_t, a_t, c_t, r_t, tol::index_add(max_sources));
+  grader.output("dst", g_t, a_t, c_t, r_t,
+                tol::for_dtype<T>(tol::index_add(max_sources), tol::index_add64(max_sources)));
   grader.finish();
 }
 
@@ -239,6 +252,23 @@ TEST_P(IndexAddTest, SingleRowAndEmpty) {
     EXPECT_EQ(xhal_index_add(dev, p.plan, 1.0f, &st, &dt), XHAL_OK) << xhal_last_error();
   }
   EXPECT_TRUE(compare_bits(download_f32(db, 12), dst).equal);
+}
+
+// f64: duplicates, untouched rows (poison kept bit for bit), alpha != 1, a hub
+// row cut into chunk subtrees, a row with one source, wide and odd widths.
+TEST_P(IndexAddTest, F64DuplicatesHubAndUntouchedRows) {
+  XHAL_CONF_REQUIRE_OP_DTYPE(XHAL_OP_INDEX_ADD, XHAL_DTYPE_F64);
+  std::vector<int64_t> idx = random_indices(3000, 400, fresh_seed());
+  for (int i = 0; i < 40; ++i) idx[10 + i] = 5;
+  check_scatter<double>(dev, {500, 19, idx, 1.0f});
+  check_scatter<double>(dev, {500, 19, idx, -0.375f}, XHAL_DTYPE_I32);
+  std::vector<int64_t> hub = random_indices(100000, 1000, fresh_seed());
+  std::mt19937_64 rng(fresh_seed());
+  for (auto& i : hub)
+    if (rng() % 4 != 0) i = 0;
+  check_scatter<double>(dev, {1000, 5, hub, 0.5f});
+  check_scatter<double>(dev, {3, 300, {1, 1, 1, 2}, 0.1f});  // alpha not exact in f32
+  check_scatter<double>(dev, {2, 1, {1}, 3.0f});
 }
 
 // <S x, y> = <x, S^T y> with S the selection of the plan: gather gives S x,

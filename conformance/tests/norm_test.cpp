@@ -26,16 +26,26 @@ struct Shape {
 const Shape kShapes[] = {{45, 7}, {70, 1024}, {33, 1500}, {5, 4099},  {3, 20000}, {100, 33},
                          {1, 1},  {1, 5},     {64, 1},    {4100, 40}, {4127, 300}};
 
+// T: float (f32) or double (f64, docs/semantics.md 7.3; gamma, beta and the
+// saved mean and rstd in f64 too).
+template <class T = float>
 struct Data {
-  std::vector<float> x, gamma, beta, dy;
+  std::vector<T> x, gamma, beta, dy;
 };
-Data make_data(const Shape& s) {
-  return {random_floats(s.rows * s.n, fresh_seed(), -3.0f, 3.0f),
-          random_floats(s.n, fresh_seed(), 0.5f, 2.0f), random_floats(s.n, fresh_seed()),
-          random_floats(s.rows * s.n, fresh_seed())};
+template <class T = float>
+Data<T> make_data(const Shape& s) {
+  if constexpr (sizeof(T) == 8)
+    return {random_doubles(s.rows * s.n, fresh_seed(), -3.0, 3.0),
+            random_doubles(s.n, fresh_seed(), 0.5, 2.0), random_doubles(s.n, fresh_seed()),
+            random_doubles(s.rows * s.n, fresh_seed())};
+  else
+    return {random_floats(s.rows * s.n, fresh_seed(), -3.0f, 3.0f),
+            random_floats(s.n, fresh_seed(), 0.5f, 2.0f), random_floats(s.n, fresh_seed()),
+            random_floats(s.rows * s.n, fresh_seed())};
 }
 
-// Two poisoned outputs of `count` floats for the two identical runs.
+// Two poisoned outputs of `count` elements for the two identical runs.
+template <class T = float>
 struct Out {
   xhal_buffer_t a = nullptr, b = nullptr;
   xhal_tensor_t ta{}, tb{};
@@ -43,25 +53,26 @@ struct Out {
   Out(xhal_device_t dev, BufferGuard& g, std::vector<int64_t> shape) {
     count = 1;
     for (auto d : shape) count *= d;
-    a = g.add(poisoned_buffer(dev, count * 4));
-    b = g.add(poisoned_buffer(dev, count * 4));
-    ta = tensor(a, XHAL_DTYPE_F32, shape);
-    tb = tensor(b, XHAL_DTYPE_F32, shape);
+    a = g.add(poisoned_buffer(dev, count * sizeof(T)));
+    b = g.add(poisoned_buffer(dev, count * sizeof(T)));
+    ta = tensor(a, dtype_of<T>(), shape);
+    tb = tensor(b, dtype_of<T>(), shape);
   }
-  std::vector<float> first() const { return download_f32(a, count); }
-  std::vector<float> second() const { return download_f32(b, count); }
+  std::vector<T> first() const { return download<T>(a, count); }
+  std::vector<T> second() const { return download<T>(b, count); }
 };
 
-TEST_P(RmsNormTest, Forward) {
-  XHAL_CONF_REQUIRE_OP(XHAL_OP_RMS_NORM_FORWARD);
+template <class T>
+void rms_forward(xhal_device_t dev) {
+  const tol::Bound bound = tol::for_dtype<T>(tol::kNorm, tol::kNorm64);
   for (const Shape& s : kShapes) {
     SCOPED_TRACE("rows " + std::to_string(s.rows) + " n " + std::to_string(s.n));
-    Data d = make_data(s);
+    Data<T> d = make_data<T>(s);
     BufferGuard g;
     xhal_buffer_t xb = g.add(upload(dev, d.x)), gb = g.add(upload(dev, d.gamma));
-    xhal_tensor_t xt = tensor(xb, XHAL_DTYPE_F32, {s.rows, s.n}),
-                  gt = tensor(gb, XHAL_DTYPE_F32, {s.n});
-    Out y(dev, g, {s.rows, s.n}), rstd(dev, g, {s.rows});
+    xhal_tensor_t xt = tensor(xb, dtype_of<T>(), {s.rows, s.n}),
+                  gt = tensor(gb, dtype_of<T>(), {s.n});
+    Out<T> y(dev, g, {s.rows, s.n}), rstd(dev, g, {s.rows});
     xhal_counters_t before = counters(dev);
     ASSERT_EQ(xhal_rms_norm_forward(dev, &xt, &gt, kEps, &y.ta, &rstd.ta), XHAL_OK)
         << xhal_last_error();
@@ -70,31 +81,42 @@ TEST_P(RmsNormTest, Forward) {
     ASSERT_EQ(xhal_device_synchronize(dev), XHAL_OK);
     xhal_counters_t after = counters(dev);
     XHAL_CONF_EXPECT_OP_COUNTERS(before, after, 2);
-    std::vector<float> cy(y.count), cr(rstd.count);
+    std::vector<T> cy(y.count), cr(rstd.count);
     canon::rms_norm_forward(d.x.data(), d.gamma.data(), s.rows, s.n, kEps, cy.data(), cr.data());
     auto r = ref64::rms_norm_forward(d.x.data(), d.gamma.data(), s.rows, s.n, kEps);
     Grader grader;
-    grader.output("y", y.first(), y.second(), cy, r.y, tol::kNorm);
-    grader.output("rstd", rstd.first(), rstd.second(), cr, r.rstd, tol::kNorm);
+    grader.output("y", y.first(), y.second(), cy, r.y, bound);
+    grader.output("rstd", rstd.first(), rstd.second(), cr, r.rstd, bound);
     grader.finish();
   }
 }
 
-TEST_P(RmsNormTest, Backward) {
-  XHAL_CONF_REQUIRE_OP(XHAL_OP_RMS_NORM_BACKWARD);
+TEST_P(RmsNormTest, Forward) {
+  XHAL_CONF_REQUIRE_OP(XHAL_OP_RMS_NORM_FORWARD);
+  rms_forward<float>(dev);
+}
+
+TEST_P(RmsNormTest, ForwardF64) {
+  XHAL_CONF_REQUIRE_OP_DTYPE(XHAL_OP_RMS_NORM_FORWARD, XHAL_DTYPE_F64);
+  rms_forward<double>(dev);
+}
+
+template <class T>
+void rms_backward(xhal_device_t dev) {
+  const tol::Bound bound = tol::for_dtype<T>(tol::kNorm, tol::kNorm64);
   for (const Shape& s : kShapes) {
     SCOPED_TRACE("rows " + std::to_string(s.rows) + " n " + std::to_string(s.n));
-    Data d = make_data(s);
-    std::vector<float> y(s.rows * s.n), rs(s.rows);
+    Data<T> d = make_data<T>(s);
+    std::vector<T> y(s.rows * s.n), rs(s.rows);
     canon::rms_norm_forward(d.x.data(), d.gamma.data(), s.rows, s.n, kEps, y.data(), rs.data());
     BufferGuard g;
     xhal_buffer_t xb = g.add(upload(dev, d.x)), gb = g.add(upload(dev, d.gamma)),
                   rb = g.add(upload(dev, rs)), dyb = g.add(upload(dev, d.dy));
-    xhal_tensor_t xt = tensor(xb, XHAL_DTYPE_F32, {s.rows, s.n}),
-                  gt = tensor(gb, XHAL_DTYPE_F32, {s.n});
-    xhal_tensor_t rt = tensor(rb, XHAL_DTYPE_F32, {s.rows}),
-                  dyt = tensor(dyb, XHAL_DTYPE_F32, {s.rows, s.n});
-    Out dx(dev, g, {s.rows, s.n}), dg(dev, g, {s.n});
+    xhal_tensor_t xt = tensor(xb, dtype_of<T>(), {s.rows, s.n}),
+                  gt = tensor(gb, dtype_of<T>(), {s.n});
+    xhal_tensor_t rt = tensor(rb, dtype_of<T>(), {s.rows}),
+                  dyt = tensor(dyb, dtype_of<T>(), {s.rows, s.n});
+    Out<T> dx(dev, g, {s.rows, s.n}), dg(dev, g, {s.n});
     xhal_counters_t before = counters(dev);
     ASSERT_EQ(xhal_rms_norm_backward(dev, &xt, &gt, &rt, &dyt, &dx.ta, &dg.ta), XHAL_OK)
         << xhal_last_error();
@@ -103,30 +125,41 @@ TEST_P(RmsNormTest, Backward) {
     ASSERT_EQ(xhal_device_synchronize(dev), XHAL_OK);
     xhal_counters_t after = counters(dev);
     XHAL_CONF_EXPECT_OP_COUNTERS(before, after, 2);
-    std::vector<float> cdx(dx.count), cdg(dg.count);
+    std::vector<T> cdx(dx.count), cdg(dg.count);
     canon::rms_norm_backward(d.x.data(), d.gamma.data(), rs.data(), d.dy.data(), s.rows, s.n,
                              cdx.data(), cdg.data());
     auto r =
         ref64::rms_norm_backward(d.x.data(), d.gamma.data(), rs.data(), d.dy.data(), s.rows, s.n);
     Grader grader;
-    grader.output("dx", dx.first(), dx.second(), cdx, r.dx, tol::kNorm);
-    grader.output("dgamma", dg.first(), dg.second(), cdg, r.dgamma, tol::kNorm);
+    grader.output("dx", dx.first(), dx.second(), cdx, r.dx, bound);
+    grader.output("dgamma", dg.first(), dg.second(), cdg, r.dgamma, bound);
     grader.finish();
   }
 }
 
-TEST_P(LayerNormTest, Forward) {
-  XHAL_CONF_REQUIRE_OP(XHAL_OP_LAYER_NORM_FORWARD);
+TEST_P(RmsNormTest, Backward) {
+  XHAL_CONF_REQUIRE_OP(XHAL_OP_RMS_NORM_BACKWARD);
+  rms_backward<float>(dev);
+}
+
+TEST_P(RmsNormTest, BackwardF64) {
+  XHAL_CONF_REQUIRE_OP_DTYPE(XHAL_OP_RMS_NORM_BACKWARD, XHAL_DTYPE_F64);
+  rms_backward<double>(dev);
+}
+
+template <class T>
+void layer_forward(xhal_device_t dev) {
+  const tol::Bound bound = tol::for_dtype<T>(tol::kNorm, tol::kNorm64);
   for (const Shape& s : kShapes) {
     SCOPED_TRACE("rows " + std::to_string(s.rows) + " n " + std::to_string(s.n));
-    Data d = make_data(s);
+    Data<T> d = make_data<T>(s);
     BufferGuard g;
     xhal_buffer_t xb = g.add(upload(dev, d.x)), gb = g.add(upload(dev, d.gamma)),
                   bb = g.add(upload(dev, d.beta));
-    xhal_tensor_t xt = tensor(xb, XHAL_DTYPE_F32, {s.rows, s.n}),
-                  gt = tensor(gb, XHAL_DTYPE_F32, {s.n});
-    xhal_tensor_t bt = tensor(bb, XHAL_DTYPE_F32, {s.n});
-    Out y(dev, g, {s.rows, s.n}), mean(dev, g, {s.rows}), rstd(dev, g, {s.rows});
+    xhal_tensor_t xt = tensor(xb, dtype_of<T>(), {s.rows, s.n}),
+                  gt = tensor(gb, dtype_of<T>(), {s.n});
+    xhal_tensor_t bt = tensor(bb, dtype_of<T>(), {s.n});
+    Out<T> y(dev, g, {s.rows, s.n}), mean(dev, g, {s.rows}), rstd(dev, g, {s.rows});
     xhal_counters_t before = counters(dev);
     ASSERT_EQ(xhal_layer_norm_forward(dev, &xt, &gt, &bt, kEps, &y.ta, &mean.ta, &rstd.ta), XHAL_OK)
         << xhal_last_error();
@@ -135,37 +168,48 @@ TEST_P(LayerNormTest, Forward) {
     ASSERT_EQ(xhal_device_synchronize(dev), XHAL_OK);
     xhal_counters_t after = counters(dev);
     XHAL_CONF_EXPECT_OP_COUNTERS(before, after, 2);
-    std::vector<float> cy(y.count), cm(mean.count), cr(rstd.count);
+    std::vector<T> cy(y.count), cm(mean.count), cr(rstd.count);
     canon::layer_norm_forward(d.x.data(), d.gamma.data(), d.beta.data(), s.rows, s.n, kEps,
                               cy.data(), cm.data(), cr.data());
     auto r =
         ref64::layer_norm_forward(d.x.data(), d.gamma.data(), d.beta.data(), s.rows, s.n, kEps);
     Grader grader;
-    grader.output("y", y.first(), y.second(), cy, r.y, tol::kNorm);
-    grader.output("mean", mean.first(), mean.second(), cm, r.mean, tol::kNorm);
-    grader.output("rstd", rstd.first(), rstd.second(), cr, r.rstd, tol::kNorm);
+    grader.output("y", y.first(), y.second(), cy, r.y, bound);
+    grader.output("mean", mean.first(), mean.second(), cm, r.mean, bound);
+    grader.output("rstd", rstd.first(), rstd.second(), cr, r.rstd, bound);
     grader.finish();
   }
 }
 
-TEST_P(LayerNormTest, Backward) {
-  XHAL_CONF_REQUIRE_OP(XHAL_OP_LAYER_NORM_BACKWARD);
+TEST_P(LayerNormTest, Forward) {
+  XHAL_CONF_REQUIRE_OP(XHAL_OP_LAYER_NORM_FORWARD);
+  layer_forward<float>(dev);
+}
+
+TEST_P(LayerNormTest, ForwardF64) {
+  XHAL_CONF_REQUIRE_OP_DTYPE(XHAL_OP_LAYER_NORM_FORWARD, XHAL_DTYPE_F64);
+  layer_forward<double>(dev);
+}
+
+template <class T>
+void layer_backward(xhal_device_t dev) {
+  const tol::Bound bound = tol::for_dtype<T>(tol::kNorm, tol::kNorm64);
   for (const Shape& s : kShapes) {
     SCOPED_TRACE("rows " + std::to_string(s.rows) + " n " + std::to_string(s.n));
-    Data d = make_data(s);
-    std::vector<float> y(s.rows * s.n), mu(s.rows), rs(s.rows);
+    Data<T> d = make_data<T>(s);
+    std::vector<T> y(s.rows * s.n), mu(s.rows), rs(s.rows);
     canon::layer_norm_forward(d.x.data(), d.gamma.data(), d.beta.data(), s.rows, s.n, kEps,
                               y.data(), mu.data(), rs.data());
     BufferGuard g;
     xhal_buffer_t xb = g.add(upload(dev, d.x)), gb = g.add(upload(dev, d.gamma)),
                   mb = g.add(upload(dev, mu)), rb = g.add(upload(dev, rs)),
                   dyb = g.add(upload(dev, d.dy));
-    xhal_tensor_t xt = tensor(xb, XHAL_DTYPE_F32, {s.rows, s.n}),
-                  gt = tensor(gb, XHAL_DTYPE_F32, {s.n});
-    xhal_tensor_t mt = tensor(mb, XHAL_DTYPE_F32, {s.rows}),
-                  rt = tensor(rb, XHAL_DTYPE_F32, {s.rows});
-    xhal_tensor_t dyt = tensor(dyb, XHAL_DTYPE_F32, {s.rows, s.n});
-    Out dx(dev, g, {s.rows, s.n}), dg(dev, g, {s.n}), db(dev, g, {s.n});
+    xhal_tensor_t xt = tensor(xb, dtype_of<T>(), {s.rows, s.n}),
+                  gt = tensor(gb, dtype_of<T>(), {s.n});
+    xhal_tensor_t mt = tensor(mb, dtype_of<T>(), {s.rows}),
+                  rt = tensor(rb, dtype_of<T>(), {s.rows});
+    xhal_tensor_t dyt = tensor(dyb, dtype_of<T>(), {s.rows, s.n});
+    Out<T> dx(dev, g, {s.rows, s.n}), dg(dev, g, {s.n}), db(dev, g, {s.n});
     xhal_counters_t before = counters(dev);
     ASSERT_EQ(xhal_layer_norm_backward(dev, &xt, &gt, &mt, &rt, &dyt, &dx.ta, &dg.ta, &db.ta),
               XHAL_OK)
@@ -176,17 +220,27 @@ TEST_P(LayerNormTest, Backward) {
     ASSERT_EQ(xhal_device_synchronize(dev), XHAL_OK);
     xhal_counters_t after = counters(dev);
     XHAL_CONF_EXPECT_OP_COUNTERS(before, after, 2);
-    std::vector<float> cdx(dx.count), cdg(dg.count), cdb(db.count);
+    std::vector<T> cdx(dx.count), cdg(dg.count), cdb(db.count);
     canon::layer_norm_backward(d.x.data(), d.gamma.data(), mu.data(), rs.data(), d.dy.data(),
                                s.rows, s.n, cdx.data(), cdg.data(), cdb.data());
     auto r = ref64::layer_norm_backward(d.x.data(), d.gamma.data(), mu.data(), rs.data(),
                                         d.dy.data(), s.rows, s.n);
     Grader grader;
-    grader.output("dx", dx.first(), dx.second(), cdx, r.dx, tol::kNorm);
-    grader.output("dgamma", dg.first(), dg.second(), cdg, r.dgamma, tol::kNorm);
-    grader.output("dbeta", db.first(), db.second(), cdb, r.dbeta, tol::kNorm);
+    grader.output("dx", dx.first(), dx.second(), cdx, r.dx, bound);
+    grader.output("dgamma", dg.first(), dg.second(), cdg, r.dgamma, bound);
+    grader.output("dbeta", db.first(), db.second(), cdb, r.dbeta, bound);
     grader.finish();
   }
+}
+
+TEST_P(LayerNormTest, Backward) {
+  XHAL_CONF_REQUIRE_OP(XHAL_OP_LAYER_NORM_BACKWARD);
+  layer_backward<float>(dev);
+}
+
+TEST_P(LayerNormTest, BackwardF64) {
+  XHAL_CONF_REQUIRE_OP_DTYPE(XHAL_OP_LAYER_NORM_BACKWARD, XHAL_DTYPE_F64);
+  layer_backward<double>(dev);
 }
 
 // In place: y may be x (forward), dx may be dy (backward).
@@ -377,6 +431,32 @@ TEST_P(RmsNormTest, ZeroRowsGiveZeroParameterGradients) {
   }
   BitCompare c = compare_bits(download_f32(dgb, n), std::vector<float>(n, 0.0f));
   EXPECT_TRUE(c.equal) << "dgamma: " << c.first;
+  EXPECT_TRUE(all_poison(download_f32(empty, 4))) << "an empty tensor was written";
+}
+
+// f64 with zero rows: dgamma and dbeta are +0 in every one of their 8 bytes
+// (the core's fill covers the f64 element size, not 4 bytes of each).
+TEST_P(LayerNormTest, ZeroRowsGiveZeroParameterGradientsF64) {
+  XHAL_CONF_REQUIRE_OP_DTYPE(XHAL_OP_LAYER_NORM_BACKWARD, XHAL_DTYPE_F64);
+  const int64_t n = 5;
+  std::vector<double> gamma = random_doubles(n, fresh_seed());
+  BufferGuard g;
+  xhal_buffer_t empty = g.add(poisoned_buffer(dev, 16)), gb = g.add(upload(dev, gamma));
+  xhal_buffer_t dgb = g.add(poisoned_buffer(dev, n * 8)), dbb = g.add(poisoned_buffer(dev, n * 8));
+  xhal_tensor_t x = tensor(empty, XHAL_DTYPE_F64, {0, n}),
+                stats = tensor(empty, XHAL_DTYPE_F64, {0});
+  xhal_tensor_t dx = tensor(empty, XHAL_DTYPE_F64, {0, n}), gt = tensor(gb, XHAL_DTYPE_F64, {n});
+  xhal_tensor_t dgt = tensor(dgb, XHAL_DTYPE_F64, {n}), dbt = tensor(dbb, XHAL_DTYPE_F64, {n});
+  {
+    OpCounters work(dev, 0);  // the core writes the +0 sums with a fill
+    ASSERT_EQ(xhal_layer_norm_backward(dev, &x, &gt, &stats, &stats, &x, &dx, &dgt, &dbt), XHAL_OK)
+        << xhal_last_error();
+  }
+  std::vector<double> zeros(n, 0.0);
+  BitCompare c = compare_bits(download_f64(dgb, n), zeros);
+  EXPECT_TRUE(c.equal) << "dgamma: " << c.first;
+  c = compare_bits(download_f64(dbb, n), zeros);
+  EXPECT_TRUE(c.equal) << "dbeta: " << c.first;
   EXPECT_TRUE(all_poison(download_f32(empty, 4))) << "an empty tensor was written";
 }
 

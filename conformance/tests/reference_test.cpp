@@ -2,9 +2,12 @@
 // std::exp, the canonical orders on hand-computed cases where the order
 // changes the bits, the warp mapping of section 3.2 against the lane
 // definition, and canonical float32 against float64 within the bounds.
+#include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstdio>
 #include <limits>
+#include <random>
 
 #include "check.h"
 #include "reference/canonical.h"
@@ -80,6 +83,60 @@ TEST(ReferenceExp, RandomInputsMatchTheSpecMeasurement) {
   for (float v : x)
     worst = std::max(worst, ulp_error(xhal_exp(v), std::exp(static_cast<double>(v))));
   EXPECT_LE(worst, 1.2);
+}
+
+// xhal_exp64 (docs/semantics.md 7.3) against expl in x87 long double
+// (64-bit significand: its own error is about 2^-11 of a binary64 ulp).
+double ulp_error64(double got, long double exact) {
+  long double a = std::fabs(exact);
+  int e = 0;
+  std::frexp(a, &e);  // a = m * 2^e, m in [0.5, 1)
+  long double ulp = std::ldexp(1.0L, std::max(e - 53, -1074));
+  return static_cast<double>(std::fabs(static_cast<long double>(got) - exact) / ulp);
+}
+
+TEST(ReferenceExp64, WithinTwoUlpOfLongDouble) {
+  static_assert(std::numeric_limits<long double>::digits >= 64, "needs x87 long double");
+  // 4 million random inputs: a quarter in the reduced range, a quarter in
+  // [-40, 40], half over the whole range between the thresholds (with the
+  // subnormal results below -708).
+  std::mt19937_64 rng(fresh_seed());
+  std::uniform_real_distribution<double> small(-0.35, 0.35), mid(-40.0, 40.0),
+      all(-0x1.74910d52d3051p+9, 0x1.62e42fefa39efp+9);
+  double worst = 0, worst_x = 0;
+  for (int i = 0; i < 4000000; ++i) {
+    const double x = i % 4 == 0 ? small(rng) : i % 4 == 1 ? mid(rng) : all(rng);
+    const double err = ulp_error64(canon::xhal_exp64(x), std::exp(static_cast<long double>(x)));
+    if (err > worst) {
+      worst = err;
+      worst_x = x;
+    }
+  }
+  EXPECT_LE(worst, tol::kExp64MaxUlp) << "at x = " << worst_x;
+  std::printf("  xhal_exp64: max %.3f ulp (at x = %a)\n", worst, worst_x);
+}
+
+TEST(ReferenceExp64, EdgeCases) {
+  const double inf = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(std::bit_cast<uint64_t>(canon::xhal_exp64(0.0)), std::bit_cast<uint64_t>(1.0));
+  EXPECT_EQ(std::bit_cast<uint64_t>(canon::xhal_exp64(-0.0)), std::bit_cast<uint64_t>(1.0));
+  EXPECT_EQ(std::bit_cast<uint64_t>(canon::xhal_exp64(-inf)), 0u);
+  EXPECT_EQ(canon::xhal_exp64(inf), inf);
+  EXPECT_TRUE(std::isnan(canon::xhal_exp64(std::numeric_limits<double>::quiet_NaN())));
+  const double top = 0x1.62e42fefa39efp+9, bottom = -0x1.74910d52d3051p+9;
+  EXPECT_TRUE(std::isfinite(canon::xhal_exp64(top)));  // k = 1024: the (p * 2^1023) * 2 path
+  EXPECT_LE(ulp_error64(canon::xhal_exp64(top), std::exp(static_cast<long double>(top))),
+            tol::kExp64MaxUlp);
+  EXPECT_EQ(canon::xhal_exp64(std::nextafter(top, inf)), inf);
+  EXPECT_EQ(std::bit_cast<uint64_t>(canon::xhal_exp64(std::nextafter(bottom, -inf))), 0u);
+  // Subnormal results (k < -1022: (p * 2^-600) * 2^(k + 600)) and the largest ones.
+  for (double x : {-708.0, -708.5, -709.0, -720.0, -740.0, -745.0, bottom, 700.0, 709.0, 709.7}) {
+    EXPECT_LE(ulp_error64(canon::xhal_exp64(x), std::exp(static_cast<long double>(x))),
+              tol::kExp64MaxUlp)
+        << "x = " << x;
+  }
+  EXPECT_LT(canon::xhal_exp64(-720.0), 0x1p-1022);  // really subnormal
+  EXPECT_GT(canon::xhal_exp64(-720.0), 0.0);
 }
 
 TEST(ReferenceTree, PairwiseOrderOnHandCases) {

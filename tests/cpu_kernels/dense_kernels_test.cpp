@@ -18,8 +18,10 @@
 #include "canonical.h"
 #include "cpu_plugin.h"
 #include "dense_ops.h"
+#include "index_kernels.h"
 #include "index_plan.h"
 #include "isa_kernels.h"
+#include "row_kernels.h"
 
 namespace xhal::cpu {
 namespace {
@@ -346,6 +348,72 @@ INSTANTIATE_TEST_SUITE_P(
                       // >= 8 MiB of output: streaming stores,
                       // rows starting off a 64-byte line.
                       std::pair<int64_t, int64_t>{2050, 1025}));
+
+// The templated row and index kernels (row_kernels.h, index_kernels.h) that
+// run the f64 ops follow the same order as the per-ISA f32 loops: their
+// float instantiation gives the same bits, row by row, on every ISA.
+TEST(CpuDense, TemplatedKernelsAtFloatMatchEveryIsa) {
+  for_each_isa([&] {
+    const IsaKernels& k = isa();
+    for (int64_t n : {1, 7, 128, 1000, 1024, 1025, 3000, 9000}) {
+      std::vector<float> x = random_floats(n, 11 + n, -30.0f, 30.0f), g = random_floats(n, 12),
+                         b = random_floats(n, 13), dy = random_floats(n, 14);
+      x[0] = -INFINITY;
+      std::vector<float> y1(n), y2(n), s1(softmax_scratch_floats(n)), s2(s1.size());
+      k.softmax_row(x.data(), y1.data(), n, s1.data(), false);
+      rows::softmax_row<float>(x.data(), y2.data(), n, s2.data(), false);
+      expect_same_bits(y1, y2, "softmax_row");
+      x[0] = 0.5f;
+      k.softmax_backward_row(y1.data(), dy.data(), s1.data(), n, false);
+      rows::softmax_backward_row<float>(y1.data(), dy.data(), s2.data(), n, false);
+      s1.resize(n);
+      s2.resize(n);
+      expect_same_bits(s1, s2, "softmax_backward_row");
+      const float r1 = k.rms_norm_row(x.data(), g.data(), 1e-5f, y1.data(), n, false);
+      const float r2 = rows::rms_norm_row<float>(x.data(), g.data(), 1e-5f, y2.data(), n, false);
+      expect_same_bits(y1, y2, "rms_norm_row y");
+      EXPECT_EQ(std::bit_cast<uint32_t>(r1), std::bit_cast<uint32_t>(r2)) << "rstd, n = " << n;
+      std::vector<float> p1(n, 0.25f), p2(n, 0.25f), q1(n, -0.5f), q2(n, -0.5f);
+      k.rms_norm_backward_row(x.data(), g.data(), r1, dy.data(), y1.data(), p1.data(), n, false);
+      rows::rms_norm_backward_row<float>(x.data(), g.data(), r1, dy.data(), y2.data(), p2.data(), n,
+                                         false);
+      expect_same_bits(y1, y2, "rms_norm_backward_row dx");
+      expect_same_bits(p1, p2, "rms_norm_backward_row partial");
+      float m1 = 0, m2 = 0, rs1 = 0, rs2 = 0;
+      k.layer_norm_row(x.data(), g.data(), b.data(), 1e-5f, y1.data(), n, &m1, &rs1, false);
+      rows::layer_norm_row<float>(x.data(), g.data(), b.data(), 1e-5f, y2.data(), n, &m2, &rs2,
+                                  false);
+      expect_same_bits(y1, y2, "layer_norm_row y");
+      EXPECT_EQ(std::bit_cast<uint32_t>(m1), std::bit_cast<uint32_t>(m2)) << "mean, n = " << n;
+      EXPECT_EQ(std::bit_cast<uint32_t>(rs1), std::bit_cast<uint32_t>(rs2)) << "rstd, n = " << n;
+      k.layer_norm_backward_row(x.data(), g.data(), m1, rs1, dy.data(), y1.data(), p1.data(),
+                                q1.data(), n, false);
+      rows::layer_norm_backward_row<float>(x.data(), g.data(), m1, rs1, dy.data(), y2.data(),
+                                           p2.data(), q2.data(), n, false);
+      expect_same_bits(y1, y2, "layer_norm_backward_row dx");
+      expect_same_bits(p1, p2, "layer_norm_backward_row dgamma partial");
+      expect_same_bits(q1, q2, "layer_norm_backward_row dbeta partial");
+    }
+    // index_add: one row's segsum (several chunks, a padded subtree) and a small row.
+    const int64_t w = 300, m = 200;
+    std::vector<float> src = random_floats(m * w, 21);
+    std::vector<int64_t> sources(m);
+    for (int64_t i = 0; i < m; ++i) sources[i] = (i * 37) % m;
+    std::vector<float> st1(kIndexTreeDepth * kIndexTile), st2(st1.size()), o1(kIndexTile),
+        o2(kIndexTile);
+    for (int height : {0, 4}) {
+      k.segsum_chunks(src.data(), w, sources.data(), m, 1, 7, height, 40, 200, st1.data(),
+                      o1.data());
+      rows::segsum_chunks<float>(src.data(), w, sources.data(), m, 1, 7, height, 40, 200,
+                                 st2.data(), o2.data());
+      expect_same_bits(o1, o2, "segsum_chunks");
+    }
+    std::vector<float> d1 = random_floats(w, 22), d2 = d1;
+    k.add_small_row(d1.data(), src.data(), w, sources.data(), 29, -0.375f);
+    rows::add_small_row<float>(d2.data(), src.data(), w, sources.data(), 29, -0.375f);
+    expect_same_bits(d1, d2, "add_small_row");
+  });
+}
 
 TEST(CpuDense, SoftmaxAllMinusInfRowIsNanAndInPlaceWorks) {
   for_each_isa([&] {
