@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <variant>
 #include <vector>
 
@@ -108,6 +109,24 @@ struct CsrPatterns {
   std::vector<uint8_t> has_diagonal;  // [rows]
 };
 
+// A's values in A^T's order, for the transposed solves (csr_solve with
+// A^T, csr_solve_backward with A): with them a column of A is read as a row,
+// in order, instead of gathering A's values through t_perm (or scattering
+// products into A^T's order) across the whole of nnz on every call. Values
+// may change between calls through any path that writes the core's buffer
+// (set_values, a device tensor, a raw pointer), so each use first compares
+// the current values with the snapshot they were built from, bit for bit;
+// any difference discards them. Built only once the same values are seen by
+// two calls in a row, so a matrix whose values change each step pays one
+// compare (stopping at the first difference) and, now and then, a snapshot.
+struct TransposedValues {
+  std::mutex mutex;               // one user at a time; others take the gather path
+  std::vector<float> snapshot;    // [nnz] A's values when last seen
+  std::vector<float> transposed;  // [nnz] snapshot[t_perm[q]], when built
+  bool seen = false, built = false;
+  uint64_t calls = 0, misses = 0;  // misses: calls in a row whose values differed
+};
+
 struct CsrMatrix {
   int64_t rows = 0, cols = 0, nnz = 0;
   CpuBuffer* values = nullptr;        // owned by the core; contents change
@@ -115,6 +134,7 @@ struct CsrMatrix {
   std::variant<CsrPatterns<int32_t>, CsrPatterns<int64_t>> patterns;
   // Team or one thread for A x, A^T x and the pattern gradient of a backward.
   mutable TeamChoice multiply_choice[2], gradient_choice;
+  mutable TransposedValues transposed_values;
 
   float* value_data() const {
     return values == nullptr ? nullptr : reinterpret_cast<float*>(values->data);

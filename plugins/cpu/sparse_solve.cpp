@@ -10,15 +10,51 @@
 #include <algorithm>
 #include <bit>
 #include <cstdio>
+#include <cstring>
 
 #include "sparse_solve_schedule.h"
 
 namespace xhal::cpu {
 namespace {
 
+// segsum of m <= 4 terms without a branch on m (a column's count varies
+// from row to row in a tree, and a mispredicted loop exit costs more than
+// the adds): the missing terms are +0, which leaves a running sum from +0
+// bit for bit unchanged (such a sum is never -0, and x + +0 == x otherwise).
+inline float sum_up_to_4(const float* t, int64_t m) {
+  static const float kZeros[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  const float* src = m > 0 ? t : kZeros;
+  const int64_t last = m > 0 ? m - 1 : 0;
+  float s = 0.0f;
+  for (int64_t i = 0; i < 4; ++i) {
+    const uint32_t keep = i < m ? 0xffffffffu : 0u;
+    s = s + std::bit_cast<float>(std::bit_cast<uint32_t>(src[std::min(i, last)]) & keep);
+  }
+  return s;
+}
+
 // Off-diagonal entries of a row are contiguous: a row walked ascending
 // (lower) keeps its diagonal last, one walked descending keeps it first.
-template <typename I, bool kPermuted, bool kUnit, bool kAscending, bool kVector>
+// The same, for the terms value[e] * x[col[e]] of e in [rb, rb + m): the
+// missing ones read the last entry and are masked to +0.
+template <typename I>
+[[gnu::always_inline]] inline float sum_products_up_to_4(const float* values, const I* col,
+                                                         const float* x, int64_t rb, int64_t m) {
+  const int64_t last = m > 0 ? rb + m - 1 : -1;
+  float s = 0.0f;
+  for (int64_t i = 0; i < 4; ++i) {
+    const int64_t e = std::min(rb + i, last);
+    const float t = e >= 0 ? values[e] * x[col[e]] : 0.0f;
+    const uint32_t keep = i < m ? 0xffffffffu : 0u;
+    s = s + std::bit_cast<float>(std::bit_cast<uint32_t>(t) & keep);
+  }
+  return s;
+}
+
+// kShort: rows of varying, mostly short length (A^T of a tree, whose
+// column counts vary from row to row) sum up to 4 terms without a branch.
+template <typename I, bool kPermuted, bool kUnit, bool kAscending, bool kVector,
+          bool kShort = false>
 struct RowSolver {
   const I* row_ptr;
   const I* col;
@@ -45,7 +81,10 @@ struct RowSolver {
       // One contiguous right-hand side, the common case: kept small so that
       // the rows of a walk overlap in the core.
       const float* xv = x.data;
-      const float s = segsum(re - rb, [&](int64_t i) { return value(rb + i) * xv[col[rb + i]]; });
+      float s;
+      if (kShort && !kPermuted && re - rb <= 4)
+        s = sum_products_up_to_4(values, col, xv, rb, re - rb);
+      else s = segsum(re - rb, [&](int64_t i) { return value(rb + i) * xv[col[rb + i]]; });
       const float r = b.data[k] - s;
       x.data[k] = kUnit ? r : r / d;
     } else {
@@ -66,12 +105,12 @@ struct RowSolver {
   }
 };
 
-template <typename I, bool kPermuted, bool kUnit, bool kAscending>
+template <typename I, bool kPermuted, bool kUnit, bool kAscending, bool kShort>
 void solve_rows(const CsrPattern<I>& p, const SolveSchedule<I>& sched, const float* values,
                 const Columns& b, const Columns& x) {
   const int64_t work = (static_cast<int64_t>(p.row_ptr[p.rows]) + p.rows) * x.k;
   if (x.k == 1 && x.row_stride == 1 && b.row_stride == 1) {
-    const RowSolver<I, kPermuted, kUnit, kAscending, true> row{
+    const RowSolver<I, kPermuted, kUnit, kAscending, true, kShort> row{
         p.row_ptr.data(), p.col_idx.data(), p.perm.data(), values, b, x};
     run_rows(sched, p.rows, kAscending, row, work);
   } else {
@@ -81,32 +120,16 @@ void solve_rows(const CsrPattern<I>& p, const SolveSchedule<I>& sched, const flo
   }
 }
 
-template <typename I, bool kPermuted>
+template <typename I, bool kPermuted, bool kShort = false>
 void solve_pattern(const CsrPattern<I>& p, const SolveSchedule<I>& sched, const float* values,
                    bool ascending, bool unit, const Columns& b, const Columns& x) {
   if (unit) {
-    if (ascending) solve_rows<I, kPermuted, true, true>(p, sched, values, b, x);
-    else solve_rows<I, kPermuted, true, false>(p, sched, values, b, x);
+    if (ascending) solve_rows<I, kPermuted, true, true, kShort>(p, sched, values, b, x);
+    else solve_rows<I, kPermuted, true, false, kShort>(p, sched, values, b, x);
   } else {
-    if (ascending) solve_rows<I, kPermuted, false, true>(p, sched, values, b, x);
-    else solve_rows<I, kPermuted, false, false>(p, sched, values, b, x);
+    if (ascending) solve_rows<I, kPermuted, false, true, kShort>(p, sched, values, b, x);
+    else solve_rows<I, kPermuted, false, false, kShort>(p, sched, values, b, x);
   }
-}
-
-// segsum of m <= 4 terms without a branch on m (a column's count varies
-// from row to row in a tree, and a mispredicted loop exit costs more than
-// the adds): the missing terms are +0, which leaves a running sum from +0
-// bit for bit unchanged (such a sum is never -0, and x + +0 == x otherwise).
-inline float sum_up_to_4(const float* t, int64_t m) {
-  static const float kZeros[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-  const float* src = m > 0 ? t : kZeros;
-  const int64_t last = m > 0 ? m - 1 : 0;
-  float s = 0.0f;
-  for (int64_t i = 0; i < 4; ++i) {
-    const uint32_t keep = i < m ? 0xffffffffu : 0u;
-    s = s + std::bit_cast<float>(std::bit_cast<uint32_t>(src[std::min(i, last)]) & keep);
-  }
-  return s;
 }
 
 // op(A) = A^T with one contiguous right-hand side, walking A's rows: row k
@@ -190,6 +213,55 @@ void solve_transposed_vector(const CsrPatterns<I>& ps, const SolveSchedule<I>& s
   }
 }
 
+// Whether a and b hold the same bytes; large arrays are compared by the
+// team, half each.
+inline bool same_bytes(const float* a, const float* b, size_t count) {
+  const size_t bytes = count * sizeof(float);
+  if (bytes < (size_t{1} << 22) || omp_get_max_threads() < 2 || omp_in_parallel())
+    return std::memcmp(a, b, bytes) == 0;
+  bool same = true;
+#pragma omp parallel num_threads(2) reduction(&& : same)
+  {
+    const auto parts = static_cast<size_t>(omp_get_num_threads());
+    const auto part = static_cast<size_t>(omp_get_thread_num());
+    const size_t first = count / parts * part,
+                 last = part + 1 == parts ? count : first + count / parts;
+    same = std::memcmp(a + first, b + first, (last - first) * sizeof(float)) == 0;
+  }
+  return same;
+}
+
+// A's values in A^T's order if they are current (TransposedValues); null
+// when the values differ from the snapshot or are being seen for the first
+// time (the caller then gathers through t_perm). The caller holds c.mutex.
+template <typename I>
+const float* current_transposed_values(const CsrMatrix& m, const CsrPatterns<I>& ps,
+                                       TransposedValues& c) {
+  const float* values = m.value_data();
+  const auto nnz = static_cast<size_t>(m.nnz);
+  ++c.calls;
+  if (c.seen && same_bytes(values, c.snapshot.data(), nnz)) {
+    c.misses = 0;
+    if (!c.built) {
+      c.transposed.resize(nnz);
+      const I* perm = ps.at.perm.data();
+      for (size_t q = 0; q < nnz; ++q) c.transposed[q] = c.snapshot[static_cast<size_t>(perm[q])];
+      c.built = true;
+    }
+    return c.transposed.data();
+  }
+  // New values: snapshot them (always at first, then one call in 8 while
+  // they keep changing, so a matrix updated every step pays little).
+  c.built = false;
+  ++c.misses;
+  if (c.misses <= 2 || c.calls % 8 == 0) {
+    c.seen = false;
+    c.snapshot.assign(values, values + nnz);
+    c.seen = true;
+  }
+  return nullptr;
+}
+
 const char* triangle_name(xhal_triangle_t t) {
   return t == XHAL_TRIANGLE_LOWER ? "lower" : "upper";
 }
@@ -220,6 +292,26 @@ xhal_status_t solve(const CsrMatrix& m, xhal_transpose_t trans, xhal_triangle_t 
     if (x.n == 0 || x.k == 0) return XHAL_OK;
     using I = typename std::remove_cvref_t<decltype(p.row_ptr)>::value_type;
     const bool vectors = x.k == 1 && x.row_stride == 1 && b.row_stride == 1;
+    if (transposed && values != nullptr) {
+      // A^T's rows in order with A's values transposed once (TransposedValues);
+      // a concurrent solve on the same matrix takes the gather path instead.
+      TransposedValues& cache = m.transposed_values;
+      std::unique_lock<std::mutex> lock(cache.mutex, std::try_to_lock);
+      const float* tvalues = nullptr;
+      if (lock.owns_lock()) {
+        try {
+          tvalues = current_transposed_values(m, ps, cache);
+        } catch (const std::bad_alloc&) {  // no room for the copies: gather instead
+          cache.seen = cache.built = false;
+          std::vector<float>().swap(cache.snapshot);
+          std::vector<float>().swap(cache.transposed);
+        }
+      }
+      if (tvalues != nullptr) {
+        solve_pattern<I, false, true>(p, sched, tvalues, ascending, unit, b, x);
+        return XHAL_OK;
+      }
+    }
     if (transposed && vectors) solve_transposed_vector(ps, sched, values, ascending, unit, b, x);
     else if (transposed) solve_pattern<I, true>(p, sched, values, ascending, unit, b, x);
     else solve_pattern<I, false>(p, sched, values, ascending, unit, b, x);

@@ -488,6 +488,40 @@ TEST(SparseKernels, ChainRunsOnOneThreadAndMatchesPlainWalk) {
   expect_same_bits(b.data, plain_solve(a, true, true, bh, 1));
 }
 
+// The transposed solves keep A's values in A^T's order once two calls in a
+// row see the same values (TransposedValues): values changed in place
+// between calls, in the last entry only, everywhere, or back to old ones,
+// must never give the bits of the old values.
+TEST(SparseKernels, TransposedSolveSeesChangedValues) {
+  TestMatrix a = random_lower(30000, 17);
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> bh(a.rows);
+  for (auto& e : bh) e = u(rng);
+  const std::vector<float> first = a.values;
+  auto expect_solve = [&](const char* what) {
+    const std::vector<float> want = plain_solve(a, true, false, bh, 1);
+    auto b = vec(bh);
+    auto x = vec(std::vector<float>(bh.size(), 0.0f));
+    ASSERT_EQ(csr_solve(&a.device, a.handle, XHAL_TRANSPOSE, XHAL_TRIANGLE_LOWER,
+                        XHAL_DIAGONAL_STORED, &b.t, &x.t),
+              XHAL_OK)
+        << what;
+    SCOPED_TRACE(what);
+    expect_same_bits(x.data, want);
+  };
+  for (int call = 0; call < 3; ++call) expect_solve("same values");
+  a.values.back() = 4.0f;  // the last stored entry (the last row's diagonal)
+  expect_solve("last entry changed");
+  expect_solve("last entry changed, again");
+  for (int step = 0; step < 20; ++step) {  // a matrix updated every step
+    for (auto& v : a.values) v *= 0.999f;
+    expect_solve("every entry changed");
+  }
+  a.values = first;  // same address (same size), the first values again
+  for (int call = 0; call < 3; ++call) expect_solve("first values again");
+}
+
 TEST(SparseKernels, WrongTriangleIsRefused) {
   TestMatrix a = chain4();
   auto b = cols({1, 1, 1, 1}, 1);
