@@ -22,8 +22,6 @@ size_t pow2_at_least(size_t m) {
   return p;
 }
 
-constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-
 // 2^j from its bit pattern, j in [-1022, 1023].
 double exp2_bits64(int j) {
   uint64_t bits = static_cast<uint64_t>(j + 1023) << 52;
