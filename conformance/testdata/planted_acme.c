@@ -1,4 +1,4 @@
-/* The vendor kit's sample plugin (samples/vendor-plugin/acme_plugin.c) with
+/* The vendor kit's sample plugin (samples/plugin-template/acme_plugin.c) with
  * one planted contract bug, chosen by a PLANT_* definition, for the ctests
  * conformance.planted.* (docs/conformance.md "Mutation checks"). Each bug
  * leaves every result bit-exact, so only the contract check named in the
