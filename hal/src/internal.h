@@ -67,6 +67,9 @@ xhal_status_t check_byte_range(uint64_t offset, uint64_t size, uint64_t buffer_s
 // True when the plugin table has every slot `op` needs (the op's own slot
 // plus index_plan_create/destroy or csr_create/destroy where it uses them).
 bool op_slots_present(const xhal_plugin_api_t& api, xhal_op_t op);
+// The dtypes docs/semantics.md allows for `op` (its first tensor argument's
+// in the op table; f32 for spgemm, whose operands are matrices).
+uint32_t spec_dtypes(xhal_op_t op);
 // Stable lower-case name of an op ("index_select"); "unknown" otherwise.
 const char* op_name(xhal_op_t op);
 

@@ -1,4 +1,5 @@
-// Op names and slot-presence checks, read from the op table.
+// Op names, slot-presence checks and the dtypes the spec allows, read from
+// the op table.
 #include "entry.h"
 #include "internal.h"
 #include "op_validate.h"
@@ -8,6 +9,12 @@ namespace xhal {
 bool op_slots_present(const xhal_plugin_api_t& api, xhal_op_t op) {
   const ops::Op* row = ops::find(raw_enum(op));
   return row && op_slots_present(api, *row);
+}
+
+uint32_t spec_dtypes(xhal_op_t op) {
+  const ops::Op* row = ops::find(raw_enum(op));
+  if (!row) return 0;
+  return row->arg_count ? row->args[0].dtypes : ops::kF32;
 }
 
 const char* op_name(xhal_op_t op) {

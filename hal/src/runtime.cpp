@@ -79,11 +79,13 @@ std::unique_ptr<DeviceEntry> make_entry(LoadedPlugin* plugin, uint32_t plugin_or
   info.stable_id = d->stable_id.c_str();
   info.kind = from.kind;
   info.memory_bytes = from.memory_bytes;
-  constexpr uint32_t kValidDtypes = ((1u << XHAL_DTYPE_COUNT_) - 1u) & ~(1u << XHAL_DTYPE_INVALID);
   for (int op = 0; op < XHAL_OP_COUNT_; ++op) {
     const bool slots = op_slots_present(plugin->api, static_cast<xhal_op_t>(op));
-    // A dtype claim without the slot is not support (older, shorter tables).
-    info.op_dtypes[op] = slots ? (from.op_dtypes[op] & kValidDtypes) : 0u;
+    // A dtype claim without the slot is not support (older, shorter tables),
+    // nor is one the spec does not allow for the op (the core refuses it
+    // before the plugin runs): xhal-info lists what a call can use.
+    info.op_dtypes[op] =
+        slots ? (from.op_dtypes[op] & spec_dtypes(static_cast<xhal_op_t>(op))) : 0u;
     if (info.op_dtypes[op] != 0) info.supported_ops |= uint64_t{1} << op;
   }
   return d;

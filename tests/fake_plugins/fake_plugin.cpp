@@ -271,6 +271,10 @@ xhal_status_t fake_device_get_info(void*, uint32_t index, xhal_plugin_device_inf
   if (index == 0) {
     out->op_dtypes[XHAL_OP_INDEX_SELECT] = any;
     out->op_dtypes[XHAL_OP_PERMUTE] = any;
+  } else {
+    // More than the spec allows (softmax takes f32 and f64 only): the core
+    // reports f32 (RowsTest.DtypeClaimsAreMaskedBySpec).
+    out->op_dtypes[XHAL_OP_SOFTMAX_FORWARD] = any;
   }
 #else
   // Claims more than its slots cover: the core must report only permute.

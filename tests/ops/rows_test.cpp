@@ -195,6 +195,18 @@ TEST_F(RowsTest, F64WithoutTheDtypeBitIsUnsupported) {
                   "argument 'dst': dtype f32 but argument 'src' is f64");
 }
 
+// A plugin's dtype claims are masked by what the spec allows for the op, so
+// xhal-info and xhal_device_query list only dtypes a call can use: the
+// recorder's device 1 claims every dtype for softmax_forward.
+TEST_F(RowsTest, DtypeClaimsAreMaskedBySpec) {
+  xhal_device_info_t info{};
+  info.struct_size = sizeof info;
+  ASSERT_EQ(xhal_device_query(dev1, &info), XHAL_OK) << xhal_last_error();
+  EXPECT_EQ(info.op_dtypes[XHAL_OP_SOFTMAX_FORWARD],
+            (1u << XHAL_DTYPE_F32) | (1u << XHAL_DTYPE_F64));
+  EXPECT_EQ(info.op_dtypes[XHAL_OP_SOFTMAX_BACKWARD], 1u << XHAL_DTYPE_F32);
+}
+
 TEST_F(RowsTest, EmptyInputs) {
   // No rows: nothing to normalise, but dgamma/dbeta are column sums over no
   // rows, +0, written by the core without calling the op slot.
