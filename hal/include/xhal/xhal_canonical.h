@@ -17,6 +17,9 @@
  * the same text; the ctest sdk.canonical_header checks that this header gives
  * the cpu plugin's bits, through the public API, on a few hundred rows.
  *
+ * float32 only: the float64 forms (the same orders in binary64, xhal_exp64)
+ * are in the suite's reference so far.
+ *
  * Typical use while debugging a bit-exact failure of a row op: compute the
  * row here, compare with the device's output, and look at the first element
  * that differs (a wrong lane order changes the sum of a row longer than 128
