@@ -292,7 +292,7 @@ xhal_status_t solve(const CsrMatrix& m, xhal_transpose_t trans, xhal_triangle_t 
     if (x.n == 0 || x.k == 0) return XHAL_OK;
     using I = typename std::remove_cvref_t<decltype(p.row_ptr)>::value_type;
     const bool vectors = x.k == 1 && x.row_stride == 1 && b.row_stride == 1;
-    if (transposed && values != nullptr) {
+    if (transposed && values != nullptr && m.nnz > 0) {
       // A^T's rows in order with A's values transposed once (TransposedValues);
       // a concurrent solve on the same matrix takes the gather path instead.
       TransposedValues& cache = m.transposed_values;
