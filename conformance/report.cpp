@@ -274,6 +274,9 @@ bool Report::write_json(const std::string& path) const {
   j["results"] = json::array();
   // Per (op, device): the lowest level over the op's tests; a test that did
   // not pass counts as "none", a passing test without a level is ignored.
+  // An unsupported test (the device lacks the op, or one dtype of it, e.g.
+  // f64) says nothing about the level of what the device does have: it
+  // gives "none" only when every test of the op was unsupported.
   std::map<std::pair<std::string, std::string>, std::optional<Level>> ops;
   for (const auto& r : records_) {
     json e = {{"test", r.test}, {"device", r.device}, {"status", r.status}, {"message", r.message}};
@@ -282,9 +285,8 @@ bool Report::write_json(const std::string& path) const {
     j["results"].push_back(std::move(e));
     if (!r.op || r.status == "skipped") continue;
     auto& slot = ops[{op_name(*r.op), r.device}];
-    std::optional<Level> lv =
-        r.status == "unsupported" ? std::optional<Level>(Level::kNone) : r.level;
-    if (lv && (!slot || *lv < *slot)) slot = lv;
+    if (r.status == "unsupported") continue;
+    if (r.level && (!slot || *r.level < *slot)) slot = r.level;
   }
   j["ops"] = json::array();
   for (const auto& [key, lv] : ops)
