@@ -64,12 +64,10 @@ void release_copy_buffers();
 // Records `bytes_per_iteration` over `op_seconds` of timed work: the
 // bytes_per_second field and the counters "GB/s", "copy_GB/s" and
 // "copy_ratio" (op GB/s over copy GB/s; the copies ran interleaved with the
-// op's iterations, so both saw the same machine).
+// op's iterations, so both saw the same machine). copy_seconds 0: no
+// reference copies ran, and only "GB/s" is set.
 void report_bytes(benchmark::State& state, uint64_t bytes_per_iteration, double op_seconds,
                   double copy_seconds);
-
-// The bytes_per_second field and the "GB/s" counter only (no reference copy).
-void report_bytes_only(benchmark::State& state, uint64_t bytes_per_iteration, double op_seconds);
 
 // False when XHAL_BENCH_REFERENCE_COPY=0: run_timed then leaves out its
 // interleaved copies (and the copy_ratio counter), to see whether the
@@ -109,8 +107,7 @@ void run_timed(benchmark::State& state, uint64_t bytes_per_iteration, Op&& op) {
     copy_seconds += time_copy(bytes_per_iteration);
     state.ResumeTiming();
   }
-  if (reference) report_bytes(state, bytes_per_iteration, op_seconds, copy_seconds);
-  else report_bytes_only(state, bytes_per_iteration, op_seconds);
+  report_bytes(state, bytes_per_iteration, op_seconds, copy_seconds);
 }
 
 }  // namespace xhal_bench
