@@ -173,6 +173,21 @@ void BM_SparseSolveBackward(benchmark::State& state) {
   });
 }
 
+// xhal_csr_create and xhal_csr_release of the whole matrix from host arrays
+// (validation, transposition, the plugin's uploads and solve schedules):
+// what a simulation with a changing network or a GNN with a new graph per
+// batch pays each time. No copy reference: the time is mostly host work.
+void BM_SparseCreate(benchmark::State& state) {
+  const HostCsr& a = host_matrix(state.range(0));
+  state.SetLabel(a.label);
+  { XhalMatrix warm(a); }  // first touch of the host arrays and the allocator
+  for (auto _ : state) {
+    XhalMatrix m(a);
+    check(xhal_device_synchronize(device()), "xhal_device_synchronize");
+  }
+  state.counters["nnz"] = static_cast<double>(a.nnz());
+}
+
 // {matrix: 0 river, 1 random, transpose}
 void spmv_cases(benchmark::internal::Benchmark* b) {
   for (int64_t which : {0, 1})
@@ -185,6 +200,7 @@ void matrix_cases(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_SparseSpmv)->Apply(spmv_cases);
 BENCHMARK(BM_SparseSolve)->Apply(spmv_cases);
 BENCHMARK(BM_SparseSolveBackward)->Apply(matrix_cases);
+BENCHMARK(BM_SparseCreate)->Apply(matrix_cases);
 
 // ---- Eigen on the same matrices (host memory, its own threading) ----
 #ifdef XHAL_BENCH_HAVE_EIGEN
