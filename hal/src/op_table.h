@@ -43,23 +43,53 @@ enum class Shape : uint8_t {
 };
 
 inline constexpr uint32_t kF32 = 1u << XHAL_DTYPE_F32;
-// The floating ops that exist in f64 too (docs/semantics.md 7.3): every
-// tensor argument in x's dtype (same_dtype_as 0), so f64 never meets f32.
+// f32 and f64: the saved statistics of the norms (f32 for f32, f16 and bf16
+// x, f64 for f64 x; docs/semantics.md 7.2, 7.3).
 inline constexpr uint32_t kF32F64 = kF32 | (1u << XHAL_DTYPE_F64);
+// The floating ops that exist in f64, f16 and bf16 too (docs/semantics.md
+// 7.2, 7.3): index_add, softmax, the norms. Which dtypes may meet in one
+// call is each argument's DtypeRule.
+inline constexpr uint32_t kFloat = kF32F64 | (1u << XHAL_DTYPE_F16) | (1u << XHAL_DTYPE_BF16);
 inline constexpr uint32_t kAnyDtype = (1u << XHAL_DTYPE_F32) | (1u << XHAL_DTYPE_F16) |
                                       (1u << XHAL_DTYPE_BF16) | (1u << XHAL_DTYPE_I32) |
                                       (1u << XHAL_DTYPE_I64) | (1u << XHAL_DTYPE_U8) |
                                       (1u << XHAL_DTYPE_F64);
 inline constexpr uint8_t kNone = 0xff;
 
+// How an argument's dtype must follow the dtype of its same_dtype_as
+// argument (the anchor), docs/semantics.md 7.4.
+enum class DtypeRule : uint8_t {
+  kSame,   // the anchor's dtype
+  kParam,  // norm gamma: the anchor's (x's) dtype, or f32 when x is f16 or bf16
+  kStat,   // saved mean/rstd: f64 for f64 x, else f32
+};
+
+constexpr bool is_narrow(uint32_t dtype) {
+  return dtype == XHAL_DTYPE_F16 || dtype == XHAL_DTYPE_BF16;
+}
+
+// Whether `dtype` agrees with the anchor's dtype under `rule`.
+constexpr bool dtype_agrees(DtypeRule rule, uint32_t dtype, uint32_t anchor) {
+  switch (rule) {
+    case DtypeRule::kSame:
+      return dtype == anchor;
+    case DtypeRule::kParam:
+      return dtype == anchor || (dtype == XHAL_DTYPE_F32 && is_narrow(anchor));
+    case DtypeRule::kStat:
+      return dtype == (anchor == XHAL_DTYPE_F64 ? XHAL_DTYPE_F64 : XHAL_DTYPE_F32);
+  }
+  return false;
+}
+
 struct Arg {
   const char* name;
   Role role;
   Shape shape;
-  uint32_t dtypes;                // allowed by the spec (the device may implement fewer)
-  uint8_t in_place_with = kNone;  // output: the input it may be exactly (same view)
-  uint8_t same_dtype_as = kNone;  // must have this argument's dtype
-  bool optional = false;          // may be NULL (csr_solve_backward's ga)
+  uint32_t dtypes;                    // allowed by the spec (the device may implement fewer)
+  uint8_t in_place_with = kNone;      // output: the input it may be exactly (same view)
+  uint8_t same_dtype_as = kNone;      // the anchor of `rule` (kSame: its dtype)
+  bool optional = false;              // may be NULL (csr_solve_backward's ga)
+  DtypeRule rule = DtypeRule::kSame;  // how the dtype follows same_dtype_as
 };
 
 inline constexpr size_t kMaxArgs = 8;
@@ -90,8 +120,8 @@ inline constexpr Op kOps[] = {
      XHAL_SLOT_OF(index_add),
      Needs::kPlan,
      2,
-     {{"src", Role::kIn, Shape::kSelected, kF32F64},
-      {"dst", Role::kOut, Shape::kTable, kF32F64, kNone, 0}}},
+     {{"src", Role::kIn, Shape::kSelected, kFloat},
+      {"dst", Role::kOut, Shape::kTable, kFloat, kNone, 0}}},
     {XHAL_OP_PERMUTE,
      "permute",
      XHAL_SLOT_OF(permute),
@@ -104,60 +134,60 @@ inline constexpr Op kOps[] = {
      XHAL_SLOT_OF(softmax_forward),
      Needs::kNothing,
      2,
-     {{"x", Role::kIn, Shape::kRows, kF32F64},  //
-      {"y", Role::kOut, Shape::kLikeX, kF32F64, 0, 0}}},
+     {{"x", Role::kIn, Shape::kRows, kFloat},  //
+      {"y", Role::kOut, Shape::kLikeX, kFloat, 0, 0}}},
     {XHAL_OP_SOFTMAX_BACKWARD,
      "softmax_backward",
      XHAL_SLOT_OF(softmax_backward),
      Needs::kNothing,
      3,
-     {{"y", Role::kIn, Shape::kRows, kF32F64},
-      {"dy", Role::kIn, Shape::kLikeX, kF32F64, kNone, 0},
-      {"dx", Role::kOut, Shape::kLikeX, kF32F64, 1, 0}}},
+     {{"y", Role::kIn, Shape::kRows, kFloat},
+      {"dy", Role::kIn, Shape::kLikeX, kFloat, kNone, 0},
+      {"dx", Role::kOut, Shape::kLikeX, kFloat, 1, 0}}},
     {XHAL_OP_RMS_NORM_FORWARD,
      "rms_norm_forward",
      XHAL_SLOT_OF(rms_norm_forward),
      Needs::kNothing,
      4,
-     {{"x", Role::kIn, Shape::kRows, kF32F64},
-      {"gamma", Role::kIn, Shape::kPerColumn, kF32F64, kNone, 0},
-      {"y", Role::kOut, Shape::kLikeX, kF32F64, 0, 0},
-      {"rstd", Role::kOut, Shape::kPerRow, kF32F64, kNone, 0}}},
+     {{"x", Role::kIn, Shape::kRows, kFloat},
+      {"gamma", Role::kIn, Shape::kPerColumn, kFloat, kNone, 0, false, DtypeRule::kParam},
+      {"y", Role::kOut, Shape::kLikeX, kFloat, 0, 0},
+      {"rstd", Role::kOut, Shape::kPerRow, kF32F64, kNone, 0, false, DtypeRule::kStat}}},
     {XHAL_OP_RMS_NORM_BACKWARD,
      "rms_norm_backward",
      XHAL_SLOT_OF(rms_norm_backward),
      Needs::kNothing,
      6,
-     {{"x", Role::kIn, Shape::kRows, kF32F64},
-      {"gamma", Role::kIn, Shape::kPerColumn, kF32F64, kNone, 0},
-      {"rstd", Role::kIn, Shape::kPerRow, kF32F64, kNone, 0},
-      {"dy", Role::kIn, Shape::kLikeX, kF32F64, kNone, 0},
-      {"dx", Role::kOut, Shape::kLikeX, kF32F64, 3, 0},
-      {"dgamma", Role::kOut, Shape::kPerColumn, kF32F64, kNone, 0}}},
+     {{"x", Role::kIn, Shape::kRows, kFloat},
+      {"gamma", Role::kIn, Shape::kPerColumn, kFloat, kNone, 0, false, DtypeRule::kParam},
+      {"rstd", Role::kIn, Shape::kPerRow, kF32F64, kNone, 0, false, DtypeRule::kStat},
+      {"dy", Role::kIn, Shape::kLikeX, kFloat, kNone, 0},
+      {"dx", Role::kOut, Shape::kLikeX, kFloat, 3, 0},
+      {"dgamma", Role::kOut, Shape::kPerColumn, kFloat, kNone, 1}}},
     {XHAL_OP_LAYER_NORM_FORWARD,
      "layer_norm_forward",
      XHAL_SLOT_OF(layer_norm_forward),
      Needs::kNothing,
      6,
-     {{"x", Role::kIn, Shape::kRows, kF32F64},
-      {"gamma", Role::kIn, Shape::kPerColumn, kF32F64, kNone, 0},
-      {"beta", Role::kIn, Shape::kPerColumn, kF32F64, kNone, 0},
-      {"y", Role::kOut, Shape::kLikeX, kF32F64, 0, 0},
-      {"mean", Role::kOut, Shape::kPerRow, kF32F64, kNone, 0},
-      {"rstd", Role::kOut, Shape::kPerRow, kF32F64, kNone, 0}}},
+     {{"x", Role::kIn, Shape::kRows, kFloat},
+      {"gamma", Role::kIn, Shape::kPerColumn, kFloat, kNone, 0, false, DtypeRule::kParam},
+      {"beta", Role::kIn, Shape::kPerColumn, kFloat, kNone, 1},
+      {"y", Role::kOut, Shape::kLikeX, kFloat, 0, 0},
+      {"mean", Role::kOut, Shape::kPerRow, kF32F64, kNone, 0, false, DtypeRule::kStat},
+      {"rstd", Role::kOut, Shape::kPerRow, kF32F64, kNone, 0, false, DtypeRule::kStat}}},
     {XHAL_OP_LAYER_NORM_BACKWARD,
      "layer_norm_backward",
      XHAL_SLOT_OF(layer_norm_backward),
      Needs::kNothing,
      8,
-     {{"x", Role::kIn, Shape::kRows, kF32F64},
-      {"gamma", Role::kIn, Shape::kPerColumn, kF32F64, kNone, 0},
-      {"mean", Role::kIn, Shape::kPerRow, kF32F64, kNone, 0},
-      {"rstd", Role::kIn, Shape::kPerRow, kF32F64, kNone, 0},
-      {"dy", Role::kIn, Shape::kLikeX, kF32F64, kNone, 0},
-      {"dx", Role::kOut, Shape::kLikeX, kF32F64, 4, 0},
-      {"dgamma", Role::kOut, Shape::kPerColumn, kF32F64, kNone, 0},
-      {"dbeta", Role::kOut, Shape::kPerColumn, kF32F64, kNone, 0}}},
+     {{"x", Role::kIn, Shape::kRows, kFloat},
+      {"gamma", Role::kIn, Shape::kPerColumn, kFloat, kNone, 0, false, DtypeRule::kParam},
+      {"mean", Role::kIn, Shape::kPerRow, kF32F64, kNone, 0, false, DtypeRule::kStat},
+      {"rstd", Role::kIn, Shape::kPerRow, kF32F64, kNone, 0, false, DtypeRule::kStat},
+      {"dy", Role::kIn, Shape::kLikeX, kFloat, kNone, 0},
+      {"dx", Role::kOut, Shape::kLikeX, kFloat, 4, 0},
+      {"dgamma", Role::kOut, Shape::kPerColumn, kFloat, kNone, 1},
+      {"dbeta", Role::kOut, Shape::kPerColumn, kFloat, kNone, 1}}},
     {XHAL_OP_SPMV,
      "spmv",
      XHAL_SLOT_OF(spmv),

@@ -74,6 +74,23 @@ xhal_status_t check_solve_rhs(const Matrix& m, const Checked& c, OpArgs* a) {
 
 xhal_status_t check_nnz(const Matrix& m, const Checked& c) { return check_shape(c, {m.nnz}); }
 
+xhal_status_t check_dtype_agrees(const Checked& c, const Checked& anchor, ops::DtypeRule rule) {
+  if (ops::dtype_agrees(rule, c.dtype(), anchor.dtype())) return XHAL_OK;
+  const char* why = "";
+  switch (rule) {
+    case ops::DtypeRule::kSame:
+      break;
+    case ops::DtypeRule::kParam:
+      why = "; it takes x's dtype, or f32 when x is f16 or bf16";
+      break;
+    case ops::DtypeRule::kStat:
+      why = "; saved statistics are f64 for f64 x and f32 for f32, f16 and bf16 x";
+      break;
+  }
+  return fail(XHAL_INVALID_ARGUMENT, "argument '%s': dtype %s but argument '%s' is %s%s", c.name,
+              xhal_dtype_name(c.dtype()), anchor.name, xhal_dtype_name(anchor.dtype()), why);
+}
+
 bool op_slots_present(const xhal_plugin_api_t& api, const ops::Op& op) {
   auto present = [&api](size_t offset) {
     void* slot = nullptr;

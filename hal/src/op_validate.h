@@ -49,6 +49,8 @@ xhal_status_t check_op_shape(const Matrix& m, bool transpose, bool rows, const C
                              bool spmm, OpArgs* a);
 xhal_status_t check_solve_rhs(const Matrix& m, const Checked& c, OpArgs* a);
 xhal_status_t check_nnz(const Matrix& m, const Checked& c);
+// c's dtype against its anchor's under `rule` (op_table.h, dtype_agrees).
+xhal_status_t check_dtype_agrees(const Checked& c, const Checked& anchor, ops::DtypeRule rule);
 
 template <xhal_op_t Id>
 inline xhal_status_t check_arg_shape(size_t i, const OpContext& ctx, OpArgs* a) {
@@ -111,10 +113,12 @@ inline xhal_status_t validate_op(Device* device, const xhal_tensor_t* const* ten
 #pragma GCC unroll 8
   for (size_t i = 0; i < n; ++i)
     if (a->present[i]) XHAL_TRY(check_arg_shape<Id>(i, ctx, a));
+      // Dtype agreement (docs/semantics.md 7.4), before the device's dtype bits
+      // are read, so a mixed call gets the same status on every backend.
 #pragma GCC unroll 8
   for (size_t i = 0; i < n; ++i)
     if (op.args[i].same_dtype_as != ops::kNone && a->present[i])
-      XHAL_TRY(check_same_dtype(a->arg[i], a->arg[op.args[i].same_dtype_as]));
+      XHAL_TRY(check_dtype_agrees(a->arg[i], a->arg[op.args[i].same_dtype_as], op.args[i].rule));
       // Aliasing: an output overlaps no other argument but the one input it may
       // be exactly. A pair of outputs is checked once, from the later one.
 #pragma GCC unroll 8

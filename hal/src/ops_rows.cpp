@@ -29,13 +29,16 @@ xhal_plugin_tensor_t view(const ops::Op& op, const OpArgs& a, size_t i) {
   return reshape(a.arg[i], {a.arg[i].elements});
 }
 
-// Column sums over zero rows are +0 (all bits zero in f32 and f64):
-// written by the core so that no plugin sees an empty row range.
+// Column sums over zero rows are +0 (all bits zero in every float dtype):
+// written by the core so that no plugin sees an empty row range. The
+// pattern is no wider than the element (an odd count of f16 is not a whole
+// number of 4-byte patterns).
 xhal_status_t zero_fill(Device* device, const Checked& c) {
   if (c.elements == 0) return XHAL_OK;
   const uint32_t zero = 0;
+  const uint32_t pattern = c.elem_size < 4 ? c.elem_size : 4;
   return XHAL_PLUGIN_CALL(device, buffer_fill, c.plugin.buffer, c.plugin.offset,
-                          static_cast<uint64_t>(c.elements) * c.elem_size, &zero, 4);
+                          static_cast<uint64_t>(c.elements) * c.elem_size, &zero, pattern);
 }
 
 // Resolves the device, takes its queue lock for the rest of the call and

@@ -115,10 +115,10 @@ TEST_F(IndexOpTest, IndexAddPassesAlphaAndShapes) {
   expect_zero_past_rank(c->tensors[1]);
 }
 
-TEST_F(IndexOpTest, IndexAddIsF32Only) {
+TEST_F(IndexOpTest, IndexAddIsFloatOnly) {
   xhal_tensor_t src = tensor(buffer(60), XHAL_DTYPE_I32, {3, 5}), dst = f32({2, 5});
   EXPECT_REJECTED(xhal_index_add(dev, p, 1.0f, &src, &dst), XHAL_INVALID_ARGUMENT,
-                  "argument 'src': dtype i32 not allowed, op index_add takes f32, f64");
+                  "argument 'src': dtype i32 not allowed, op index_add takes f32, f16, bf16, f64");
 }
 
 TEST_F(IndexOpTest, IndexAddShapes) {

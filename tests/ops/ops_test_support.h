@@ -179,6 +179,14 @@ inline ::testing::AssertionResult message_has(std::initializer_list<const char*>
       return ::testing::AssertionFailure() << "message \"" << m << "\" lacks \"" << p << "\"";
   return ::testing::AssertionSuccess();
 }
+// The same with parts built at run time ("dtype " + name).
+inline ::testing::AssertionResult message_has(std::initializer_list<std::string> parts) {
+  const std::string m = xhal_last_error();
+  for (const std::string& p : parts)
+    if (m.find(p) == std::string::npos)
+      return ::testing::AssertionFailure() << "message \"" << m << "\" lacks \"" << p << "\"";
+  return ::testing::AssertionSuccess();
+}
 
 // A plugin tensor's shape and strides are zero past its rank (the core
 // fills every slot, so no plugin sees stale values from another call).

@@ -132,8 +132,9 @@ TEST_F(RowsTest, BackwardPassesEveryTensorInOrder) {
 
 TEST_F(RowsTest, DtypeRankAndSupport) {
   xhal_tensor_t xi = tensor(buffer(48), XHAL_DTYPE_I32, {3, 4}), y = f32({3, 4});
-  EXPECT_REJECTED(xhal_softmax_forward(dev, &xi, &y), XHAL_INVALID_ARGUMENT,
-                  "argument 'x': dtype i32 not allowed, op softmax_forward takes f32, f64");
+  EXPECT_REJECTED(
+      xhal_softmax_forward(dev, &xi, &y), XHAL_INVALID_ARGUMENT,
+      "argument 'x': dtype i32 not allowed, op softmax_forward takes f32, f16, bf16, f64");
   xhal_tensor_t s = tensor(buffer(4), XHAL_DTYPE_F32, {}),
                 s2 = tensor(buffer(4), XHAL_DTYPE_F32, {});
   EXPECT_REJECTED(xhal_softmax_forward(dev, &s, &s2), XHAL_SHAPE_MISMATCH, "'x'", "rank 0");
@@ -195,6 +196,63 @@ TEST_F(RowsTest, F64WithoutTheDtypeBitIsUnsupported) {
                   "argument 'dst': dtype f32 but argument 'src' is f64");
 }
 
+// f16 and bf16 (docs/semantics.md 7.2, 7.4): allowed for the row ops and
+// index_add, XHAL_UNSUPPORTED on the recorder (it claims f32 only); norm
+// gamma/beta in x's dtype or f32, dgamma/dbeta in gamma's, saved statistics
+// f32. Every other combination is XHAL_INVALID_ARGUMENT naming the argument,
+// and narrow dtypes stay refused for the solve.
+TEST_F(RowsTest, NarrowDtypesAndTheirMixes) {
+  auto of = [this](xhal_dtype_t d, std::vector<int64_t> shape) {
+    int64_t n = 1;
+    for (int64_t s : shape) n *= s;
+    return tensor(buffer(static_cast<uint64_t>(n) * 8), d, shape);
+  };
+  for (xhal_dtype_t d : {XHAL_DTYPE_F16, XHAL_DTYPE_BF16}) {
+    const xhal_dtype_t other = d == XHAL_DTYPE_F16 ? XHAL_DTYPE_BF16 : XHAL_DTYPE_F16;
+    const std::string name = xhal_dtype_name(d), other_name = xhal_dtype_name(other);
+    xhal_tensor_t x = of(d, {3, 4}), y = of(d, {3, 4}), dy = of(d, {3, 4}), dx = of(d, {3, 4});
+    xhal_tensor_t g = of(d, {4}), b = of(d, {4}), dg = of(d, {4}), db = of(d, {4});
+    xhal_tensor_t g32 = f32({4}), b32 = f32({4}), m = f32({3}), r = f32({3});
+    xhal_tensor_t g_other = of(other, {4}), y_other = of(other, {3, 4}),
+                  r64 = of(XHAL_DTYPE_F64, {3});
+    // Valid combinations reach the dtype check: unsupported on the recorder.
+    EXPECT_REJECTED(xhal_softmax_forward(dev, &x, &y), XHAL_UNSUPPORTED,
+                    "argument 'x': dtype " + name + " of op softmax_forward is not implemented");
+    EXPECT_REJECTED(xhal_rms_norm_forward(dev, &x, &g, 1e-5f, &y, &r), XHAL_UNSUPPORTED, name);
+    EXPECT_REJECTED(xhal_rms_norm_forward(dev, &x, &g32, 1e-5f, &y, &r), XHAL_UNSUPPORTED, name);
+    xhal_tensor_t dg32 = f32({4}), db32 = f32({4});
+    EXPECT_REJECTED(xhal_layer_norm_backward(dev, &x, &g32, &m, &r, &dy, &dx, &dg32, &db32),
+                    XHAL_UNSUPPORTED, name);
+    EXPECT_REJECTED(xhal_layer_norm_backward(dev, &x, &g, &m, &r, &dy, &dx, &dg, &db),
+                    XHAL_UNSUPPORTED, name);
+    // Mixes.
+    EXPECT_REJECTED(xhal_softmax_forward(dev, &x, &y_other), XHAL_INVALID_ARGUMENT,
+                    "argument 'y': dtype " + other_name + " but argument 'x' is " + name);
+    EXPECT_REJECTED(xhal_rms_norm_forward(dev, &x, &g_other, 1e-5f, &y, &r), XHAL_INVALID_ARGUMENT,
+                    "argument 'gamma': dtype " + other_name + " but argument 'x' is " + name);
+    EXPECT_REJECTED(xhal_rms_norm_forward(dev, &x, &g, 1e-5f, &y, &r64), XHAL_INVALID_ARGUMENT,
+                    "argument 'rstd': dtype f64 but argument 'x' is " + name);
+    EXPECT_REJECTED(xhal_layer_norm_forward(dev, &x, &g32, &b, 1e-5f, &y, &m, &r),
+                    XHAL_INVALID_ARGUMENT,
+                    "argument 'beta': dtype " + name + " but argument 'gamma' is f32");
+    EXPECT_REJECTED(xhal_layer_norm_backward(dev, &x, &g, &m, &r, &dy, &dx, &dg32, &db),
+                    XHAL_INVALID_ARGUMENT,
+                    "argument 'dgamma': dtype f32 but argument 'gamma' is " + name);
+    EXPECT_REJECTED(xhal_layer_norm_backward(dev, &x, &g32, &m, &r, &dy, &dx, &dg32, &db),
+                    XHAL_INVALID_ARGUMENT,
+                    "argument 'dbeta': dtype " + name + " but argument 'gamma' is f32");
+    // f32 x with narrow gamma: gamma must be f32 then.
+    xhal_tensor_t x32 = f32({3, 4}), y32 = f32({3, 4});
+    EXPECT_REJECTED(xhal_rms_norm_forward(dev, &x32, &g, 1e-5f, &y32, &r), XHAL_INVALID_ARGUMENT,
+                    "argument 'gamma': dtype " + name + " but argument 'x' is f32");
+    xhal_index_plan_t p = plan({0, 2, 0}, 3);
+    EXPECT_REJECTED(xhal_index_add(dev, p, 1.0f, &x, &y_other), XHAL_INVALID_ARGUMENT,
+                    "argument 'dst': dtype " + other_name + " but argument 'src' is " + name);
+    EXPECT_REJECTED(xhal_index_add(dev, p, 1.0f, &x, &y), XHAL_UNSUPPORTED,
+                    "argument 'src': dtype " + name + " of op index_add is not implemented");
+  }
+}
+
 // A plugin's dtype claims are masked by what the spec allows for the op, so
 // xhal-info and xhal_device_query list only dtypes a call can use: the
 // recorder's device 1 claims every dtype for softmax_forward.
@@ -203,7 +261,8 @@ TEST_F(RowsTest, DtypeClaimsAreMaskedBySpec) {
   info.struct_size = sizeof info;
   ASSERT_EQ(xhal_device_query(dev1, &info), XHAL_OK) << xhal_last_error();
   EXPECT_EQ(info.op_dtypes[XHAL_OP_SOFTMAX_FORWARD],
-            (1u << XHAL_DTYPE_F32) | (1u << XHAL_DTYPE_F64));
+            (1u << XHAL_DTYPE_F32) | (1u << XHAL_DTYPE_F16) | (1u << XHAL_DTYPE_BF16) |
+                (1u << XHAL_DTYPE_F64));
   EXPECT_EQ(info.op_dtypes[XHAL_OP_SOFTMAX_BACKWARD], 1u << XHAL_DTYPE_F32);
 }
 
