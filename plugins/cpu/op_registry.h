@@ -15,6 +15,9 @@ namespace xhal::cpu {
 
 inline constexpr uint32_t kF32Dtype = 1u << XHAL_DTYPE_F32;
 inline constexpr uint32_t kF32F64Dtypes = kF32Dtype | (1u << XHAL_DTYPE_F64);
+// f32, f64, f16 and bf16 (docs/semantics.md 7.2, 7.3).
+inline constexpr uint32_t kFloatDtypes =
+    kF32F64Dtypes | (1u << XHAL_DTYPE_F16) | (1u << XHAL_DTYPE_BF16);
 inline constexpr uint32_t kEveryDtype =
     ((1u << XHAL_DTYPE_COUNT_) - 1u) & ~(1u << XHAL_DTYPE_INVALID);
 // Slots that are not an op (index plans, matrices) register with kNotAnOp.
