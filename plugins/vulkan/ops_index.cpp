@@ -149,8 +149,10 @@ struct PermutePush {
   uint32_t rank, narrow;
 };
 struct TransposePush {
-  uint64_t src, dst, layout, tiles, tiles_a, tiles_b;
-  uint32_t rank, dim_a;
+  uint64_t src, dst, layout, n_a, n_b;
+  int64_t sb, dsa;
+  uint64_t batches;
+  uint32_t nb;
 };
 static_assert(fits_push<GatherPush>() && fits_push<IndexAddPush>() && fits_push<PermutePush>() &&
               fits_push<TransposePush>());
@@ -232,6 +234,94 @@ xhal_status_t index_add(void* device, void* plan, float alpha, const xhal_plugin
   return d->submit();
 }
 
+namespace {
+
+// A 3-D grid (each count at most 65535; the transpose walks the rest).
+void dispatch3d(Device* d, VkPipeline p, const void* push, uint32_t push_bytes, uint64_t x,
+                uint64_t y, uint64_t z) {
+  if (x == 0 || y == 0 || z == 0) return;
+  if (p != d->bound) {
+    d->vk().vkCmdBindPipeline(d->recording, VK_PIPELINE_BIND_POINT_COMPUTE, p);
+    d->bound = p;
+    if (d->queries) d->profile_label(p);
+  }
+  d->vk().vkCmdPushConstants(d->recording, d->gpu->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,
+                             (push_bytes + 3) / 4 * 4, push);
+  const uint64_t cap_x = std::min<uint64_t>(d->gpu->max_groups_x, 65535);
+  auto cap = [](uint64_t v, uint64_t c) { return static_cast<uint32_t>(v < c ? v : c); };
+  d->vk().vkCmdDispatch(d->recording, cap(x, cap_x), cap(y, 65535), cap(z, 65535));
+  d->launches.fetch_add(1, std::memory_order_relaxed);
+}
+
+// The tiled permute (transpose.comp): src has stride 1 along dim_a, dst
+// along the last dim B; the other dims are batches, innermost first.
+xhal_status_t transpose(Device* d, const xhal_plugin_tensor_t* src, const xhal_plugin_tensor_t* dst,
+                        int dim_a, uint32_t elem, uint64_t total) {
+  const int last = static_cast<int>(src->rank) - 1;
+  struct {
+    int64_t shape[6];
+    int64_t src_stride[6];
+    int64_t dst_stride[6];
+  } lay{};
+  // dst is contiguous over src's (already permuted) shape.
+  int64_t dst_stride[8];
+  int64_t step = 1;
+  for (int k = last; k >= 0; --k) {
+    dst_stride[k] = step;
+    step *= src->shape[k];
+  }
+  uint32_t nb = 0;
+  uint64_t batches = 1;
+  bool nonneg = true;
+  uint64_t src_max = 0;  // largest src offset (elements) when strides are non-negative
+  for (int k = last; k >= 0; --k) {
+    if (src->strides[k] < 0) nonneg = false;
+    else
+      src_max += static_cast<uint64_t>(src->shape[k] - 1) * static_cast<uint64_t>(src->strides[k]);
+    if (k == dim_a || k == last || src->shape[k] == 1) continue;
+    lay.shape[nb] = src->shape[k];
+    lay.src_stride[nb] = src->strides[k];
+    lay.dst_stride[nb] = dst_stride[k];
+    batches *= static_cast<uint64_t>(src->shape[k]);
+    ++nb;
+  }
+  TransposePush push{};
+  push.src = address_of(src);
+  push.dst = address_of(dst);
+  push.layout = d->params.address;
+  push.n_a = static_cast<uint64_t>(src->shape[dim_a]);
+  push.n_b = static_cast<uint64_t>(src->shape[last]);
+  push.sb = src->strides[last];
+  push.dsa = dst_stride[dim_a];
+  push.batches = batches;
+  push.nb = nb;
+  const auto mode = d->options.transpose;
+  // 32-bit offsets: every dst offset and src offset below 2^32.
+  const bool narrow = mode != Options::Transpose::kWide && nonneg && total < (uint64_t{1} << 32) &&
+                      src_max < (uint64_t{1} << 32);
+  // Runs of 4 elements of 4 bytes: both addresses 16-byte aligned, and every
+  // run start (A and B offsets multiples of 4, batch strides too) aligned.
+  bool runs = narrow && mode == Options::Transpose::kAuto && elem == 4 && push.src % 16 == 0 &&
+              push.dst % 16 == 0 && push.n_a % 4 == 0 && push.n_b % 4 == 0 && push.sb % 4 == 0 &&
+              push.dsa % 4 == 0;
+  for (uint32_t k = 0; k < nb; ++k)
+    runs = runs && lay.src_stride[k] % 4 == 0 && lay.dst_stride[k] % 4 == 0;
+  const int step_id = elem == 8 ? 3 : elem == 4 ? 2 : elem == 2 ? 1 : 0;
+  const ShaderId id = runs     ? xhal_spirv::transpose_u32_v4
+                      : narrow ? static_cast<ShaderId>(xhal_spirv::transpose_u8 + step_id)
+                               : static_cast<ShaderId>(xhal_spirv::transpose_u8_wide + step_id);
+  const uint64_t tile = runs ? 64 : 32;
+  VkPipeline pl[1];
+  XHAL_VK_TRY(pipelines(d, {id}, pl));
+  XHAL_VK_TRY(d->begin());
+  d->update_params(&lay, sizeof lay);
+  dispatch3d(d, pl[0], &push, sizeof push, (push.n_b + tile - 1) / tile,
+             (push.n_a + tile - 1) / tile, batches);
+  return d->submit();
+}
+
+}  // namespace
+
 xhal_status_t permute(void* device, const xhal_plugin_tensor_t* src,
                       const xhal_plugin_tensor_t* dst) {
   Device* d = dev(device);
@@ -261,23 +351,7 @@ xhal_status_t permute(void* device, const xhal_plugin_tensor_t* src,
           (dim_a < 0 || src->shape[k] > src->shape[dim_a]))
         dim_a = k;
   VkPipeline pl[1];
-  if (dim_a >= 0) {
-    XHAL_VK_TRY(pipelines(d, {static_cast<ShaderId>(xhal_spirv::transpose_u8 + step)}, pl));
-    TransposePush push{};
-    push.src = address_of(src);
-    push.dst = address_of(dst);
-    push.layout = d->params.address;
-    push.tiles_a = (static_cast<uint64_t>(src->shape[dim_a]) + 31) / 32;
-    push.tiles_b = (static_cast<uint64_t>(src->shape[last]) + 31) / 32;
-    push.tiles = total / static_cast<uint64_t>(src->shape[dim_a]) /
-                 static_cast<uint64_t>(src->shape[last]) * push.tiles_a * push.tiles_b;
-    push.rank = src->rank;
-    push.dim_a = static_cast<uint32_t>(dim_a);
-    XHAL_VK_TRY(d->begin());
-    d->update_params(&layout, sizeof layout);
-    d->dispatch2d(pl[0], &push, sizeof push, push.tiles);
-    return d->submit();
-  }
+  if (dim_a >= 0) return transpose(d, src, dst, dim_a, elem, total);
   XHAL_VK_TRY(pipelines(d, {static_cast<ShaderId>(xhal_spirv::permute_u8 + step)}, pl));
   const PermutePush push{address_of(src), address_of(dst), d->params.address,
                          total,           src->rank,       total < (uint64_t{1} << 32) ? 1u : 0u};

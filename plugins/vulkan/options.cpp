@@ -72,6 +72,33 @@ bool parse_options(const char* text, Options* out, std::string* error) {
         *error = "option 'queue' has value '" + value + "'; expected compute or universal";
         return false;
       }
+    } else if (name == "transpose") {
+      if (value == "auto") o.transpose = Options::Transpose::kAuto;
+      else if (value == "tile32") o.transpose = Options::Transpose::kTile32;
+      else if (value == "wide") o.transpose = Options::Transpose::kWide;
+      else {
+        *error = "option 'transpose' has value '" + value + "'; expected auto, tile32 or wide";
+        return false;
+      }
+    } else if (name == "solve_run") {
+      if (value == "0") o.solve_run = 0;
+      else if (value == "64") o.solve_run = 64;
+      else if (value == "256") o.solve_run = 256;
+      else if (value == "1024") o.solve_run = 1024;
+      else {
+        *error = "option 'solve_run' has value '" + value + "'; expected 0, 64, 256 or 1024";
+        return false;
+      }
+    } else if (name == "solve_narrow") {
+      char* end = nullptr;
+      errno = 0;
+      const unsigned long long v = std::strtoull(value.c_str(), &end, 10);
+      if (value.empty() || value[0] < '0' || value[0] > '9' || *end || errno || v > 1000000000ull) {
+        *error = "option 'solve_narrow' has value '" + value +
+                 "'; expected a whole number of items, 0 (auto) to 1000000000";
+        return false;
+      }
+      o.solve_narrow = v;
     } else if (name == "profile") {
       if (value == "on") o.profile = true;
       else if (value == "off") o.profile = false;
@@ -81,8 +108,8 @@ bool parse_options(const char* text, Options* out, std::string* error) {
       }
     } else {
       *error = "unknown option '" + name +
-               "'; the vulkan plugin knows: alloc, copy, profile, queue, validation, wait, "
-               "wait_spin_us";
+               "'; the vulkan plugin knows: alloc, copy, profile, queue, solve_narrow, solve_run, "
+               "transpose, validation, wait, wait_spin_us";
       return false;
     }
   }
@@ -97,10 +124,15 @@ std::string format_options(const Options& o) {
   const char* validation = o.validation == Validation::kOff    ? "off"
                            : o.validation == Validation::kWarn ? "warn"
                                                                : "fatal";
+  const char* transpose = o.transpose == Options::Transpose::kAuto     ? "auto"
+                          : o.transpose == Options::Transpose::kTile32 ? "tile32"
+                                                                       : "wide";
   return std::string("alloc=") + (o.dedicated ? "dedicated" : "plain") + ",copy=" + copy +
          ",profile=" + (o.profile ? "on" : "off") +
-         ",queue=" + (o.universal_queue ? "universal" : "compute") + ",validation=" + validation +
-         ",wait=" + (o.fence_wait ? "fence" : "timeline") +
+         ",queue=" + (o.universal_queue ? "universal" : "compute") +
+         ",solve_narrow=" + std::to_string(o.solve_narrow) +
+         ",solve_run=" + std::to_string(o.solve_run) + ",transpose=" + transpose +
+         ",validation=" + validation + ",wait=" + (o.fence_wait ? "fence" : "timeline") +
          ",wait_spin_us=" + std::to_string(o.wait_spin_us);
 }
 

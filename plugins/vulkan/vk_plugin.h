@@ -111,6 +111,16 @@ struct Options {
   // queue=compute|universal (plugin-wide, read at init): a compute-only
   // queue family where the device has one, or the graphics+compute family.
   bool universal_queue = false;
+  // transpose=auto|tile32|wide: the tiled permute's kernel. auto: 64 x 64
+  // tiles in 16-byte runs where aligned, else 32 x 32 tiles; 32-bit offsets
+  // where every offset fits. tile32: never the runs. wide: 32 x 32 tiles
+  // with 64-bit offsets always (the large-tensor path, for checking).
+  enum class Transpose { kAuto, kTile32, kWide } transpose = Transpose::kAuto;
+  // The solve's one-workgroup runs (ops_sparse.cpp): solve_run=N invocations
+  // (64, 256 or 1024; 0: 64 on lavapipe, 1024 elsewhere); solve_narrow=N the
+  // most row x RHS items of a level that joins a run (0: 4 x the run size).
+  uint32_t solve_run = 0;
+  uint64_t solve_narrow = 0;
 };
 bool parse_options(const char* text, Options* out, std::string* error);
 // Fills `g` for a usable physical device; else returns why it is not usable
