@@ -1,5 +1,6 @@
 #include "check.h"
 
+#include "reference/narrow.h"
 #include "report.h"
 #include "runner.h"
 
@@ -207,6 +208,85 @@ void Grader::output_t(const std::string& name, const std::vector<T>& got,
     details_ += "\n  " + name + ": " + std::to_string(acc.failures) +
                 " element(s) outside the bound around the " + reference_type +
                 " reference; first " + acc.first;
+  }
+}
+
+void Grader::output_narrow(const std::string& name, xhal_dtype_t dtype,
+                           const std::vector<uint16_t>& got, const std::vector<uint16_t>& rerun,
+                           const std::vector<uint16_t>& canonical, const ref64::Values& ref,
+                           tol::Bound f32_bound, uint16_t poison) {
+  const char* type = xhal_dtype_name(dtype);
+  auto hex = [](uint16_t v) {
+    char b[8];
+    std::snprintf(b, sizeof b, "0x%04x", v);
+    return std::string(b);
+  };
+  auto first_difference = [&](const std::vector<uint16_t>& a, const std::vector<uint16_t>& b,
+                              size_t* count) {
+    std::string first;
+    *count = 0;
+    if (a.size() != b.size()) {
+      *count = 1;
+      return "size " + std::to_string(a.size()) + " vs " + std::to_string(b.size());
+    }
+    for (size_t i = 0; i < a.size(); ++i) {
+      if (a[i] == b[i] && a[i] != poison) continue;
+      if ((*count)++ == 0) {
+        first = "[" + std::to_string(i) + "] got " + hex(a[i]) + " (" +
+                std::to_string(narrow::widen(dtype, a[i])) + ")" +
+                (a[i] == poison ? " (poison: never written)" : "") + ", want " + hex(b[i]) + " (" +
+                std::to_string(narrow::widen(dtype, b[i])) + ")";
+      }
+    }
+    return first;
+  };
+  size_t count = 0;
+  std::string first = first_difference(got, canonical, &count);
+  if (count) {
+    bit_exact_ = false;
+    details_ += "\n  " + name + ": " + std::to_string(count) +
+                " element(s) differ from the canonical " + type + " reference; first " + first;
+  }
+  first = first_difference(got, rerun, &count);
+  if (count) {
+    accurate_ = false;
+    details_ +=
+        "\n  " + name + ": not deterministic, a second identical call differs; first " + first;
+  }
+  const tol::Bound bound{f32_bound.rel + narrow::unit_roundoff(dtype),
+                         std::max(f32_bound.abs, narrow::abs_floor(dtype))};
+  const double max_finite = narrow::max_finite(dtype);
+  size_t failures = 0;
+  first.clear();
+  for (size_t i = 0; i < got.size() && i < ref.v.size(); ++i) {
+    const double g = narrow::widen(dtype, got[i]), want = ref.v[i];
+    bool ok;
+    if (got[i] == poison) {
+      ok = false;
+    } else if (std::isnan(want) || std::isnan(g)) {
+      ok = std::isnan(want) && std::isnan(g);
+    } else if (std::isinf(g)) {  // overflow: the infinity of the reference's sign
+      ok = (std::isinf(want) && g == want) ||
+           (std::fabs(want) >= max_finite && std::signbit(g) == std::signbit(want));
+    } else if (std::isinf(want)) {
+      ok = false;
+    } else {
+      ok = std::fabs(g - want) <= bound.rel * ref.scale[i] + bound.abs;
+    }
+    if (ok) continue;
+    if (failures++ == 0) {
+      std::ostringstream s;
+      s.precision(9);
+      s << "[" << i << "] got " << g << " (" << hex(got[i]) << "), want " << want << ", allowed +-"
+        << bound.rel * ref.scale[i] + bound.abs;
+      first = s.str();
+    }
+  }
+  if (got.size() != ref.v.size()) failures = std::max<size_t>(failures, 1);
+  if (failures) {
+    accurate_ = false;
+    details_ += "\n  " + name + ": " + std::to_string(failures) +
+                " element(s) outside the bound around the float64 reference; first " + first;
   }
 }
 

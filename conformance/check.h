@@ -62,6 +62,15 @@ class Grader {
   void output(const std::string& name, const std::vector<double>& got,
               const std::vector<double>& rerun, const std::vector<double>& canonical,
               const ref64::Values& ref, tol::Bound bound);
+  // f16/bf16 outputs (docs/semantics.md 7.2, 7.5): the bits against the
+  // canonical narrow reference (widen, f32 canonical op, narrow once), the
+  // widened values against the float64 reference with `f32_bound` plus one
+  // rounding to the narrow type; an output that overflows the narrow type
+  // must be the infinity of the reference's sign. `poison` is the pattern an
+  // unwritten element holds.
+  void output_narrow(const std::string& name, xhal_dtype_t dtype, const std::vector<uint16_t>& got,
+                     const std::vector<uint16_t>& rerun, const std::vector<uint16_t>& canonical,
+                     const ref64::Values& ref, tol::Bound f32_bound, uint16_t poison);
   Level finish();
 
  private:

@@ -3,7 +3,8 @@
 // released or made-up buffer, a dtype the op does not take, a misaligned
 // offset, bytes past the buffer, rank 9, a negative extent or stride, a
 // non-contiguous layout, a wrong extent — and every overlap of an output
-// with another argument. Each gets the status of docs/semantics.md
+// with another argument, and every f16/bf16 dtype mix the rules refuse
+// (docs/semantics.md 7.4). Each gets the status of docs/semantics.md
 // section 4, a message, and leaves every output as it was. A new op gets
 // these cases by having a row in the table and a valid call below.
 #include <array>
@@ -226,6 +227,60 @@ class OpBadInputTest : public DeviceTest {
   }
   uint32_t spec_rank(size_t i) const { return call.tensors[i].rank; }
 
+  // The f16/bf16 mixes (docs/semantics.md 7.4), from valid narrow calls:
+  // every argument in the narrow dtype B, or gamma/beta and their
+  // gradients in f32 beside B (the saved statistics f32 in both). Each
+  // argument then takes every other dtype the op allows for it; a
+  // combination the dtype rules of op_table.h refuse (f16 x with bf16
+  // gamma, bf16 dbeta beside f32 gamma, f64 rstd for f16 x) must be
+  // XHAL_INVALID_ARGUMENT on every backend, whether or not it implements B.
+  std::vector<std::pair<size_t, Fault>> narrow_mixes(const ops::Op& op) {
+    std::vector<std::pair<size_t, Fault>> f;
+    const size_t n = op.arg_count;
+    for (xhal_dtype_t b : {XHAL_DTYPE_F16, XHAL_DTYPE_BF16}) {
+      if (!n || !(op.args[0].dtypes & (1u << b))) continue;
+      for (bool f32_params : {false, true}) {
+        std::vector<uint32_t> base(n);
+        for (size_t i = 0; i < n; ++i) {
+          const ops::Arg& a = op.args[i];
+          if (a.same_dtype_as == ops::kNone) base[i] = b;
+          else if (a.rule == ops::DtypeRule::kStat) base[i] = XHAL_DTYPE_F32;
+          else if (a.rule == ops::DtypeRule::kParam && f32_params) base[i] = XHAL_DTYPE_F32;
+          else base[i] = base[a.same_dtype_as];
+        }
+        if (f32_params && base == std::vector<uint32_t>(base.size(), b)) continue;  // no params
+        auto agrees = [&op, n](const std::vector<uint32_t>& d) {
+          for (size_t i = 0; i < n; ++i) {
+            const ops::Arg& a = op.args[i];
+            if (a.same_dtype_as != ops::kNone &&
+                !ops::dtype_agrees(a.rule, d[i], d[a.same_dtype_as]))
+              return false;
+          }
+          return true;
+        };
+        if (!agrees(base)) {
+          ADD_FAILURE() << op.name << ": the generated narrow call is not valid";
+          continue;
+        }
+        for (size_t i = 0; i < n; ++i)
+          for (uint32_t d = XHAL_DTYPE_F32; d < XHAL_DTYPE_COUNT_; ++d) {
+            if (d == base[i] || !(op.args[i].dtypes & (1u << d))) continue;
+            std::vector<uint32_t> mixed = base;
+            mixed[i] = d;
+            if (agrees(mixed)) continue;
+            std::string what =
+                std::string("dtype ") + xhal_dtype_name(static_cast<xhal_dtype_t>(d)) + " in a " +
+                xhal_dtype_name(b) + " call" + (f32_params ? " with f32 gamma/beta" : "");
+            f.push_back({i, {what, XHAL_INVALID_ARGUMENT, [mixed](auto& t) {
+                               for (size_t k = 0; k < t.size(); ++k)
+                                 t[k].dtype = static_cast<xhal_dtype_t>(mixed[k]);
+                             }}});
+          }
+      }
+    }
+    return f;
+  }
+
   // Every output overlapping another argument, in the other's buffer.
   std::vector<Fault> overlaps(const ops::Op& op) {
     std::vector<Fault> f;
@@ -261,6 +316,7 @@ class OpBadInputTest : public DeviceTest {
     for (size_t i = 0; i < op.arg_count; ++i)
       for (Fault& f : faults_of(op, i)) cases.push_back({i, std::move(f)});
     for (Fault& f : overlaps(op)) cases.push_back({0, std::move(f)});
+    for (auto& c : narrow_mixes(op)) cases.push_back(std::move(c));
     for (auto& [i, f] : cases) {
       std::vector<xhal_tensor_t> t = call.tensors;
       if (f.apply) f.apply(t);
