@@ -65,6 +65,15 @@ class NarrowTest : public DeviceTest {
   }
   uint16_t value(float f) const { return narrow::narrow(dt, f); }
 
+  // The canonical bits of the last call's x-shaped output (y, dx, dst), for
+  // the tests that must reach a special value.
+  Bits last;
+  size_t count_last(bool (*pred)(xhal_dtype_t, uint16_t)) const {
+    size_t c = 0;
+    for (uint16_t v : last) c += pred(dt, v);
+    return c;
+  }
+
   // ---- softmax ----------------------------------------------------------
   void softmax_forward(const Bits& x, int64_t rows, int64_t n) {
     BufferGuard g;
@@ -81,9 +90,10 @@ class NarrowTest : public DeviceTest {
     std::vector<float> y(count);
     canon::softmax_forward(xf.data(), rows, n, y.data());
     Grader grader;
+    last = narrowed(y);
     grader.output_narrow("y", dt, download<uint16_t>(y1, count), download<uint16_t>(y2, count),
-                         narrowed(y), ref64::softmax_forward(xf.data(), rows, n),
-                         tol::kSoftmaxForward, kPoison16);
+                         last, ref64::softmax_forward(xf.data(), rows, n), tol::kSoftmaxForward,
+                         kPoison16);
     grader.finish();
     expect_guard(y1, count, "y");
   }
@@ -178,8 +188,9 @@ class NarrowTest : public DeviceTest {
     canon::rms_norm_forward(xf.data(), p.g.data(), rows, n, eps, y.data(), rstd.data());
     ref64::NormForward ref = ref64::rms_norm_forward(xf.data(), p.g.data(), rows, n, eps);
     Grader grader;
+    last = narrowed(y);
     grader.output_narrow("y", dt, download<uint16_t>(y1, count), download<uint16_t>(y2, count),
-                         narrowed(y), ref.y, tol::kNorm, kPoison16);
+                         last, ref.y, tol::kNorm, kPoison16);
     grader.output("rstd (f32)", download_f32(r1, r), download_f32(r2, r), rstd, ref.rstd,
                   tol::kNorm);
     grader.finish();
@@ -249,8 +260,9 @@ class NarrowTest : public DeviceTest {
     ref64::NormForward ref =
         ref64::layer_norm_forward(xf.data(), p.g.data(), p.b.data(), rows, n, eps);
     Grader grader;
+    last = narrowed(y);
     grader.output_narrow("y", dt, download<uint16_t>(y1, count), download<uint16_t>(y2, count),
-                         narrowed(y), ref.y, tol::kNorm, kPoison16);
+                         last, ref.y, tol::kNorm, kPoison16);
     grader.output("mean (f32)", download_f32(m1, r), download_f32(m2, r), mean, ref.mean,
                   tol::kNorm);
     grader.output("rstd (f32)", download_f32(r1, r), download_f32(r2, r), rstd, ref.rstd,
@@ -339,6 +351,7 @@ class NarrowTest : public DeviceTest {
     canon::index_add(canonical.data(), num_rows, srcf.data(), idx, ww, alpha);
     ref64::Values r64 = ref64::index_add(dstf.data(), num_rows, srcf.data(), idx, ww, alpha);
     const Bits want = narrowed(canonical);
+    last = want;
     Bits g_t, a_t, c_t;
     ref64::Values r_t;
     uint64_t max_sources = 0;
@@ -380,6 +393,17 @@ class NarrowTest : public DeviceTest {
   void Name##_body(NarrowTest& t)
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
+
+bool is_inf16(xhal_dtype_t d, uint16_t v) {
+  return (v & 0x7fff) == (d == XHAL_DTYPE_BF16 ? 0x7f80 : 0x7c00);
+}
+bool is_subnormal16(xhal_dtype_t d, uint16_t v) {
+  const uint16_t exp = d == XHAL_DTYPE_BF16 ? 0x7f80 : 0x7c00;
+  return (v & exp) == 0 && (v & 0x7fff) != 0;
+}
+bool is_canonical_nan16(xhal_dtype_t d, uint16_t v) {
+  return (v & 0x7fff) == (d == XHAL_DTYPE_BF16 ? 0x7fc0 : 0x7e00);
+}
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 
 // ---- softmax ------------------------------------------------------------------
@@ -413,6 +437,8 @@ XHAL_NARROW_TEST(SoftmaxForwardSpecialRows, XHAL_OP_SOFTMAX_FORWARD) {
   r[1777] = t.value(0.0f);
   row(r);
   t.softmax_forward(x, 6, n);
+  EXPECT_GE(t.count_last(is_canonical_nan16), 3u * n) << "the NaN rows";
+  if (t.dt == XHAL_DTYPE_F16) EXPECT_GT(t.count_last(is_subnormal16), 0u) << "f16 subnormal y";
 }
 
 XHAL_NARROW_TEST(SoftmaxBackwardRowsTailsAndPartialSums, XHAL_OP_SOFTMAX_BACKWARD) {
@@ -460,8 +486,11 @@ XHAL_NARROW_TEST(RmsNormForwardOverflowSubnormalAndNaN, XHAL_OP_RMS_NORM_FORWARD
   x[2 * n + 3] = t.value(kNaN);
   NarrowTest::Params big = t.params(t.dt, n, 2900.0f, 3000.0f);
   t.rms_forward(x, big, 3, n);
+  EXPECT_EQ(t.count_last(is_canonical_nan16), static_cast<size_t>(n)) << "the NaN row";
+  if (t.dt == XHAL_DTYPE_F16) EXPECT_EQ(t.count_last(is_inf16), 2u) << "f16 overflow to +-inf";
   NarrowTest::Params tiny = t.params(t.dt, n, 1e-7f, 1e-6f);
   t.rms_forward(t.random(3 * n, -1.0f, 1.0f), tiny, 3, n);
+  if (t.dt == XHAL_DTYPE_F16) EXPECT_GT(t.count_last(is_subnormal16), 0u) << "f16 subnormal y";
 }
 
 XHAL_NARROW_TEST(RmsNormBackwardBlocksTailsAndGammaDtypes, XHAL_OP_RMS_NORM_BACKWARD) {
@@ -502,6 +531,8 @@ XHAL_NARROW_TEST(LayerNormForwardRowsTailsAndGammaDtypes, XHAL_OP_LAYER_NORM_FOR
   x[n + 9] = t.value(-kNaN);
   x[2 * n] = t.value(50.0f);
   t.ln_forward(x, t.params(t.dt, n, 2900.0f, 3000.0f), 3, n);
+  EXPECT_EQ(t.count_last(is_canonical_nan16), static_cast<size_t>(n)) << "the NaN row";
+  if (t.dt == XHAL_DTYPE_F16) EXPECT_EQ(t.count_last(is_inf16), 1u) << "f16 overflow to inf";
 }
 
 XHAL_NARROW_TEST(LayerNormBackwardBlocksTailsAndGammaDtypes, XHAL_OP_LAYER_NORM_BACKWARD) {
@@ -556,6 +587,8 @@ XHAL_NARROW_TEST(IndexAddPartialSumsOverflowAndNaN, XHAL_OP_INDEX_ADD) {
   for (int64_t j = 0; j < 2 * w; ++j) big[2 * w + j] = t.value(-40000.0f);
   big[3 * w + 2] = t.value(kNaN);
   t.index_add({0, 0, 1, 1}, 2, w, 1.0f, big);
+  EXPECT_EQ(t.count_last(is_canonical_nan16), 1u) << "the NaN source";
+  if (t.dt == XHAL_DTYPE_F16) EXPECT_EQ(t.count_last(is_inf16), 2u * w - 1) << "f16 +-inf";
 }
 
 XHAL_CONF_INSTANTIATE(NarrowTest);
