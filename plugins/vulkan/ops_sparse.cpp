@@ -11,16 +11,20 @@
 namespace xhal::vk {
 namespace {
 
-constexpr int64_t kShortRow = 32;    // spmv: rows up to this many entries take one invocation
-constexpr uint64_t kRunItems = 256;  // a solve level this small joins a one-workgroup run
-constexpr uint64_t kRunSize = 64;    // invocations of that workgroup (solve.comp RUN_SIZE)
+constexpr int64_t kShortRow = 32;  // spmv: rows up to this many entries take one invocation
+constexpr int64_t kChunk = 32;     // solve: a row of more off-diagonal entries is long
 
-// Rows of one pattern (A or A^T) walked in one direction, sorted by level.
+// Rows of one pattern (A or A^T) walked in one direction, sorted by level;
+// within a level the short rows (at most one chunk of off-diagonal
+// entries) first, then the long ones (solve.comp).
 struct Walk {
   bool built = false;
-  uint64_t order_at = 0, level_ptr_at = 0;
-  std::vector<int64_t> level_ptr;  // host copy: the runs are planned per call
-  std::vector<int64_t> level_max;  // most off-diagonal entries of a row of each level
+  uint64_t order_at = 0, level_ptr_at = 0, long_ptr_at = 0, long_first_at = 0, chunks_at = 0;
+  uint64_t chunks = 0;  // chunks of the long rows, all levels
+  // Host copies, per level: the runs and dispatches are planned per call.
+  std::vector<int64_t> step1;        // short rows + chunks of long rows
+  std::vector<int64_t> longs;        // long rows
+  std::vector<int64_t> most_chunks;  // most chunks of one long row
 };
 
 struct Pattern {
@@ -69,7 +73,7 @@ void build_walk(std::vector<int64_t>& all, Pattern& p, const int64_t* row_ptr, c
   for (int64_t r = 0; r < n; ++r)
     for (int64_t e = row_ptr[r]; e < row_ptr[r + 1]; ++e)
       if (ascending ? col[e] > r : col[e] < r) return;
-  std::vector<int64_t> level(static_cast<size_t>(n), 0);
+  std::vector<int64_t> level(static_cast<size_t>(n), 0), off_diag(static_cast<size_t>(n), 0);
   int64_t levels = n ? 1 : 0;
   for (int64_t pos = 0; pos < n; ++pos) {
     const int64_t k = ascending ? pos : n - 1 - pos;
@@ -78,19 +82,59 @@ void build_walk(std::vector<int64_t>& all, Pattern& p, const int64_t* row_ptr, c
       if (col[e] != k) l = std::max(l, level[col[e]] + 1);
     level[k] = l;
     levels = std::max(levels, l + 1);
+    // Off-diagonal entries as solve.comp counts them: the stored diagonal
+    // is found by position (last walking ascending, first descending).
+    const int64_t rb = row_ptr[k], re = row_ptr[k + 1];
+    const bool diag = re > rb && col[ascending ? re - 1 : rb] == k;
+    off_diag[k] = re - rb - (diag ? 1 : 0);
   }
   Walk& w = p.walk[ascending ? 1 : 0];
-  w.level_ptr.assign(static_cast<size_t>(levels) + 1, 0);
-  for (int64_t k = 0; k < n; ++k) ++w.level_ptr[level[k] + 1];
-  for (int64_t l = 0; l < levels; ++l) w.level_ptr[l + 1] += w.level_ptr[l];
-  std::vector<int64_t> order(static_cast<size_t>(n)),
-      next(w.level_ptr.begin(), w.level_ptr.end() - 1);
-  for (int64_t k = 0; k < n; ++k) order[next[level[k]]++] = k;
-  w.level_max.assign(static_cast<size_t>(levels), 0);
+  std::vector<int64_t> level_ptr(static_cast<size_t>(levels) + 1, 0),
+      long_ptr(static_cast<size_t>(levels) + 1, 0);
+  for (int64_t k = 0; k < n; ++k) {
+    ++level_ptr[level[k] + 1];
+    if (off_diag[k] > kChunk) ++long_ptr[level[k] + 1];
+  }
+  for (int64_t l = 0; l < levels; ++l) {
+    level_ptr[l + 1] += level_ptr[l];
+    long_ptr[l + 1] += long_ptr[l];
+  }
+  // Short rows of each level first, then its long rows, each in row order.
+  std::vector<int64_t> order(static_cast<size_t>(n)), next_short(static_cast<size_t>(levels)),
+      next_long(static_cast<size_t>(levels));
+  for (int64_t l = 0; l < levels; ++l) {
+    next_short[l] = level_ptr[l];
+    next_long[l] = level_ptr[l + 1] - (long_ptr[l + 1] - long_ptr[l]);
+  }
   for (int64_t k = 0; k < n; ++k)
-    w.level_max[level[k]] = std::max(w.level_max[level[k]], row_ptr[k + 1] - row_ptr[k]);
+    order[(off_diag[k] > kChunk ? next_long : next_short)[level[k]]++] = k;
+  // Long rows in order: their first chunks, and each chunk's {position, index}.
+  std::vector<int64_t> long_first{0}, chunks;
+  w.step1.assign(static_cast<size_t>(levels), 0);
+  w.longs.assign(static_cast<size_t>(levels), 0);
+  w.most_chunks.assign(static_cast<size_t>(levels), 0);
+  for (int64_t l = 0; l < levels; ++l) {
+    int64_t level_chunks = 0;
+    for (int64_t pos = level_ptr[l + 1] - (long_ptr[l + 1] - long_ptr[l]); pos < level_ptr[l + 1];
+         ++pos) {
+      const int64_t c = (off_diag[order[pos]] + kChunk - 1) / kChunk;
+      for (int64_t i = 0; i < c; ++i) {
+        chunks.push_back(pos);
+        chunks.push_back(i);
+      }
+      long_first.push_back(long_first.back() + c);
+      level_chunks += c;
+      w.most_chunks[l] = std::max(w.most_chunks[l], c);
+    }
+    w.longs[l] = long_ptr[l + 1] - long_ptr[l];
+    w.step1[l] = (level_ptr[l + 1] - level_ptr[l] - w.longs[l]) + level_chunks;
+  }
+  w.chunks = static_cast<uint64_t>(long_first.back());
   w.order_at = put(all, order.data(), order.size());
-  w.level_ptr_at = put(all, w.level_ptr.data(), w.level_ptr.size());
+  w.level_ptr_at = put(all, level_ptr.data(), level_ptr.size());
+  w.long_ptr_at = put(all, long_ptr.data(), long_ptr.size());
+  w.long_first_at = put(all, long_first.data(), long_first.size());
+  w.chunks_at = put(all, chunks.data(), chunks.size());
   w.built = true;
 }
 
@@ -100,8 +144,9 @@ struct SpmvPush {
   uint32_t beta_zero;
 };
 struct SolvePush {
-  uint64_t row_ptr, col, perm, values, b, x, order, level_ptr, k, begin, end;
-  uint32_t unit_diag, ascending;
+  uint64_t row_ptr, col, perm, values, b, x, order, level_ptr, long_ptr, long_first, chunks,
+      partial, begin, end;
+  uint32_t k, flags;  // flags: 1 unit diagonal, 2 ascending, 4 step 2 (solve.comp)
 };
 struct GradPush {
   uint64_t row_idx, col, x, gb, ga, nnz, k;
@@ -210,20 +255,50 @@ xhal_status_t multiply(Device* d, const Matrix& m, xhal_transpose_t trans, float
   return d->submit();
 }
 
-// Records the solve of op(A) x = b: runs of narrow levels in one workgroup,
-// wide levels over the whole device, a barrier between any two.
+// The walk a solve of op(A) with this triangle takes, or null when the
+// pattern does not lie in that triangle.
+const Walk* walk_for(const Matrix& m, xhal_transpose_t trans, xhal_triangle_t triangle) {
+  const bool t = trans == XHAL_TRANSPOSE;
+  const bool ascending = (triangle == XHAL_TRIANGLE_LOWER) != t;
+  const Walk& w = (t ? m.at : m.a).walk[ascending ? 1 : 0];
+  return w.built ? &w : nullptr;
+}
+
+// Invocations of the one-workgroup runs: the option, else 64 on a CPU
+// device (lavapipe) and 1024 elsewhere, within the device's limits.
+uint32_t run_size(const Device* d) {
+  uint32_t want = d->options.solve_run;
+  if (want == 0) want = d->gpu->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? 64 : 1024;
+  const auto& lim = d->gpu->props.limits;
+  while (want > 64 &&
+         (want > lim.maxComputeWorkGroupInvocations || want > lim.maxComputeWorkGroupSize[0]))
+    want /= 4;
+  return want;
+}
+
+ShaderId run_shader(uint32_t size) {
+  return size == 1024  ? xhal_spirv::solve_run1024
+         : size == 256 ? xhal_spirv::solve_run256
+                       : xhal_spirv::solve_run64;
+}
+
+// Records the solve of op(A) x = b along walk w: runs of narrow levels in
+// one workgroup, wide levels over the whole device (step 1, then step 2
+// where the level has long rows), a barrier between any two dispatches.
 xhal_status_t record_solve(Device* d, const Matrix& m, xhal_transpose_t trans,
                            xhal_triangle_t triangle, xhal_diagonal_t diagonal, uint64_t b,
-                           uint64_t x, uint64_t k, VkPipeline run, VkPipeline level) {
+                           uint64_t x, uint64_t k, VkPipeline run, uint32_t run_invocations,
+                           VkPipeline level) {
   const bool t = trans == XHAL_TRANSPOSE;
   const bool ascending = (triangle == XHAL_TRIANGLE_LOWER) != t;
   const Pattern& pat = t ? m.at : m.a;
-  const Walk& w = pat.walk[ascending ? 1 : 0];
-  if (!w.built)
+  const Walk* wp = walk_for(m, trans, triangle);
+  if (!wp)
     return fail(
         XHAL_INVALID_STRUCTURE,
         "csr_solve: argument 'triangle' is %s but the pattern does not lie in that triangle",
         triangle == XHAL_TRIANGLE_LOWER ? "lower" : "upper");
+  const Walk& w = *wp;
   SolvePush push{};
   push.row_ptr = m.addr(pat.row_ptr_at);
   push.col = m.addr(pat.col_at);
@@ -233,44 +308,63 @@ xhal_status_t record_solve(Device* d, const Matrix& m, xhal_transpose_t trans,
   push.x = x;
   push.order = m.addr(w.order_at);
   push.level_ptr = m.addr(w.level_ptr_at);
-  push.k = k;
-  push.unit_diag = diagonal == XHAL_DIAGONAL_UNIT ? 1u : 0u;
-  push.ascending = ascending ? 1u : 0u;
-  const uint64_t levels = w.level_ptr.size() - 1;
+  push.long_ptr = m.addr(w.long_ptr_at);
+  push.long_first = m.addr(w.long_first_at);
+  push.chunks = m.addr(w.chunks_at);
+  push.partial = w.chunks ? d->scratch.address : 0;
+  push.k = static_cast<uint32_t>(k);
+  const uint32_t flags = (diagonal == XHAL_DIAGONAL_UNIT ? 1u : 0u) | (ascending ? 2u : 0u);
+  const uint64_t levels = w.step1.size();
   bool first = true;
-  auto emit = [&](VkPipeline p, uint64_t begin, uint64_t end, uint64_t groups) {
+  auto emit = [&](VkPipeline p, uint64_t begin, uint64_t end, uint32_t step2, uint64_t groups) {
     if (!first) d->barrier();
     first = false;
     push.begin = begin;
     push.end = end;
+    push.flags = flags | step2;
     d->dispatch(p, &push, sizeof push, groups);
   };
+  const uint64_t narrow = d->options.solve_narrow
+                              ? d->options.solve_narrow
+                              : (d->gpu->props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU
+                                     ? 4 * uint64_t{run_invocations}
+                                     : 2 * uint64_t{run_invocations});
   // Loop iterations one invocation of a run spends on a level (its share
-  // of the items, each walking at most level_max entries, plus the loops'
-  // own steps): runs are cut before they reach the device's loop budget.
+  // of the step-1 items, each at most one chunk of 32 entries, and of the
+  // step-2 items, each pushing its row's chunk sums, plus the loops' own
+  // steps): runs are cut before they reach the device's loop budget.
   const uint64_t budget = d->gpu->loop_budget;
+  const uint64_t size = run_invocations;
   uint64_t run_begin = 0, run_cost = 0;
   for (uint64_t l = 0; l < levels; ++l) {
-    const uint64_t items = static_cast<uint64_t>(w.level_ptr[l + 1] - w.level_ptr[l]) * k;
-    if (items <= kRunItems) {
-      const uint64_t cost =
-          (items + kRunSize - 1) / kRunSize * (static_cast<uint64_t>(w.level_max[l]) + 8) + 4;
+    const uint64_t items1 = static_cast<uint64_t>(w.step1[l]) * k;
+    const uint64_t items2 = static_cast<uint64_t>(w.longs[l]) * k;
+    if (items1 <= narrow && items2 <= narrow) {
+      uint64_t cost = (items1 + size - 1) / size * (kChunk + 8) + 4;
+      if (items2)
+        cost += (items2 + size - 1) / size * (2 * static_cast<uint64_t>(w.most_chunks[l]) + 8) + 4;
       if (run_begin < l && run_cost + cost > budget) {
-        emit(run, run_begin, l, 1);
+        emit(run, run_begin, l, 0, 1);
         run_begin = l;
         run_cost = 0;
       }
       run_cost += cost;
       continue;
     }
-    if (run_begin < l) emit(run, run_begin, l, 1);
+    if (run_begin < l) emit(run, run_begin, l, 0, 1);
     run_cost = 0;
-    emit(level, static_cast<uint64_t>(w.level_ptr[l]), static_cast<uint64_t>(w.level_ptr[l + 1]),
-         d->groups_for(items, 256));
+    emit(level, l, l + 1, 0, d->groups_for(items1, 256));
+    if (items2) emit(level, l, l + 1, 4, d->groups_for(items2, 256));
     run_begin = l + 1;
   }
-  if (run_begin < levels) emit(run, run_begin, levels, 1);
+  if (run_begin < levels) emit(run, run_begin, levels, 0, 1);
   return XHAL_OK;
+}
+
+// Scratch for the chunk sums of the long rows (before the op records).
+xhal_status_t solve_scratch(Device* d, const Walk* w, uint64_t k) {
+  if (!w || w->chunks == 0) return XHAL_OK;
+  return d->need_scratch(w->chunks * k * sizeof(float));
 }
 
 }  // namespace
@@ -291,13 +385,15 @@ xhal_status_t csr_solve(void* device, void* a, xhal_transpose_t trans, xhal_tria
   Device* d = dev(device);
   std::lock_guard lock(d->mutex);
   const auto& m = *static_cast<Matrix*>(a);
+  const uint32_t size = run_size(d);
   VkPipeline p[2];
-  XHAL_VK_TRY(pipelines(d, {xhal_spirv::solve_run, xhal_spirv::solve_level}, p));
+  XHAL_VK_TRY(pipelines(d, {run_shader(size), xhal_spirv::solve_level}, p));
   const uint64_t k = columns(x);
   if (m.rows == 0 || k == 0) return XHAL_OK;
+  XHAL_VK_TRY(solve_scratch(d, walk_for(m, trans, triangle), k));
   XHAL_VK_TRY(d->begin());
-  const xhal_status_t s =
-      record_solve(d, m, trans, triangle, diagonal, address_of(b), address_of(x), k, p[0], p[1]);
+  const xhal_status_t s = record_solve(d, m, trans, triangle, diagonal, address_of(b),
+                                       address_of(x), k, p[0], size, p[1]);
   if (s != XHAL_OK) {
     d->abandon();
     return s;
@@ -312,16 +408,17 @@ xhal_status_t csr_solve_backward(void* device, void* a, xhal_transpose_t trans,
   Device* d = dev(device);
   std::lock_guard lock(d->mutex);
   const auto& m = *static_cast<Matrix*>(a);
+  const uint32_t size = run_size(d);
   VkPipeline p[3];
-  XHAL_VK_TRY(
-      pipelines(d, {xhal_spirv::solve_run, xhal_spirv::solve_level, xhal_spirv::solve_grad}, p));
+  XHAL_VK_TRY(pipelines(d, {run_shader(size), xhal_spirv::solve_level, xhal_spirv::solve_grad}, p));
   const uint64_t k = columns(x);
-  XHAL_VK_TRY(d->begin());
   // gb = solve(op(A)^T, dx): the other transpose, same stored triangle.
   const xhal_transpose_t flipped = trans == XHAL_TRANSPOSE ? XHAL_TRANSPOSE_NONE : XHAL_TRANSPOSE;
+  if (m.rows > 0 && k > 0) XHAL_VK_TRY(solve_scratch(d, walk_for(m, flipped, triangle), k));
+  XHAL_VK_TRY(d->begin());
   if (m.rows > 0 && k > 0) {
     const xhal_status_t s = record_solve(d, m, flipped, triangle, diagonal, address_of(dx),
-                                         address_of(gb), k, p[0], p[1]);
+                                         address_of(gb), k, p[0], size, p[1]);
     if (s != XHAL_OK) {
       d->abandon();
       return s;
