@@ -751,9 +751,10 @@ struct InitPush {
   uint64_t dst, words;
   uint32_t seed, mode;
 };
-struct NormPush {  // ops_rows.cpp's NormPush
+struct NormPush {  // ops_rows.cpp's NormPush (v1 kernels read up to eps)
   uint64_t x, gamma, beta, dy, out, mean, rstd, rows, n;
   float nf, eps;
+  uint32_t vec;  // rows=v2: vec4 loads (the probe's buffers are aligned, n % 4 == 0)
 };
 
 // A 2-D grid of `groups` workgroups: the plugin's (x = min(groups, 65535),
@@ -1033,19 +1034,22 @@ struct RowVariant {
   const char* key;
   const char* what;
   Id c4, c8;           // by the plugin's CPG rule (ops_rows.cpp row_variant)
+  bool v2;             // rows=v2 kernel: c4 for rows of 4096, c8 holds CPG=16
   bool nf_reciprocal;  // push constant nf holds 1/n instead of n
   Expect expect;
   double tol;  // relative, against the host in double
 };
 const RowVariant kRows[] = {
     {"p", "plugin norm.comp RMS_FWD, CPG by its rule", xhal_spirv::probe_rms_plugin_c4,
-     xhal_spirv::probe_rms_plugin_c8, false, Expect::kRms, 1e-5},
+     xhal_spirv::probe_rms_plugin_c8, false, false, Expect::kRms, 1e-5},
+    {"q", "plugin norm2.comp RMS_FWD (rows=v2)", xhal_spirv::probe_rms_v2_c4,
+     xhal_spirv::probe_rms_v2_c16, true, false, Expect::kRms, 1e-5},
     {"n", "(p) with stand-in div/sqrt* (not exact)", xhal_spirv::probe_rms_native_c4,
-     xhal_spirv::probe_rms_native_c8, true, Expect::kRms, 1e-4},
+     xhal_spirv::probe_rms_native_c8, false, true, Expect::kRms, 1e-4},
     {"z", "(p) without finish (stack,bcast,div,sqrt)", xhal_spirv::probe_rms_nofinish_c4,
-     xhal_spirv::probe_rms_nofinish_c8, false, Expect::kSumScale, 1e-4},
+     xhal_spirv::probe_rms_nofinish_c8, false, false, Expect::kSumScale, 1e-4},
     {"r", "ref: 256/row, vec4, subgroupAdd, rsqrt*", xhal_spirv::probe_rms_ref,
-     xhal_spirv::probe_rms_ref, true, Expect::kRms, 1e-4},
+     xhal_spirv::probe_rms_ref, false, true, Expect::kRms, 1e-4},
 };
 const float kEps = 1e-5f;
 
@@ -1053,6 +1057,14 @@ uint32_t plugin_cpg(uint64_t n) {
   const uint64_t chunks = (n + 1023) / 1024;
   uint32_t step = 0;
   while (step < 3 && (uint64_t{1} << step) < chunks) ++step;
+  return 1u << step;
+}
+
+// rows=v2 (ops_rows.cpp row_variant2): up to 16 chunks.
+uint32_t plugin_cpg2(uint64_t n) {
+  const uint64_t chunks = (n + 1023) / 1024;
+  uint32_t step = 0;
+  while (step < 4 && (uint64_t{1} << step) < chunks) ++step;
   return 1u << step;
 }
 
@@ -1132,8 +1144,8 @@ void rows_section() {
         continue;
       }
       const bool ref = v.c4 == v.c8;
-      const uint32_t cpg = plugin_cpg(n);
-      if (!ref && cpg != 4 && cpg != 8) {
+      const uint32_t cpg = v.v2 ? plugin_cpg2(n) : plugin_cpg(n);
+      if (!ref && cpg != 4 && cpg != (v.v2 ? 16u : 8u)) {
         r.status = format("skipped: CPG=%u is not built", cpg);
         report(r);
         continue;
@@ -1161,10 +1173,11 @@ void rows_section() {
       push.n = n;
       push.nf = v.nf_reciprocal ? 1.0f / static_cast<float>(n) : static_cast<float>(n);
       push.eps = kEps;
+      push.vec = 1;
       const uint32_t groups = static_cast<uint32_t>(std::min<uint64_t>(rows, 65535));
       r.grid_x = groups;
       r.grid_y = 1;
-      r.local = ref ? 256 : 128 * cpg;
+      r.local = ref ? 256 : (v.v2 ? 32 : 128) * cpg;
       const Record one = [&](VkCommandBuffer cb) {
         dispatch(cb, p, &push, sizeof push, groups, 1);
       };

@@ -1,6 +1,10 @@
 // Softmax, RMSNorm and LayerNorm, forward and backward (docs/semantics.md
-// 3.2-3.6): one workgroup of 128 invocations per row (shaders/rows.glsl);
-// dgamma/dbeta in the two colsum stages of 3.5 through scratch memory.
+// 3.2-3.6): one workgroup per row, of 32 invocations per chunk of 1024 with
+// four canonical lanes each (rows=v2, shaders/rows2.glsl, the default) or of
+// 128 per chunk with one lane each (rows=v1, shaders/rows.glsl); dgamma/dbeta
+// in the two colsum stages of 3.5 through scratch memory.
+#include <initializer_list>
+
 #include "vk_plugin.h"
 
 namespace xhal::vk {
@@ -8,13 +12,19 @@ namespace {
 
 Device* dev(void* d) { return static_cast<Device*>(d); }
 
+// The v2 kernels' blocks end with `vec` (1: vec4 loads and stores); the v1
+// kernels' blocks are the same without it (the pushed size leaves it off).
 struct SoftmaxPush {
   uint64_t a, b, out, rows, n;
+  uint32_t vec;
 };
+constexpr uint32_t kSoftmaxPushV1 = 5 * sizeof(uint64_t);
 struct NormPush {
   uint64_t x, gamma, beta, dy, out, mean, rstd, rows, n;
   float nf, eps;
+  uint32_t vec;
 };
+constexpr uint32_t kNormPushV1 = 9 * sizeof(uint64_t) + 2 * sizeof(float);
 struct ColsumPush {
   uint64_t x, dy, mean, rstd, p, q, dgamma, dbeta, rows, n, blocks, p_out, q_out;
 };
@@ -30,34 +40,62 @@ ShaderId row_variant(ShaderId c1, uint64_t n) {
   return static_cast<ShaderId>(c1 + step);
 }
 
+// rows=v2: CPG up to 16 (ids c1, c2, c4, c8, c16 consecutive).
+ShaderId row_variant2(ShaderId c1, uint64_t n) {
+  const uint64_t chunks = (n + 1023) / 1024;
+  uint32_t step = 0;
+  while (step < 4 && (uint64_t{1} << step) < chunks) ++step;
+  return static_cast<ShaderId>(c1 + step);
+}
+
+bool v2(const Device* d) { return d->options.rows != 1; }
+
+// The v2 kernels move vec4s when every row starts 16-byte aligned: n % 4 == 0
+// and each address (a tensor's buffer address plus its byte offset) % 16 == 0.
+uint32_t vec_ok(uint64_t n, std::initializer_list<uint64_t> addrs) {
+  if (n % 4 != 0) return 0;
+  for (uint64_t a : addrs)
+    if (a % 16 != 0) return 0;
+  return 1;
+}
+
 uint64_t rows_of(const xhal_plugin_tensor_t* x) { return static_cast<uint64_t>(x->shape[0]); }
 uint64_t cols_of(const xhal_plugin_tensor_t* x) { return static_cast<uint64_t>(x->shape[1]); }
 uint64_t addr(const xhal_plugin_tensor_t* t) { return t ? address_of(t) : 0; }
 
-xhal_status_t softmax(Device* d, ShaderId id, const xhal_plugin_tensor_t* a,
+xhal_status_t softmax(Device* d, ShaderId id, ShaderId id2, const xhal_plugin_tensor_t* a,
                       const xhal_plugin_tensor_t* b, const xhal_plugin_tensor_t* out) {
   std::lock_guard lock(d->mutex);
+  const bool second = v2(d);
   VkPipeline p[1];
-  XHAL_VK_TRY(pipelines(d, {row_variant(id, cols_of(a))}, p));
-  const SoftmaxPush push{address_of(a), addr(b), address_of(out), rows_of(a), cols_of(a)};
+  XHAL_VK_TRY(
+      pipelines(d, {second ? row_variant2(id2, cols_of(a)) : row_variant(id, cols_of(a))}, p));
+  SoftmaxPush push{address_of(a), addr(b), address_of(out), rows_of(a), cols_of(a), 0};
   if (push.rows == 0 || push.n == 0) return XHAL_OK;
+  push.vec = vec_ok(push.n, {push.a, push.b, push.out});
   XHAL_VK_TRY(d->begin());
-  d->dispatch(p[0], &push, sizeof push, d->groups_for(push.rows, 1));
+  d->dispatch(p[0], &push, second ? uint32_t{sizeof push} : kSoftmaxPushV1,
+              d->groups_for(push.rows, 1));
   return d->submit();
 }
 
 // The row kernel of a norm; for the backward ops first colsum stage 1 (it
 // reads dy, which dx may overwrite in place), then the rows, then stage 2.
-xhal_status_t norm(Device* d, ShaderId row_id, bool layer, bool backward, NormPush push,
-                   const xhal_plugin_tensor_t* dgamma, const xhal_plugin_tensor_t* dbeta) {
+xhal_status_t norm(Device* d, ShaderId row_id, ShaderId row_id2, bool layer, bool backward,
+                   NormPush push, const xhal_plugin_tensor_t* dgamma,
+                   const xhal_plugin_tensor_t* dbeta) {
   std::lock_guard lock(d->mutex);
+  const bool second = v2(d);
   VkPipeline p[3];
-  XHAL_VK_TRY(pipelines(
-      d,
-      {row_variant(row_id, push.n), layer ? xhal_spirv::colsum1_ln : xhal_spirv::colsum1_rms,
-       layer ? xhal_spirv::colsum2_ln : xhal_spirv::colsum2_rms},
-      p));
+  XHAL_VK_TRY(pipelines(d,
+                        {second ? row_variant2(row_id2, push.n) : row_variant(row_id, push.n),
+                         layer ? xhal_spirv::colsum1_ln : xhal_spirv::colsum1_rms,
+                         layer ? xhal_spirv::colsum2_ln : xhal_spirv::colsum2_rms},
+                        p));
   push.nf = static_cast<float>(push.n);
+  // (mean and rstd are read and written as scalars; the unused addresses are 0.)
+  push.vec = vec_ok(push.n, {push.x, push.gamma, push.beta, push.dy, push.out});
+  const uint32_t push_bytes = second ? uint32_t{sizeof push} : kNormPushV1;
   ColsumPush col{};
   if (backward) {
     col.x = push.x;
@@ -95,7 +133,7 @@ xhal_status_t norm(Device* d, ShaderId row_id, bool layer, bool backward, NormPu
     ColsumPush stage1 = col;
     d->dispatch(p[1], &stage1, sizeof stage1, d->groups_for(col.blocks * col.n, 256));
     d->barrier();
-    d->dispatch(p[0], &push, sizeof push, d->groups_for(push.rows, 1));
+    d->dispatch(p[0], &push, push_bytes, d->groups_for(push.rows, 1));
     for (;;) {
       const uint64_t next = (count + 63) / 64;
       ColsumPush pass = col;
@@ -115,7 +153,7 @@ xhal_status_t norm(Device* d, ShaderId row_id, bool layer, bool backward, NormPu
     }
     return d->submit();
   }
-  d->dispatch(p[0], &push, sizeof push, d->groups_for(push.rows, 1));
+  d->dispatch(p[0], &push, push_bytes, d->groups_for(push.rows, 1));
   return d->submit();
 }
 
@@ -123,12 +161,13 @@ xhal_status_t norm(Device* d, ShaderId row_id, bool layer, bool backward, NormPu
 
 xhal_status_t softmax_forward(void* device, const xhal_plugin_tensor_t* x,
                               const xhal_plugin_tensor_t* y) {
-  return softmax(dev(device), xhal_spirv::softmax_fwd_c1, x, nullptr, y);
+  return softmax(dev(device), xhal_spirv::softmax_fwd_c1, xhal_spirv::softmax2_fwd_c1, x, nullptr,
+                 y);
 }
 
 xhal_status_t softmax_backward(void* device, const xhal_plugin_tensor_t* y,
                                const xhal_plugin_tensor_t* dy, const xhal_plugin_tensor_t* dx) {
-  return softmax(dev(device), xhal_spirv::softmax_bwd_c1, y, dy, dx);
+  return softmax(dev(device), xhal_spirv::softmax_bwd_c1, xhal_spirv::softmax2_bwd_c1, y, dy, dx);
 }
 
 xhal_status_t rms_norm_forward(void* device, const xhal_plugin_tensor_t* x,
@@ -142,7 +181,8 @@ xhal_status_t rms_norm_forward(void* device, const xhal_plugin_tensor_t* x,
   push.rows = rows_of(x);
   push.n = cols_of(x);
   push.eps = eps;
-  return norm(dev(device), xhal_spirv::rms_fwd_c1, false, false, push, nullptr, nullptr);
+  return norm(dev(device), xhal_spirv::rms_fwd_c1, xhal_spirv::rms2_fwd_c1, false, false, push,
+              nullptr, nullptr);
 }
 
 xhal_status_t rms_norm_backward(void* device, const xhal_plugin_tensor_t* x,
@@ -157,7 +197,8 @@ xhal_status_t rms_norm_backward(void* device, const xhal_plugin_tensor_t* x,
   push.out = address_of(dx);
   push.rows = rows_of(x);
   push.n = cols_of(x);
-  return norm(dev(device), xhal_spirv::rms_bwd_c1, false, true, push, dgamma, nullptr);
+  return norm(dev(device), xhal_spirv::rms_bwd_c1, xhal_spirv::rms2_bwd_c1, false, true, push,
+              dgamma, nullptr);
 }
 
 xhal_status_t layer_norm_forward(void* device, const xhal_plugin_tensor_t* x,
@@ -175,7 +216,8 @@ xhal_status_t layer_norm_forward(void* device, const xhal_plugin_tensor_t* x,
   push.rows = rows_of(x);
   push.n = cols_of(x);
   push.eps = eps;
-  return norm(dev(device), xhal_spirv::ln_fwd_c1, true, false, push, nullptr, nullptr);
+  return norm(dev(device), xhal_spirv::ln_fwd_c1, xhal_spirv::ln2_fwd_c1, true, false, push,
+              nullptr, nullptr);
 }
 
 xhal_status_t layer_norm_backward(void* device, const xhal_plugin_tensor_t* x,
@@ -194,7 +236,8 @@ xhal_status_t layer_norm_backward(void* device, const xhal_plugin_tensor_t* x,
   push.out = address_of(dx);
   push.rows = rows_of(x);
   push.n = cols_of(x);
-  return norm(dev(device), xhal_spirv::ln_bwd_c1, true, true, push, dgamma, dbeta);
+  return norm(dev(device), xhal_spirv::ln_bwd_c1, xhal_spirv::ln2_bwd_c1, true, true, push, dgamma,
+              dbeta);
 }
 
 }  // namespace xhal::vk

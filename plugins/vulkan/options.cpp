@@ -99,6 +99,13 @@ bool parse_options(const char* text, Options* out, std::string* error) {
         return false;
       }
       o.solve_narrow = v;
+    } else if (name == "rows") {
+      if (value == "v1") o.rows = 1;
+      else if (value == "v2") o.rows = 2;
+      else {
+        *error = "option 'rows' has value '" + value + "'; expected v1 or v2";
+        return false;
+      }
     } else if (name == "profile") {
       if (value == "on") o.profile = true;
       else if (value == "off") o.profile = false;
@@ -108,8 +115,8 @@ bool parse_options(const char* text, Options* out, std::string* error) {
       }
     } else {
       *error = "unknown option '" + name +
-               "'; the vulkan plugin knows: alloc, copy, profile, queue, solve_narrow, solve_run, "
-               "transpose, validation, wait, wait_spin_us";
+               "'; the vulkan plugin knows: alloc, copy, profile, queue, rows, solve_narrow, "
+               "solve_run, transpose, validation, wait, wait_spin_us";
       return false;
     }
   }
@@ -129,8 +136,8 @@ std::string format_options(const Options& o) {
                                                                        : "wide";
   return std::string("alloc=") + (o.dedicated ? "dedicated" : "plain") + ",copy=" + copy +
          ",profile=" + (o.profile ? "on" : "off") +
-         ",queue=" + (o.universal_queue ? "universal" : "compute") +
-         ",solve_narrow=" + std::to_string(o.solve_narrow) +
+         ",queue=" + (o.universal_queue ? "universal" : "compute") + ",rows=v" +
+         std::to_string(o.rows) + ",solve_narrow=" + std::to_string(o.solve_narrow) +
          ",solve_run=" + std::to_string(o.solve_run) + ",transpose=" + transpose +
          ",validation=" + validation + ",wait=" + (o.fence_wait ? "fence" : "timeline") +
          ",wait_spin_us=" + std::to_string(o.wait_spin_us);

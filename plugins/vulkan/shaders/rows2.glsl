@@ -1,0 +1,139 @@
+// Row reductions of docs/semantics.md 3.2, second form (device option
+// rows=v2, the default; rows.glsl is rows=v1). One workgroup per row, CPG
+// chunks of 1024 wide (CPG = 1, 2, 4, 8 or 16; 32 * CPG invocations).
+//
+// Invocation t is the thread l' = t % 32 of chunk t / 32 of the current
+// group of CPG aligned chunks, and owns canonical lanes 4l'..4l'+3: it
+// loads vector k (k = 0..7) at element c*1024 + k*128 + 4l' (a vec4 where
+// the row allows, else four scalars at the same places) and component j
+// adds into lane 4l'+j from +0, k ascending: the lane sums of 3.2. The
+// first two tree levels over its lanes, (a0 + a1) + (a2 + a3), are its own
+// adds. The remaining 32 values of each chunk go through shared memory:
+// after one barrier the first invocation of each chunk adds them as the
+// pairwise tree of 3.1 in registers (the chunk sum); after a second
+// barrier every invocation adds the CPG chunk sums as the pairwise tree
+// (the group's aligned subtree). Rows of more than one group stack the
+// group sums (common.glsl) in invocation 0. Padding past the row's end is
+// +0 for sums and -inf for maxima, as in 3.1-3.3: the lane and chunk sums
+// start from +0, are never -0, and are unchanged by adding +0.
+//
+// Barriers: none before a reduction writes s_a again, because every read of
+// s_a (by the chunk leaders) comes before the previous reduction's second
+// barrier, and every read of s_c before the next reduction's first.
+// No subgroup operation is used: the subgroup size cannot change an answer.
+layout(buffer_reference, std430, buffer_reference_align = 16) buffer V4Ref { vec4 v; };
+
+#define WG (32u * uint(CPG))
+shared float s_a[WG];
+shared float s_a2[WG];
+shared float s_c[CPG];
+shared float s_c2[CPG];
+shared float s_bc[2];
+
+uint r_t() { return gl_LocalInvocationID.x; }
+uint r_i() { return gl_LocalInvocationID.x & 31u; }
+uint r_chunk() { return gl_LocalInvocationID.x >> 5; }
+
+// Offset in its chunk of element 0 of this invocation's vector k.
+uint r_off(uint k) { return k * 128u + 4u * r_i(); }
+// The first element of this invocation's chunk in group q.
+uint64_t r_cbase(uint64_t q) { return (q * uint64_t(CPG) + uint64_t(r_chunk())) * 1024ul; }
+// How many elements of a chunk starting at cb lie in the row (0..1024).
+uint r_lim(uint64_t n, uint64_t cb) { return cb >= n ? 0u : uint(min(n - cb, 1024ul)); }
+uint64_t r_groups(uint64_t n) { return (n + uint64_t(CPG) * 1024ul - 1ul) / (uint64_t(CPG) * 1024ul); }
+
+// Vector k of a chunk at byte address ca: its elements at or past lim are
+// `pad`. vec: ca is 16-byte aligned and lim a multiple of 4 (the host checks
+// the addresses and n % 4).
+vec4 ld4(uint64_t ca, uint off, uint lim, bool vec, float pad) {
+  vec4 r = vec4(pad);
+  if (vec) {
+    if (off < lim) r = V4Ref(ca + uint64_t(off) * 4ul).v;
+  } else {
+    [[unroll]] for (uint j = 0u; j < 4u; ++j)
+      if (off + j < lim) r[j] = F32Ref(ca + uint64_t(off + j) * 4ul).v;
+  }
+  return r;
+}
+
+void st4(uint64_t ca, uint off, uint lim, bool vec, vec4 x) {
+  if (vec) {
+    if (off < lim) V4Ref(ca + uint64_t(off) * 4ul).v = x;
+  } else {
+    [[unroll]] for (uint j = 0u; j < 4u; ++j)
+      if (off + j < lim) F32Ref(ca + uint64_t(off + j) * 4ul).v = x[j];
+  }
+}
+
+// Tree levels 1 and 2 over this invocation's four lanes.
+float lanes4(vec4 a) { return xadd(xadd(a.x, a.y), xadd(a.z, a.w)); }
+
+// The pairwise tree over s_a[base .. base + 32) (or s_a2), in registers.
+float tree32_a(uint base) {
+  float r[32];
+  [[unroll]] for (uint j = 0u; j < 32u; ++j) r[j] = s_a[base + j];
+  [[unroll]] for (uint d = 1u; d < 32u; d <<= 1)
+    [[unroll]] for (uint j = 0u; j < 32u; j += 2u * d) r[j] = xadd(r[j], r[j + d]);
+  return r[0];
+}
+float tree32_a2(uint base) {
+  float r[32];
+  [[unroll]] for (uint j = 0u; j < 32u; ++j) r[j] = s_a2[base + j];
+  [[unroll]] for (uint d = 1u; d < 32u; d <<= 1)
+    [[unroll]] for (uint j = 0u; j < 32u; j += 2u * d) r[j] = xadd(r[j], r[j + d]);
+  return r[0];
+}
+// The pairwise tree over the CPG chunk sums s_c (or s_c2).
+float tree_c() {
+  float r[CPG];
+  [[unroll]] for (uint j = 0u; j < uint(CPG); ++j) r[j] = s_c[j];
+  [[unroll]] for (uint d = 1u; d < uint(CPG); d <<= 1)
+    [[unroll]] for (uint j = 0u; j < uint(CPG); j += 2u * d) r[j] = xadd(r[j], r[j + d]);
+  return r[0];
+}
+float tree_c2() {
+  float r[CPG];
+  [[unroll]] for (uint j = 0u; j < uint(CPG); ++j) r[j] = s_c2[j];
+  [[unroll]] for (uint d = 1u; d < uint(CPG); d <<= 1)
+    [[unroll]] for (uint j = 0u; j < uint(CPG); j += 2u * d) r[j] = xadd(r[j], r[j + d]);
+  return r[0];
+}
+
+// Each chunk's sum into s_c from this invocation's value v (its four lanes'
+// subtree): two barriers' worth, the second left to the caller's need.
+void chunk_sums(float v) {
+  s_a[r_t()] = v;
+  barrier();
+  if (r_i() == 0u) s_c[r_chunk()] = tree32_a(r_chunk() * 32u);
+  barrier();
+}
+
+// The group's subtree sum, to every invocation.
+float group_sum(float v) {
+  chunk_sums(v);
+  return tree_c();
+}
+
+// Two independent group sums at once.
+vec2 group_sum2(float v, float w) {
+  s_a[r_t()] = v;
+  s_a2[r_t()] = w;
+  barrier();
+  if (r_i() == 0u) {
+    s_c[r_chunk()] = tree32_a(r_chunk() * 32u);
+    s_c2[r_chunk()] = tree32_a2(r_chunk() * 32u);
+  }
+  barrier();
+  return vec2(tree_c(), tree_c2());
+}
+
+// Invocation 0's value, to every invocation (rows of several groups).
+float r_bcast(float v) {
+  barrier();
+  if (r_t() == 0u) s_bc[0] = v;
+  barrier();
+  return s_bc[0];
+}
+
+uint64_t first_row() { return uint64_t(gl_WorkGroupID.x); }
+uint64_t row_step() { return uint64_t(gl_NumWorkGroups.x); }
