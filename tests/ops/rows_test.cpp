@@ -220,6 +220,8 @@ TEST_F(RowsTest, NarrowDtypesAndTheirMixes) {
                     "argument 'x': dtype " + name + " of op softmax_forward is not implemented");
     EXPECT_REJECTED(xhal_rms_norm_forward(dev, &x, &g, 1e-5f, &y, &r), XHAL_UNSUPPORTED, name);
     EXPECT_REJECTED(xhal_rms_norm_forward(dev, &x, &g32, 1e-5f, &y, &r), XHAL_UNSUPPORTED, name);
+    EXPECT_REJECTED(xhal_layer_norm_forward(dev, &x, &g32, &b32, 1e-5f, &y, &m, &r),
+                    XHAL_UNSUPPORTED, name);
     xhal_tensor_t dg32 = f32({4}), db32 = f32({4});
     EXPECT_REJECTED(xhal_layer_norm_backward(dev, &x, &g32, &m, &r, &dy, &dx, &dg32, &db32),
                     XHAL_UNSUPPORTED, name);
