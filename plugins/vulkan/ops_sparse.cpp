@@ -19,7 +19,8 @@ constexpr int64_t kChunk = 32;     // solve: a row of more off-diagonal entries 
 // entries) first, then the long ones (solve.comp).
 struct Walk {
   bool built = false;
-  uint64_t order_at = 0, level_ptr_at = 0, long_ptr_at = 0, long_first_at = 0, chunks_at = 0;
+  uint64_t order_at = 0, level_ptr_at = 0, long_ptr_at = 0, long_first_at = 0, chunks_at = 0,
+           recs_at = 0;
   uint64_t chunks = 0;  // chunks of the long rows, all levels
   // Host copies, per level: the runs and dispatches are planned per call.
   std::vector<int64_t> step1;        // short rows + chunks of long rows
@@ -68,7 +69,7 @@ void build_lists(std::vector<int64_t>& all, Pattern& p, const int64_t* row_ptr) 
 // lower-numbered rows) or descending; only when the whole pattern lies in
 // that triangle (other solves are refused).
 void build_walk(std::vector<int64_t>& all, Pattern& p, const int64_t* row_ptr, const int64_t* col,
-                bool ascending) {
+                const int64_t* perm, bool ascending) {
   const int64_t n = p.rows;
   for (int64_t r = 0; r < n; ++r)
     for (int64_t e = row_ptr[r]; e < row_ptr[r + 1]; ++e)
@@ -129,12 +130,26 @@ void build_walk(std::vector<int64_t>& all, Pattern& p, const int64_t* row_ptr, c
     w.longs[l] = long_ptr[l + 1] - long_ptr[l];
     w.step1[l] = (level_ptr[l + 1] - level_ptr[l] - w.longs[l]) + level_chunks;
   }
+  // Per position: {row, first and end of its off-diagonal entries, index
+  // of its diagonal's value (through t_perm for A^T) or -1}, so that the
+  // runs can load a row's x-independent inputs levels ahead.
+  std::vector<int64_t> recs(4 * static_cast<size_t>(n));
+  for (int64_t pos = 0; pos < n; ++pos) {
+    const int64_t k = order[pos];
+    int64_t rb = row_ptr[k], re = row_ptr[k + 1], diag = -1;
+    if (re > rb && col[ascending ? re - 1 : rb] == k) diag = ascending ? --re : rb++;
+    recs[4 * pos] = k;
+    recs[4 * pos + 1] = rb;
+    recs[4 * pos + 2] = re;
+    recs[4 * pos + 3] = diag < 0 ? -1 : perm ? perm[diag] : diag;
+  }
   w.chunks = static_cast<uint64_t>(long_first.back());
   w.order_at = put(all, order.data(), order.size());
   w.level_ptr_at = put(all, level_ptr.data(), level_ptr.size());
   w.long_ptr_at = put(all, long_ptr.data(), long_ptr.size());
   w.long_first_at = put(all, long_first.data(), long_first.size());
   w.chunks_at = put(all, chunks.data(), chunks.size());
+  w.recs_at = put(all, recs.data(), recs.size());
   w.built = true;
 }
 
@@ -145,7 +160,7 @@ struct SpmvPush {
 };
 struct SolvePush {
   uint64_t row_ptr, col, perm, values, b, x, order, level_ptr, long_ptr, long_first, chunks,
-      partial, begin, end;
+      partial, recs, begin, end;
   uint32_t k, flags;  // flags: 1 unit diagonal, 2 ascending, 4 step 2 (solve.comp)
 };
 struct GradPush {
@@ -188,8 +203,8 @@ xhal_status_t csr_create(void* device, const xhal_plugin_csr_desc_t* desc, void*
     build_lists(all, m->at, desc->t_row_ptr);
     if (desc->rows == desc->cols) {
       for (bool asc : {false, true}) {
-        build_walk(all, m->a, desc->row_ptr, desc->col_idx, asc);
-        build_walk(all, m->at, desc->t_row_ptr, desc->t_col_idx, asc);
+        build_walk(all, m->a, desc->row_ptr, desc->col_idx, nullptr, asc);
+        build_walk(all, m->at, desc->t_row_ptr, desc->t_col_idx, desc->t_perm, asc);
       }
     }
     const uint64_t bytes = all.size() * sizeof(int64_t);
@@ -312,8 +327,10 @@ xhal_status_t record_solve(Device* d, const Matrix& m, xhal_transpose_t trans,
   push.long_first = m.addr(w.long_first_at);
   push.chunks = m.addr(w.chunks_at);
   push.partial = w.chunks ? d->scratch.address : 0;
+  push.recs = m.addr(w.recs_at);
   push.k = static_cast<uint32_t>(k);
-  const uint32_t flags = (diagonal == XHAL_DIAGONAL_UNIT ? 1u : 0u) | (ascending ? 2u : 0u);
+  const uint32_t flags = (diagonal == XHAL_DIAGONAL_UNIT ? 1u : 0u) | (ascending ? 2u : 0u) |
+                         (d->options.solve_ahead ? 8u : 0u);
   const uint64_t levels = w.step1.size();
   bool first = true;
   auto emit = [&](VkPipeline p, uint64_t begin, uint64_t end, uint32_t step2, uint64_t groups) {

@@ -89,6 +89,13 @@ bool parse_options(const char* text, Options* out, std::string* error) {
         *error = "option 'solve_run' has value '" + value + "'; expected 0, 64, 256 or 1024";
         return false;
       }
+    } else if (name == "solve_ahead") {
+      if (value == "on") o.solve_ahead = true;
+      else if (value == "off") o.solve_ahead = false;
+      else {
+        *error = "option 'solve_ahead' has value '" + value + "'; expected on or off";
+        return false;
+      }
     } else if (name == "solve_narrow") {
       char* end = nullptr;
       errno = 0;
@@ -115,8 +122,8 @@ bool parse_options(const char* text, Options* out, std::string* error) {
       }
     } else {
       *error = "unknown option '" + name +
-               "'; the vulkan plugin knows: alloc, copy, profile, queue, rows, solve_narrow, "
-               "solve_run, transpose, validation, wait, wait_spin_us";
+               "'; the vulkan plugin knows: alloc, copy, profile, queue, rows, solve_ahead, "
+               "solve_narrow, solve_run, transpose, validation, wait, wait_spin_us";
       return false;
     }
   }
@@ -137,7 +144,8 @@ std::string format_options(const Options& o) {
   return std::string("alloc=") + (o.dedicated ? "dedicated" : "plain") + ",copy=" + copy +
          ",profile=" + (o.profile ? "on" : "off") +
          ",queue=" + (o.universal_queue ? "universal" : "compute") + ",rows=v" +
-         std::to_string(o.rows) + ",solve_narrow=" + std::to_string(o.solve_narrow) +
+         std::to_string(o.rows) + ",solve_ahead=" + (o.solve_ahead ? "on" : "off") +
+         ",solve_narrow=" + std::to_string(o.solve_narrow) +
          ",solve_run=" + std::to_string(o.solve_run) + ",transpose=" + transpose +
          ",validation=" + validation + ",wait=" + (o.fence_wait ? "fence" : "timeline") +
          ",wait_spin_us=" + std::to_string(o.wait_spin_us);

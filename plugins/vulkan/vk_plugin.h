@@ -122,9 +122,13 @@ struct Options {
   enum class Transpose { kAuto, kTile32, kWide } transpose = Transpose::kAuto;
   // The solve's one-workgroup runs (ops_sparse.cpp): solve_run=N invocations
   // (64, 256 or 1024; 0: 64 on lavapipe, 1024 elsewhere); solve_narrow=N the
-  // most row x RHS items of a level that joins a run (0: 4 x the run size).
+  // most step-1 items (row or chunk x RHS) of a level that joins a run (0: 4 x
+  // the run size on a CPU device, 2 x elsewhere).
   uint32_t solve_run = 0;
   uint64_t solve_narrow = 0;
+  // solve_ahead=on|off: the runs load each row's x-independent inputs
+  // levels ahead (solve.comp).
+  bool solve_ahead = true;
 };
 bool parse_options(const char* text, Options* out, std::string* error);
 // Fills `g` for a usable physical device; else returns why it is not usable

@@ -38,10 +38,12 @@ layout(push_constant) uniform Params {
   uint64_t long_first;  // [long rows + 1] first chunk of each long row
   uint64_t chunks;      // per chunk: {position in order, chunk index}
   uint64_t partial;     // chunk sums, [chunk][RHS]
+  uint64_t recs;        // per position: {row, rb, re, diagonal's value index or -1}
   uint64_t begin, end;  // levels (RUN); RUN = 0: the level in begin
   uint k;               // right-hand sides
   uint flags;           // 1: unit diagonal; 2: ascending (the diagonal ends a
-                        // row, else it starts it); 4: step 2 (RUN = 0)
+                        // row, else it starts it); 4: step 2 (RUN = 0);
+                        // 8: the runs load ahead
 } pc;
 
 float ldx(uint64_t i) { return F32Coherent(pc.x + i * 4ul).v; }
@@ -131,22 +133,117 @@ uint64_t level_items(uint64_t lev, out uint64_t shorts, out uint64_t chunk0, out
   return (shorts + (chunk1 - chunk0)) * uint64_t(pc.k);
 }
 
+#if RUN
+// The runs load a short row's x-independent inputs ahead (software
+// pipelined over levels, every load of one step independent of the
+// others): level metadata three levels ahead, the row's record two ahead,
+// b, the diagonal and its first two entries' columns one ahead; only the x
+// loads wait for the barrier. Invocation l does this for its first item
+// (g = l) of each level; further items take the plain path.
+struct Meta {
+  uint64_t pb, shorts, chunk0, longs, items;
+};
+struct Pre {
+  bool ok;
+  uint64_t row, rb, re, c, j0, j1, e0, e1;
+  int64_t dvi;
+  float bv, dv;
+};
+
+Meta meta(uint64_t lev) {
+  Meta m;
+  m.pb = 0ul;
+  m.shorts = 0ul;
+  m.chunk0 = 0ul;
+  m.longs = 0ul;
+  m.items = 0ul;
+  if (lev < pc.end) {
+    m.items = level_items(lev, m.shorts, m.chunk0, m.longs);
+    m.pb = uint64_t(csr_at(pc.level_ptr, lev));
+  }
+  return m;
+}
+
+Pre rec_load(Meta m, uint l) {
+  Pre p;
+  uint64_t k = uint64_t(pc.k);
+  p.ok = (pc.flags & 8u) != 0u && uint64_t(l) < m.shorts * k;
+  p.row = 0ul; p.rb = 0ul; p.re = 0ul; p.c = 0ul; p.j0 = 0ul; p.j1 = 0ul; p.e0 = 0ul; p.e1 = 0ul;
+  p.dvi = -1l;
+  p.bv = 0.0;
+  p.dv = 0.0;
+  if (p.ok) {
+    uint64_t q = uint64_t(l) / k;
+    p.c = uint64_t(l) - q * k;
+    uint64_t pos = m.pb + q;
+    p.row = uint64_t(csr_at(pc.recs, 4ul * pos));
+    p.rb = uint64_t(csr_at(pc.recs, 4ul * pos + 1ul));
+    p.re = uint64_t(csr_at(pc.recs, 4ul * pos + 2ul));
+    p.dvi = csr_at(pc.recs, 4ul * pos + 3ul);
+  }
+  return p;
+}
+
+void stage_b(inout Pre p) {
+  if (!p.ok) return;
+  p.bv = ldf(pc.b, p.row * uint64_t(pc.k) + p.c);
+  if (p.dvi >= 0l) p.dv = ldf(pc.values, uint64_t(p.dvi));
+  if (p.rb < p.re) {
+    p.j0 = uint64_t(csr_at(pc.col, p.rb));
+    p.e0 = pc.perm != 0ul ? uint64_t(csr_at(pc.perm, p.rb)) : p.rb;
+  }
+  if (p.rb + 1ul < p.re) {
+    p.j1 = uint64_t(csr_at(pc.col, p.rb + 1ul));
+    p.e1 = pc.perm != 0ul ? uint64_t(csr_at(pc.perm, p.rb + 1ul)) : p.rb + 1ul;
+  }
+}
+
+// The short row's formula, as step1 computes it.
+void finish_pre(Pre p) {
+  uint64_t k = uint64_t(pc.k);
+  float s = 0.0;
+  if (p.rb < p.re) s = xadd(s, xmul(ldf(pc.values, p.e0), ldx(p.j0 * k + p.c)));
+  if (p.rb + 1ul < p.re) s = xadd(s, xmul(ldf(pc.values, p.e1), ldx(p.j1 * k + p.c)));
+  for (uint64_t e = p.rb + 2ul; e < p.re; ++e) {
+    uint64_t j = uint64_t(csr_at(pc.col, e));
+    s = xadd(s, xmul(csr_value(pc.values, pc.perm, e), ldx(j * k + p.c)));
+  }
+  uint64_t at = p.row * k + p.c;
+  float r = xsub(p.bv, s);
+  if ((pc.flags & 1u) == 0u) r = xdiv(r, p.dvi >= 0l ? p.dv : 0.0);
+  F32Coherent(pc.x + at * 4ul).v = r;
+}
+#endif
+
 void main() {
 #if RUN
   uint l = gl_LocalInvocationID.x;
+  Meta m0 = meta(pc.begin), m1 = meta(pc.begin + 1ul), m2 = meta(pc.begin + 2ul);
+  Pre p0 = rec_load(m0, l), p1 = rec_load(m1, l);
+  stage_b(p0);
   for (uint64_t lev = pc.begin; lev < pc.end; ++lev) {
-    uint64_t shorts, chunk0, longs;
-    uint64_t items = level_items(lev, shorts, chunk0, longs);
-    for (uint64_t g = uint64_t(l); g < items; g += uint64_t(RUN)) step1(lev, g, shorts, chunk0);
+    // Ahead: nothing here reads x.
+    Meta m3 = meta(lev + 3ul);
+    Pre p2 = rec_load(m2, l);
+    stage_b(p1);
+    for (uint64_t g = uint64_t(l); g < m0.items; g += uint64_t(RUN)) {
+      if (g == uint64_t(l) && p0.ok) finish_pre(p0);
+      else step1(lev, g, m0.shorts, m0.chunk0);
+    }
     // This step's writes (x, partial) before the next step reads them.
     memoryBarrierBuffer();
     barrier();
-    if (longs != 0ul) {  // the same value in every invocation
-      uint64_t items2 = longs * uint64_t(pc.k);
+    if (m0.longs != 0ul) {  // the same value in every invocation
+      uint64_t items2 = m0.longs * uint64_t(pc.k);
       for (uint64_t g = uint64_t(l); g < items2; g += uint64_t(RUN)) step2(lev, g);
       memoryBarrierBuffer();
       barrier();
     }
+    m0 = m1;
+    m1 = m2;
+    m2 = m3;
+    p0 = p1;
+    p1 = p2;
   }
 #else
   uint64_t lev = pc.begin;

@@ -21,6 +21,12 @@ void main() {
     float g;
     if (pc.unit_diag != 0u && cidx == r) {
       g = 0.0;
+    } else if (pc.k <= 32ul) {
+      // One chunk: the stack would hold its sum alone (no per-invocation
+      // stack array touched).
+      float s = 0.0;
+      for (uint64_t c = 0ul; c < pc.k; ++c) s = xadd(s, xmul(ldf(pc.gb, i * pc.k + c), ldf(pc.x, j * pc.k + c)));
+      g = xneg(s);
     } else {
       st_reset();
       for (uint64_t from = 0ul; from < pc.k; from += 32ul) {
