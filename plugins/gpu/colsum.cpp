@@ -3,14 +3,15 @@
 // norm_backward.fused_from_rows, or rows longer than one block.
 #include "colsum.h"
 
+#include "narrow_device.h"
 #include "tree_device.h"
 
 namespace xhal::gpu {
 namespace {
 
 // Stage 1: p[b][j] over rows 32b..32b+31 in order; stage 2: tree over b.
-template <bool kLayerNorm>
-__global__ void colsum_stage1(const float* x, const float* dy, const float* mean, const float* rstd,
+template <bool kLayerNorm, class S>
+__global__ void colsum_stage1(const S* x, const S* dy, const float* mean, const float* rstd,
                               int64_t rows, int64_t n, int64_t nb, float* pg, float* pb) {
   for (int64_t it = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; it < nb * n;
        it += int64_t{gridDim.x} * blockDim.x) {
@@ -19,7 +20,7 @@ __global__ void colsum_stage1(const float* x, const float* dy, const float* mean
     const int64_t end = (b + 1) * 32 < rows ? (b + 1) * 32 : rows;
 #pragma unroll 8
     for (int64_t r = b * 32; r < end; ++r) {
-      const float xv = x[r * n + j], g = dy[r * n + j];
+      const float xv = to_f32(x[r * n + j]), g = to_f32(dy[r * n + j]);
       const float xh = kLayerNorm ? xmul(xsub(xv, mean[r]), rstd[r]) : xmul(xv, rstd[r]);
       sg = xadd(sg, xmul(g, xh));
       if (kLayerNorm) sb = xadd(sb, g);
@@ -31,27 +32,55 @@ __global__ void colsum_stage1(const float* x, const float* dy, const float* mean
 
 // One warp per column: lanes tree aligned runs of block partials, then the
 // warp tree (3.1); 32 times the parallelism of a thread per column.
-__global__ void colsum_stage2(const float* p, int64_t nb, int64_t n, float* out) {
+template <class G>
+__global__ void colsum_stage2(const float* p, int64_t nb, int64_t n, G* out) {
   const int64_t warps = int64_t{gridDim.x} * (blockDim.x / 32);
   for (int64_t j = (blockIdx.x * int64_t{blockDim.x} + threadIdx.x) / 32; j < n; j += warps) {
     const float v = warp_tree_of<SumOp>([&](int64_t b) { return p[b * n + j]; }, nb);
-    if ((threadIdx.x & 31) == 0) out[j] = v;
+    if ((threadIdx.x & 31) == 0) out[j] = from_f32<G>(v);
   }
+}
+
+template <class G>
+void stage2(Device* d, const float* p, int64_t nb, int64_t n, void* out) {
+  colsum_stage2<G><<<grid_for(n * 32, 256), 256, 0, d->stream>>>(p, nb, n, static_cast<G*>(out));
+}
+
+template <class S>
+void stage1(Device* d, bool layer_norm, const void* x, const void* dy, const float* mean,
+            const float* rstd, int64_t rows, int64_t n, int64_t nb, float* pg, float* pb) {
+  const auto* xs = static_cast<const S*>(x);
+  const auto* dys = static_cast<const S*>(dy);
+  if (layer_norm)
+    colsum_stage1<true, S>
+        <<<grid_for(nb * n, 256), 256, 0, d->stream>>>(xs, dys, mean, rstd, rows, n, nb, pg, pb);
+  else
+    colsum_stage1<false, S>
+        <<<grid_for(nb * n, 256), 256, 0, d->stream>>>(xs, dys, mean, rstd, rows, n, nb, pg, pb);
 }
 
 }  // namespace
 
-void colsum_tree(Device* d, const float* p, int64_t nb, int64_t n, float* out) {
-  colsum_stage2<<<grid_for(n * 32, 256), 256, 0, d->stream>>>(p, nb, n, out);
+void colsum_tree(Device* d, const float* p, int64_t nb, int64_t n, void* out,
+                 xhal_dtype_t out_dtype) {
+  switch (out_dtype) {
+    case XHAL_DTYPE_BF16:
+      return stage2<Bf16>(d, p, nb, n, out);
+    case XHAL_DTYPE_F16:
+      return stage2<F16>(d, p, nb, n, out);
+    default:
+      return stage2<float>(d, p, nb, n, out);
+  }
 }
 
-xhal_status_t colsums(Device* d, bool layer_norm, const float* x, const float* dy,
-                      const float* mean, const float* rstd, int64_t rows, int64_t n, float* dgamma,
-                      float* dbeta) {
+xhal_status_t colsums(Device* d, bool layer_norm, const void* x, const void* dy,
+                      xhal_dtype_t x_dtype, const float* mean, const float* rstd, int64_t rows,
+                      int64_t n, void* dgamma, void* dbeta, xhal_dtype_t out_dtype) {
   if (n == 0) return XHAL_OK;
-  if (rows == 0) {  // empty sums are +0
-    gpuMemsetAsync(dgamma, 0, n * 4, d->stream);
-    if (dbeta) gpuMemsetAsync(dbeta, 0, n * 4, d->stream);
+  if (rows == 0) {  // empty sums are +0 (all-zero bits in every dtype)
+    const size_t bytes = static_cast<size_t>(n) * dtype_size(out_dtype);
+    gpuMemsetAsync(dgamma, 0, bytes, d->stream);
+    if (dbeta) gpuMemsetAsync(dbeta, 0, bytes, d->stream);
     return check_launch(d, "colsum", 0);
   }
   const int64_t nb = (rows + 31) / 32;
@@ -60,16 +89,21 @@ xhal_status_t colsums(Device* d, bool layer_norm, const float* x, const float* d
   if (st != XHAL_OK) return st;
   float* pg = static_cast<float*>(ws);
   float* pb = pg + nb * n;
-  if (layer_norm)
-    colsum_stage1<true>
-        <<<grid_for(nb * n, 256), 256, 0, d->stream>>>(x, dy, mean, rstd, rows, n, nb, pg, pb);
-  else
-    colsum_stage1<false>
-        <<<grid_for(nb * n, 256), 256, 0, d->stream>>>(x, dy, mean, rstd, rows, n, nb, pg, pb);
-  colsum_stage2<<<grid_for(n * 32, 256), 256, 0, d->stream>>>(pg, nb, n, dgamma);
+  switch (x_dtype) {
+    case XHAL_DTYPE_BF16:
+      stage1<Bf16>(d, layer_norm, x, dy, mean, rstd, rows, n, nb, pg, pb);
+      break;
+    case XHAL_DTYPE_F16:
+      stage1<F16>(d, layer_norm, x, dy, mean, rstd, rows, n, nb, pg, pb);
+      break;
+    default:
+      stage1<float>(d, layer_norm, x, dy, mean, rstd, rows, n, nb, pg, pb);
+      break;
+  }
+  colsum_tree(d, pg, nb, n, dgamma, out_dtype);
   int launches = 2;
   if (layer_norm && dbeta) {
-    colsum_stage2<<<grid_for(n * 32, 256), 256, 0, d->stream>>>(pb, nb, n, dbeta);
+    colsum_tree(d, pb, nb, n, dbeta, out_dtype);
     ++launches;
   }
   return check_launch(d, "colsum", launches);

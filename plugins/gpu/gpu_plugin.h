@@ -68,6 +68,10 @@ inline char* tensor_ptr(const xhal_plugin_tensor_t* t) {
 inline float* tensor_f32(const xhal_plugin_tensor_t* t) {
   return reinterpret_cast<float*>(tensor_ptr(t));
 }
+template <class S>
+inline S* tensor_as(const xhal_plugin_tensor_t* t) {
+  return reinterpret_cast<S*>(tensor_ptr(t));
+}
 inline int64_t tensor_elems(const xhal_plugin_tensor_t* t) {
   int64_t n = 1;
   for (uint32_t i = 0; i < t->rank; ++i) n *= t->shape[i];

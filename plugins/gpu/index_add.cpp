@@ -5,13 +5,16 @@
 // tree per launch, and a last launch adds alpha * total into dst. No
 // atomics: every sum is in the canonical order.
 #include "index_plan.h"
+#include "narrow_device.h"
 
 namespace xhal::gpu {
 namespace {
 
-// Kernels work on units of V = float4 (4 columns per thread, when the row
-// width and the pointers allow) or float; w counts units. Each component is
-// its own canonical sum.
+// Kernels work on storage units U of 4 columns per thread (float4, or a
+// Quad of bf16/f16, when the row width and the pointers allow) or of one
+// column; w counts units. Sums are in V = f32_of_t<U> (float4 or float):
+// sources are widened on load and dst is narrowed once at the end (7.2).
+// Each component is its own canonical sum.
 __device__ __forceinline__ float vadd(float a, float b) { return xadd(a, b); }
 __device__ __forceinline__ float4 vadd(float4 a, float4 b) {
   return make_float4(xadd(a.x, b.x), xadd(a.y, b.y), xadd(a.z, b.z), xadd(a.w, b.w));
@@ -29,8 +32,8 @@ __device__ __forceinline__ V vzero() {
   else return 0.0f;
 }
 
-template <class V>
-__global__ void add_long_apply_kernel(const V* __restrict__ total_buf, V* __restrict__ dst,
+template <class U, class V = f32_of_t<U>>
+__global__ void add_long_apply_kernel(const V* __restrict__ total_buf, U* __restrict__ dst,
                                       const int64_t* __restrict__ rows,
                                       const int64_t* __restrict__ base, int64_t num, int64_t w,
                                       float alpha) {
@@ -39,7 +42,7 @@ __global__ void add_long_apply_kernel(const V* __restrict__ total_buf, V* __rest
        it += int64_t{gridDim.x} * blockDim.x) {
     const int64_t k = it / w, j = it - k * w;
     const int64_t r = rows[k];
-    dst[r * w + j] = vaxpy(dst[r * w + j], alpha, total_buf[base[k] * w + j]);
+    dst[r * w + j] = narrow_to<U>(vaxpy(to_f32(dst[r * w + j]), alpha, total_buf[base[k] * w + j]));
   }
 }
 
@@ -62,24 +65,24 @@ __device__ __forceinline__ void split_item(int64_t it, int64_t w, int64_t& k, in
 }
 
 // Adds sources [e, end) into s in order, kB loads in flight at a time.
-template <int kB, class V>
-__device__ __forceinline__ V add_sources(V s, const V* __restrict__ src,
+template <int kB, class U, class V>
+__device__ __forceinline__ V add_sources(V s, const U* __restrict__ src,
                                          const int64_t* __restrict__ sources, int64_t e,
                                          int64_t end, int64_t w, int64_t j) {
   for (; e < end; e += kB) {
-    V t[kB];
+    U t[kB];
 #pragma unroll
     for (int q = 0; q < kB; ++q)
       if (e + q < end) t[q] = src[sources[e + q] * w + j];
 #pragma unroll
     for (int q = 0; q < kB; ++q)
-      if (e + q < end) s = vadd(s, t[q]);
+      if (e + q < end) s = vadd(s, to_f32(t[q]));
   }
   return s;
 }
 
-template <class V>
-__global__ void add_direct_rec_kernel(const V* __restrict__ src, V* __restrict__ dst,
+template <class U, class V = f32_of_t<U>>
+__global__ void add_direct_rec_kernel(const U* __restrict__ src, U* __restrict__ dst,
                                       const DirectRow* __restrict__ rows,
                                       const int64_t* __restrict__ sources, int64_t num_rows,
                                       int64_t w, float alpha) {
@@ -89,15 +92,15 @@ __global__ void add_direct_rec_kernel(const V* __restrict__ src, V* __restrict__
     int64_t k, j;
     split_item(it, w, k, j);
     const DirectRow d = rows[k];
-    const V old = dst[d.r * w + j];
-    V s = vadd(vzero<V>(), src[d.first * w + j]);
+    const V old = to_f32(dst[d.r * w + j]);
+    V s = vadd(vzero<V>(), to_f32(src[d.first * w + j]));
     s = add_sources<4>(s, src, sources, d.e0 + 1, d.e0 + d.m, w, j);
-    dst[d.r * w + j] = vaxpy(old, alpha, s);
+    dst[d.r * w + j] = narrow_to<U>(vaxpy(old, alpha, s));
   }
 }
 
-template <class V>
-__global__ void add_chunks_batched_kernel(const V* __restrict__ src, V* __restrict__ partial,
+template <class U, class V = f32_of_t<U>>
+__global__ void add_chunks_batched_kernel(const U* __restrict__ src, V* __restrict__ partial,
                                           const int64_t* __restrict__ chunk_begin,
                                           const int32_t* __restrict__ chunk_len,
                                           const int64_t* __restrict__ sources, int64_t num_chunks,
@@ -138,11 +141,12 @@ __global__ void add_groups_kernel(const V* __restrict__ in, V* __restrict__ out,
   }
 }
 
-template <class V>
-xhal_status_t run_index_add(Device* d, const Plan* p, float alpha, const V* s, V* o, int64_t w,
+template <class U>
+xhal_status_t run_index_add(Device* d, const Plan* p, float alpha, const U* s, U* o, int64_t w,
                             int* launches) {
+  using V = f32_of_t<U>;
   if (p->num_direct) {
-    add_direct_rec_kernel<V><<<grid_for(p->num_direct * w, 256), 256, 0, d->stream>>>(
+    add_direct_rec_kernel<U><<<grid_for(p->num_direct * w, 256), 256, 0, d->stream>>>(
         s, o, p->direct, p->row_sources, p->num_direct, w, alpha);
     ++*launches;
   }
@@ -151,7 +155,7 @@ xhal_status_t run_index_add(Device* d, const Plan* p, float alpha, const V* s, V
     xhal_status_t st = scratch(d, sizeof(V) * 2 * p->num_chunks * w, &ws);
     if (st != XHAL_OK) return st;
     V* buf[2] = {static_cast<V*>(ws), static_cast<V*>(ws) + p->num_chunks * w};
-    add_chunks_batched_kernel<V><<<grid_for(p->num_chunks * w, 256), 256, 0, d->stream>>>(
+    add_chunks_batched_kernel<U><<<grid_for(p->num_chunks * w, 256), 256, 0, d->stream>>>(
         s, buf[0], p->chunk_begin, p->chunk_len, p->row_sources, p->num_chunks, w);
     ++*launches;
     int cur = 0;
@@ -162,7 +166,7 @@ xhal_status_t run_index_add(Device* d, const Plan* p, float alpha, const V* s, V
       cur = 1 - cur;
       ++*launches;
     }
-    add_long_apply_kernel<V><<<grid_for(p->num_long * w, 256), 256, 0, d->stream>>>(
+    add_long_apply_kernel<U><<<grid_for(p->num_long * w, 256), 256, 0, d->stream>>>(
         buf[cur], o, p->long_rows, p->long_base, p->num_long, w, alpha);
     ++*launches;
   }
@@ -179,15 +183,28 @@ xhal_status_t index_add(void* device, void* plan, float alpha, const xhal_plugin
   int64_t w = 1;
   for (uint32_t i = 1; i < dst->rank; ++i) w *= dst->shape[i];
   if (p->count == 0 || w == 0) return XHAL_OK;
-  const float* s = tensor_f32(src);
-  float* o = tensor_f32(dst);
   int launches = 0;
   xhal_status_t st;
-  if (w % 4 == 0 && reinterpret_cast<uintptr_t>(s) % 16 == 0 &&
-      reinterpret_cast<uintptr_t>(o) % 16 == 0)
-    st = run_index_add<float4>(d, p, alpha, reinterpret_cast<const float4*>(s),
-                               reinterpret_cast<float4*>(o), w / 4, &launches);
-  else st = run_index_add<float>(d, p, alpha, s, o, w, &launches);
+  const auto run = [&](auto unit) {
+    using S = decltype(unit);  // element storage: float, Bf16, F16
+    const S* s = tensor_as<S>(src);
+    S* o = tensor_as<S>(dst);
+    if (w % 4 == 0 && unit_aligned(s) && unit_aligned(o))
+      return run_index_add(d, p, alpha, reinterpret_cast<const unit4_t<S>*>(s),
+                           reinterpret_cast<unit4_t<S>*>(o), w / 4, &launches);
+    return run_index_add(d, p, alpha, s, o, w, &launches);
+  };
+  switch (dst->dtype) {
+    case XHAL_DTYPE_BF16:
+      st = run(Bf16{});
+      break;
+    case XHAL_DTYPE_F16:
+      st = run(F16{});
+      break;
+    default:
+      st = run(float{});
+      break;
+  }
   if (st != XHAL_OK) return st;
   return check_launch(d, "index_add", launches);
 }

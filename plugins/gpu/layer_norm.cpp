@@ -19,17 +19,18 @@ struct Sum2Op {
   __device__ static Sum2 shfl(Sum2 v, int s) { return {xhal_shfl(v.a, s), xhal_shfl(v.b, s)}; }
 };
 
+template <class S>
 struct LnFwd {
   using Op = SumOp;
   static constexpr int kPhases = 2, kInputs = 1;
-  const float* x;
-  const float* gamma;
-  const float* beta;
+  const S* x;
+  ColVals<S> gamma;
+  ColVals<S> beta;
   float eps;
-  float* y;
+  S* y;
   float* mean;
   float* rstd;
-  __device__ const float* input(int) const { return x; }
+  __device__ const S* input(int) const { return x; }
   __device__ static float pad(int) { return 0.0f; }
   __device__ float chunk_stat(int phase, const ChunkRegs& r, const float* tot, int64_t, int64_t n,
                               int64_t i0) const {
@@ -56,23 +57,24 @@ struct LnFwd {
             xadd(xmul(xmul(xsub(comp(r.in[0][t], q), mu), s), comp(g, q)), comp(b, q));
     }
   }
-  __device__ float* output() const { return y; }
+  __device__ S* output() const { return y; }
   __device__ void row_out(int64_t row, const float* tot, int64_t n) const {
     mean[row] = xdiv(tot[0], static_cast<float>(n));
     rstd[row] = rs(tot, n);
   }
 };
 
+template <class S>
 struct LnBwd {
   using Op = Sum2Op;
   static constexpr int kPhases = 1, kInputs = 2;
-  const float* x;
-  const float* dy;
-  const float* gamma;
+  const S* x;
+  const S* dy;
+  ColVals<S> gamma;
   const float* mean;
   const float* rstd;
-  float* dx;
-  __device__ const float* input(int i) const { return i == 0 ? x : dy; }
+  S* dx;
+  __device__ const S* input(int i) const { return i == 0 ? x : dy; }
   __device__ static float pad(int) { return 0.0f; }
   __device__ Sum2 chunk_stat(int, const ChunkRegs& r, const Sum2*, int64_t row, int64_t n,
                              int64_t i0) const {
@@ -115,9 +117,44 @@ struct LnBwd {
       comp(pb, q) = xadd(comp(pb, q), dyv);
     }
   }
-  __device__ float* output() const { return dx; }
+  __device__ S* output() const { return dx; }
   __device__ void row_out(int64_t, const Sum2*, int64_t) const {}
 };
+
+template <class S>
+xhal_status_t forward_as(Device* d, const xhal_plugin_tensor_t* x,
+                         const xhal_plugin_tensor_t* gamma, const xhal_plugin_tensor_t* beta,
+                         float eps, const xhal_plugin_tensor_t* y, const xhal_plugin_tensor_t* mean,
+                         const xhal_plugin_tensor_t* rstd) {
+  auto [rows, n] = shape_of(x);
+  LnFwd<S> b{tensor_as<S>(x), col_vals<S>(gamma), col_vals<S>(beta), eps,
+             tensor_as<S>(y), tensor_f32(mean),   tensor_f32(rstd)};
+  return run_rows(d, b, rows, n, units_aligned(b.x, b.y), "layer_norm_forward");
+}
+
+template <class S>
+xhal_status_t backward_as(Device* d, const xhal_plugin_tensor_t* x,
+                          const xhal_plugin_tensor_t* gamma, const xhal_plugin_tensor_t* mean,
+                          const xhal_plugin_tensor_t* rstd, const xhal_plugin_tensor_t* dy,
+                          const xhal_plugin_tensor_t* dx, const xhal_plugin_tensor_t* dgamma,
+                          const xhal_plugin_tensor_t* dbeta) {
+  auto [rows, n] = shape_of(x);
+  LnBwd<S> b{tensor_as<S>(x),  tensor_as<S>(dy), col_vals<S>(gamma),
+             tensor_f32(mean), tensor_f32(rstd), tensor_as<S>(dx)};
+  const bool vec = units_aligned(b.x, b.dy, b.dx);
+  void* dg = dgamma ? tensor_ptr(dgamma) : nullptr;
+  void* db = dbeta ? tensor_ptr(dbeta) : nullptr;
+  const xhal_dtype_t g_dtype = gamma->dtype;
+  xhal_status_t fst;
+  if ((dg || db) && try_fused_norm_bwd(d, b, rows, n, vec, dg, db, g_dtype, &fst)) return fst;
+  if (dg || db) {
+    // Only dbeta: dgamma's tree goes into dbeta first, then is overwritten.
+    xhal_status_t st =
+        colsums(d, true, b.x, b.dy, x->dtype, b.mean, b.rstd, rows, n, dg ? dg : db, db, g_dtype);
+    if (st != XHAL_OK) return st;
+  }
+  return run_rows(d, b, rows, n, vec, "layer_norm_backward");
+}
 
 }  // namespace
 
@@ -128,10 +165,8 @@ xhal_status_t layer_norm_forward(void* device, const xhal_plugin_tensor_t* x,
                                  const xhal_plugin_tensor_t* rstd) {
   Device* d = enter(device);
   std::lock_guard lock(d->mutex);
-  auto [rows, n] = shape_of(x);
-  LnFwd b{tensor_f32(x), tensor_f32(gamma), tensor_f32(beta), eps,
-          tensor_f32(y), tensor_f32(mean),  tensor_f32(rstd)};
-  return run_rows(d, b, rows, n, aligned16(b.x) && aligned16(b.y), "layer_norm_forward");
+  return with_storage(
+      x, [&](auto s) { return forward_as<decltype(s)>(d, x, gamma, beta, eps, y, mean, rstd); });
 }
 
 xhal_status_t layer_norm_backward(void* device, const xhal_plugin_tensor_t* x,
@@ -143,30 +178,9 @@ xhal_status_t layer_norm_backward(void* device, const xhal_plugin_tensor_t* x,
                                   const xhal_plugin_tensor_t* dbeta) {
   Device* d = enter(device);
   std::lock_guard lock(d->mutex);
-  auto [rows, n] = shape_of(x);
-  LnBwd b{tensor_f32(x),    tensor_f32(dy),   tensor_f32(gamma),
-          tensor_f32(mean), tensor_f32(rstd), tensor_f32(dx)};
-  const bool vec = aligned16(b.x) && aligned16(b.dy) && aligned16(b.gamma) && aligned16(b.dx);
-  xhal_status_t fst;
-  if ((dgamma || dbeta) &&
-      try_fused_norm_bwd(d, b, rows, n, vec, dgamma ? tensor_f32(dgamma) : nullptr,
-                         dbeta ? tensor_f32(dbeta) : nullptr, &fst))
-    return fst;
-  if (dgamma || dbeta) {
-    float* dg = dgamma ? tensor_f32(dgamma) : nullptr;
-    float* db = dbeta ? tensor_f32(dbeta) : nullptr;
-    xhal_status_t st;
-    if (dg) {
-      st = colsums(d, true, tensor_f32(x), tensor_f32(dy), tensor_f32(mean), tensor_f32(rstd), rows,
-                   n, dg, db);
-    } else {
-      // Only dbeta: write dgamma's tree into dbeta first, then overwrite.
-      st = colsums(d, true, tensor_f32(x), tensor_f32(dy), tensor_f32(mean), tensor_f32(rstd), rows,
-                   n, db, db);
-    }
-    if (st != XHAL_OK) return st;
-  }
-  return run_rows(d, b, rows, n, vec, "layer_norm_backward");
+  return with_storage(x, [&](auto s) {
+    return backward_as<decltype(s)>(d, x, gamma, mean, rstd, dy, dx, dgamma, dbeta);
+  });
 }
 
 }  // namespace xhal::gpu

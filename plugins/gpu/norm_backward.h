@@ -37,7 +37,7 @@ __global__ void __launch_bounds__(W* RB * 32)
     auto load = [&](ChunkRegs& r, int64_t row) {
 #pragma unroll
       for (int k = 0; k < B::kInputs; ++k) {
-        const float* base = body.input(k) + row * n;
+        const auto* base = body.input(k) + row * n;
 #pragma unroll
         for (int t = 0; t < 8; ++t)
           r.in[k][t] = load4<VEC>(base, i0 + t * 128 + 4 * lane, n, B::pad(k));
@@ -95,9 +95,10 @@ void launch_fused_w(Device* d, const B& body, int64_t rows, int64_t n, float* pg
 // rows than the device's norm_backward.fused_from_rows (in whole 32-row
 // blocks: the 32-row walks must still fill the GPU), or rows longer than one
 // block.
+// dgamma and dbeta are written in out_dtype (f32 or x's narrow dtype, 7.2).
 template <class B>
-bool try_fused_norm_bwd(Device* d, const B& body, int64_t rows, int64_t n, bool vec, float* dgamma,
-                        float* dbeta, xhal_status_t* st) {
+bool try_fused_norm_bwd(Device* d, const B& body, int64_t rows, int64_t n, bool vec, void* dgamma,
+                        void* dbeta, xhal_dtype_t out_dtype, xhal_status_t* st) {
   const int64_t nb = (rows + 31) / 32;
   if (rows == 0 || n == 0 || n > int64_t{kBigW<B>} * kChunk) return false;
   if (nb < (d->options.norm_backward_fused_from_rows + 31) / 32) return false;
@@ -111,11 +112,11 @@ bool try_fused_norm_bwd(Device* d, const B& body, int64_t rows, int64_t n, bool 
   else launch_fused_w<B, false>(d, body, rows, n, pg, pb);
   int launches = 1;
   if (pg) {
-    colsum_tree(d, pg, nb, n, dgamma);
+    colsum_tree(d, pg, nb, n, dgamma, out_dtype);
     ++launches;
   }
   if (pb) {
-    colsum_tree(d, pb, nb, n, dbeta);
+    colsum_tree(d, pb, nb, n, dbeta, out_dtype);
     ++launches;
   }
   *st = check_launch(d, "norm backward (fused colsum)", launches);

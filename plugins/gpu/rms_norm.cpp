@@ -6,15 +6,16 @@
 namespace xhal::gpu {
 namespace {
 
+template <class S>
 struct RmsFwd {
   using Op = SumOp;
   static constexpr int kPhases = 1, kInputs = 1;
-  const float* x;
-  const float* gamma;
+  const S* x;
+  ColVals<S> gamma;
   float eps;
-  float* y;
+  S* y;
   float* rstd;
-  __device__ const float* input(int) const { return x; }
+  __device__ const S* input(int) const { return x; }
   __device__ static float pad(int) { return 0.0f; }
   __device__ float chunk_stat(int, const ChunkRegs& r, const float*, int64_t, int64_t,
                               int64_t) const {
@@ -34,21 +35,22 @@ struct RmsFwd {
       for (int q = 0; q < 4; ++q) comp(out[t], q) = xmul(xmul(comp(r.in[0][t], q), s), comp(g, q));
     }
   }
-  __device__ float* output() const { return y; }
+  __device__ S* output() const { return y; }
   __device__ void row_out(int64_t row, const float* tot, int64_t n) const {
     rstd[row] = rs(tot, n);
   }
 };
 
+template <class S>
 struct RmsBwd {
   using Op = SumOp;
   static constexpr int kPhases = 1, kInputs = 2;
-  const float* x;
-  const float* dy;
-  const float* gamma;
+  const S* x;
+  const S* dy;
+  ColVals<S> gamma;
   const float* rstd;
-  float* dx;
-  __device__ const float* input(int i) const { return i == 0 ? x : dy; }
+  S* dx;
+  __device__ const S* input(int i) const { return i == 0 ? x : dy; }
   __device__ static float pad(int) { return 0.0f; }
   __device__ float chunk_stat(int, const ChunkRegs& r, const float*, int64_t row, int64_t n,
                               int64_t i0) const {
@@ -84,9 +86,41 @@ struct RmsBwd {
     for (int q = 0; q < 4; ++q)
       comp(pg, q) = xadd(comp(pg, q), xmul(comp(r.in[1][t], q), xmul(comp(r.in[0][t], q), s)));
   }
-  __device__ float* output() const { return dx; }
+  __device__ S* output() const { return dx; }
   __device__ void row_out(int64_t, const float*, int64_t) const {}
 };
+
+template <class S>
+xhal_status_t forward_as(Device* d, const xhal_plugin_tensor_t* x,
+                         const xhal_plugin_tensor_t* gamma, float eps,
+                         const xhal_plugin_tensor_t* y, const xhal_plugin_tensor_t* rstd) {
+  auto [rows, n] = shape_of(x);
+  RmsFwd<S> b{tensor_as<S>(x), col_vals<S>(gamma), eps, tensor_as<S>(y), tensor_f32(rstd)};
+  return run_rows(d, b, rows, n, units_aligned(b.x, b.y), "rms_norm_forward");
+}
+
+template <class S>
+xhal_status_t backward_as(Device* d, const xhal_plugin_tensor_t* x,
+                          const xhal_plugin_tensor_t* gamma, const xhal_plugin_tensor_t* rstd,
+                          const xhal_plugin_tensor_t* dy, const xhal_plugin_tensor_t* dx,
+                          const xhal_plugin_tensor_t* dgamma) {
+  auto [rows, n] = shape_of(x);
+  RmsBwd<S> b{tensor_as<S>(x), tensor_as<S>(dy), col_vals<S>(gamma), tensor_f32(rstd),
+              tensor_as<S>(dx)};
+  const bool vec = units_aligned(b.x, b.dy, b.dx);
+  void* dg = dgamma ? tensor_ptr(dgamma) : nullptr;
+  const xhal_dtype_t g_dtype = gamma->dtype;
+  // Fused: a row's dy is in registers before its dx is written (dx == dy).
+  xhal_status_t fst;
+  if (dg && try_fused_norm_bwd(d, b, rows, n, vec, dg, nullptr, g_dtype, &fst)) return fst;
+  // dgamma reads dy, so it runs before dx may overwrite dy (dx == dy allowed).
+  if (dg) {
+    xhal_status_t st =
+        colsums(d, false, b.x, b.dy, x->dtype, nullptr, b.rstd, rows, n, dg, nullptr, g_dtype);
+    if (st != XHAL_OK) return st;
+  }
+  return run_rows(d, b, rows, n, vec, "rms_norm_backward");
+}
 
 }  // namespace
 
@@ -95,10 +129,8 @@ xhal_status_t rms_norm_forward(void* device, const xhal_plugin_tensor_t* x,
                                const xhal_plugin_tensor_t* y, const xhal_plugin_tensor_t* rstd) {
   Device* d = enter(device);
   std::lock_guard lock(d->mutex);
-  auto [rows, n] = shape_of(x);
-  RmsFwd b{tensor_f32(x), tensor_f32(gamma), eps, tensor_f32(y), tensor_f32(rstd)};
-  return run_rows(d, b, rows, n, aligned16(b.x) && aligned16(b.gamma) && aligned16(b.y),
-                  "rms_norm_forward");
+  return with_storage(x,
+                      [&](auto s) { return forward_as<decltype(s)>(d, x, gamma, eps, y, rstd); });
 }
 
 xhal_status_t rms_norm_backward(void* device, const xhal_plugin_tensor_t* x,
@@ -107,20 +139,8 @@ xhal_status_t rms_norm_backward(void* device, const xhal_plugin_tensor_t* x,
                                 const xhal_plugin_tensor_t* dgamma) {
   Device* d = enter(device);
   std::lock_guard lock(d->mutex);
-  auto [rows, n] = shape_of(x);
-  RmsBwd b{tensor_f32(x), tensor_f32(dy), tensor_f32(gamma), tensor_f32(rstd), tensor_f32(dx)};
-  const bool vec = aligned16(b.x) && aligned16(b.dy) && aligned16(b.gamma) && aligned16(b.dx);
-  // Fused: a row's dy is in registers before its dx is written (dx == dy).
-  xhal_status_t fst;
-  if (dgamma && try_fused_norm_bwd(d, b, rows, n, vec, tensor_f32(dgamma), nullptr, &fst))
-    return fst;
-  // dgamma reads dy, so it runs before dx may overwrite dy (dx == dy allowed).
-  if (dgamma) {
-    xhal_status_t st = colsums(d, false, tensor_f32(x), tensor_f32(dy), nullptr, tensor_f32(rstd),
-                               rows, n, tensor_f32(dgamma), nullptr);
-    if (st != XHAL_OK) return st;
-  }
-  return run_rows(d, b, rows, n, vec, "rms_norm_backward");
+  return with_storage(
+      x, [&](auto s) { return backward_as<decltype(s)>(d, x, gamma, rstd, dy, dx, dgamma); });
 }
 
 }  // namespace xhal::gpu

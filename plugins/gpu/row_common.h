@@ -7,6 +7,7 @@
 #pragma once
 
 #include "canonical_device.h"
+#include "narrow_device.h"
 
 namespace xhal::gpu {
 
@@ -42,12 +43,14 @@ __device__ __forceinline__ typename Op::T warp_tree(typename Op::T v) {
   return Op::shfl(v, 0);
 }
 
-// Four consecutive elements from i (pad past n).
-template <bool VEC>
-__device__ __forceinline__ float4 load4(const float* p, int64_t i, int64_t n, float pad) {
-  if (VEC) return i < n ? *reinterpret_cast<const float4*>(p + i) : make_float4(pad, pad, pad, pad);
-  return make_float4(i < n ? p[i] : pad, i + 1 < n ? p[i + 1] : pad, i + 2 < n ? p[i + 2] : pad,
-                     i + 3 < n ? p[i + 3] : pad);
+// Four consecutive elements from i, widened to f32 (pad past n).
+template <bool VEC, class S>
+__device__ __forceinline__ float4 load4(const S* p, int64_t i, int64_t n, float pad) {
+  if (VEC)
+    return i < n ? to_f32(*reinterpret_cast<const unit4_t<S>*>(p + i))
+                 : make_float4(pad, pad, pad, pad);
+  return make_float4(i < n ? to_f32(p[i]) : pad, i + 1 < n ? to_f32(p[i + 1]) : pad,
+                     i + 2 < n ? to_f32(p[i + 2]) : pad, i + 3 < n ? to_f32(p[i + 3]) : pad);
 }
 
 // Combines the W warps' values of a block by the pairwise tree; every

@@ -49,30 +49,52 @@ __device__ __forceinline__ float& comp(float4& v, int q) {
 }
 
 // A lane's 8 float4 of a 1024-element chunk (the load4 layout) into a row
-// of n: vector stores when the row allows, else element by element.
-template <bool VEC>
-__device__ __forceinline__ void store_chunk(float* orow, int64_t i0, int lane, int64_t n,
+// of n, narrowed to S (7.1): unit stores when the row allows, else element
+// by element.
+template <bool VEC, class S>
+__device__ __forceinline__ void store_chunk(S* orow, int64_t i0, int lane, int64_t n,
                                             const float4 (&out)[8]) {
 #pragma unroll
   for (int t = 0; t < 8; ++t) {
     const int64_t i = i0 + t * 128 + 4 * lane;
     if (VEC) {
-      if (i < n) *reinterpret_cast<float4*>(orow + i) = out[t];
+      if (i < n) *reinterpret_cast<unit4_t<S>*>(orow + i) = unit4_from_f32<S>(out[t]);
     } else {
 #pragma unroll
       for (int q = 0; q < 4; ++q)
-        if (i + q < n) orow[i + q] = comp(out[t], q);
+        if (i + q < n) orow[i + q] = from_f32<S>(comp(out[t], q));
     }
   }
 }
 
-// Four consecutive per-column values (gamma, beta) from p[i..i+4), 0 past n;
-// these stay in L1/L2, so they are re-read rather than held in registers.
-__device__ __forceinline__ float4 col4(const float* p, int64_t i, int64_t n) {
-  if (i + 3 < n && (reinterpret_cast<uintptr_t>(p + i) & 15) == 0)
-    return *reinterpret_cast<const float4*>(p + i);
-  return make_float4(i < n ? p[i] : 0.0f, i + 1 < n ? p[i + 1] : 0.0f, i + 2 < n ? p[i + 2] : 0.0f,
-                     i + 3 < n ? p[i + 3] : 0.0f);
+// Four consecutive per-column values (gamma, beta) from p[i..i+4), widened,
+// 0 past n; these stay in L1/L2, so they are re-read rather than held in
+// registers.
+template <class G>
+__device__ __forceinline__ float4 col4_of(const G* p, int64_t i, int64_t n) {
+  if (i + 3 < n && (reinterpret_cast<uintptr_t>(p + i) % (4 * sizeof(G))) == 0)
+    return to_f32(*reinterpret_cast<const unit4_t<G>*>(p + i));
+  return make_float4(i < n ? to_f32(p[i]) : 0.0f, i + 1 < n ? to_f32(p[i + 1]) : 0.0f,
+                     i + 2 < n ? to_f32(p[i + 2]) : 0.0f, i + 3 < n ? to_f32(p[i + 3]) : 0.0f);
+}
+
+// gamma or beta of a norm on x stored as S: in S or in f32 (7.2), decided
+// at run time (one branch, the same for the whole grid) rather than by a
+// second template parameter, which would double the kernels built.
+template <class S>
+struct ColVals {
+  const void* p;
+  bool narrow;  // in S (only meaningful when S is bf16 or f16)
+};
+template <class S>
+__device__ __forceinline__ float4 col4(ColVals<S> c, int64_t i, int64_t n) {
+  if constexpr (sizeof(S) != 4)
+    if (c.narrow) return col4_of(static_cast<const S*>(c.p), i, n);
+  return col4_of(static_cast<const float*>(c.p), i, n);
+}
+template <class S>
+ColVals<S> col_vals(const xhal_plugin_tensor_t* t) {
+  return {tensor_ptr(t), t->dtype != XHAL_DTYPE_F32};
 }
 __device__ __forceinline__ int64_t elem(int64_t i0, int t) {
   return i0 + t * 128 + 4 * (threadIdx.x & 31);
@@ -102,7 +124,7 @@ __global__ void __launch_bounds__(W * 32)
     ChunkRegs r;
 #pragma unroll
     for (int k = 0; k < B::kInputs; ++k) {
-      const float* base = body.input(k) + row * n;
+      const auto* base = body.input(k) + row * n;
 #pragma unroll
       for (int t = 0; t < 8; ++t)
         r.in[k][t] = load4<VEC>(base, i0 + t * 128 + 4 * lane, n, B::pad(k));
@@ -155,7 +177,11 @@ void launch_rows_w(Device* d, const B& body, int64_t rows, int64_t n, int split,
   else launch_rows<B, kBigW<B>, VEC>(d, body, rows, n, 0, 0, ws);
 }
 
-inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+// Whether every pointer allows unit (four-element) loads and stores.
+template <class... P>
+inline bool units_aligned(const P*... p) {
+  return (unit_aligned(p) && ...);
+}
 
 template <class B>
 xhal_status_t run_rows(Device* d, const B& body, int64_t rows, int64_t n, bool vec,
@@ -182,6 +208,19 @@ xhal_status_t run_rows(Device* d, const B& body, int64_t rows, int64_t n, bool v
     else launch_rows_w<B, false>(d, body, rows, n, split, p, static_cast<T*>(ws));
   }
   return check_launch(d, op, B::kPhases + 1);
+}
+
+// Calls f(S{}) with x's element storage: float, Bf16 or F16.
+template <class F>
+xhal_status_t with_storage(const xhal_plugin_tensor_t* x, F&& f) {
+  switch (x->dtype) {
+    case XHAL_DTYPE_BF16:
+      return f(Bf16{});
+    case XHAL_DTYPE_F16:
+      return f(F16{});
+    default:
+      return f(float{});
+  }
 }
 
 struct RowShape {

@@ -9,13 +9,14 @@ namespace {
 // turns the chunk's x into e[i] = xhal_exp(x[i] - m[c]) in registers (all +0
 // when m[c] = -inf) and keeps m[c]; apply writes y[i] = e[i] * r[c] with
 // r[c] = xhal_exp(m[c] - M) * (1 / S).
+template <class S>
 struct SoftmaxFwd {
   using Op = MaxSumOp;
   static constexpr int kPhases = 1, kInputs = 1;
   static constexpr bool kStatInApply = true;  // split form: the apply pass rebuilds e
-  const float* x;
-  float* y;
-  __device__ const float* input(int) const { return x; }
+  const S* x;
+  S* y;
+  __device__ const S* input(int) const { return x; }
   __device__ static float pad(int) { return neg_inf(); }
   __device__ MaxSum chunk_stat(int, ChunkRegs& r, const MaxSum*, int64_t, int64_t, int64_t) const {
     float4(&v)[8] = r.in[0];
@@ -53,17 +54,18 @@ struct SoftmaxFwd {
 #pragma unroll
       for (int q = 0; q < 4; ++q) comp(out[t], q) = xmul(comp(r.in[0][t], q), rc);
   }
-  __device__ float* output() const { return y; }
+  __device__ S* output() const { return y; }
   __device__ void row_out(int64_t, const MaxSum*, int64_t) const {}
 };
 
+template <class S>
 struct SoftmaxBwd {
   using Op = SumOp;
   static constexpr int kPhases = 1, kInputs = 2;
-  const float* y;
-  const float* dy;
-  float* dx;
-  __device__ const float* input(int i) const { return i == 0 ? y : dy; }
+  const S* y;
+  const S* dy;
+  S* dx;
+  __device__ const S* input(int i) const { return i == 0 ? y : dy; }
   __device__ static float pad(int) { return 0.0f; }
   __device__ float chunk_stat(int, const ChunkRegs& r, const float*, int64_t, int64_t,
                               int64_t) const {
@@ -78,9 +80,24 @@ struct SoftmaxBwd {
       for (int q = 0; q < 4; ++q)
         comp(out[t], q) = xmul(comp(r.in[0][t], q), xsub(comp(r.in[1][t], q), tot[0]));
   }
-  __device__ float* output() const { return dx; }
+  __device__ S* output() const { return dx; }
   __device__ void row_out(int64_t, const float*, int64_t) const {}
 };
+
+template <class S>
+xhal_status_t forward_as(Device* d, const xhal_plugin_tensor_t* x, const xhal_plugin_tensor_t* y) {
+  auto [rows, n] = shape_of(x);
+  SoftmaxFwd<S> b{tensor_as<S>(x), tensor_as<S>(y)};
+  return run_rows(d, b, rows, n, units_aligned(b.x, b.y), "softmax_forward");
+}
+
+template <class S>
+xhal_status_t backward_as(Device* d, const xhal_plugin_tensor_t* y, const xhal_plugin_tensor_t* dy,
+                          const xhal_plugin_tensor_t* dx) {
+  auto [rows, n] = shape_of(y);
+  SoftmaxBwd<S> b{tensor_as<S>(y), tensor_as<S>(dy), tensor_as<S>(dx)};
+  return run_rows(d, b, rows, n, units_aligned(b.y, b.dy, b.dx), "softmax_backward");
+}
 
 }  // namespace
 
@@ -88,19 +105,28 @@ xhal_status_t softmax_forward(void* device, const xhal_plugin_tensor_t* x,
                               const xhal_plugin_tensor_t* y) {
   Device* d = enter(device);
   std::lock_guard lock(d->mutex);
-  auto [rows, n] = shape_of(x);
-  SoftmaxFwd b{tensor_f32(x), tensor_f32(y)};
-  return run_rows(d, b, rows, n, aligned16(b.x) && aligned16(b.y), "softmax_forward");
+  switch (x->dtype) {
+    case XHAL_DTYPE_BF16:
+      return forward_as<Bf16>(d, x, y);
+    case XHAL_DTYPE_F16:
+      return forward_as<F16>(d, x, y);
+    default:
+      return forward_as<float>(d, x, y);
+  }
 }
 
 xhal_status_t softmax_backward(void* device, const xhal_plugin_tensor_t* y,
                                const xhal_plugin_tensor_t* dy, const xhal_plugin_tensor_t* dx) {
   Device* d = enter(device);
   std::lock_guard lock(d->mutex);
-  auto [rows, n] = shape_of(y);
-  SoftmaxBwd b{tensor_f32(y), tensor_f32(dy), tensor_f32(dx)};
-  return run_rows(d, b, rows, n, aligned16(b.y) && aligned16(b.dy) && aligned16(b.dx),
-                  "softmax_backward");
+  switch (y->dtype) {
+    case XHAL_DTYPE_BF16:
+      return backward_as<Bf16>(d, y, dy, dx);
+    case XHAL_DTYPE_F16:
+      return backward_as<F16>(d, y, dy, dx);
+    default:
+      return backward_as<float>(d, y, dy, dx);
+  }
 }
 
 }  // namespace xhal::gpu
