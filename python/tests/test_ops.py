@@ -143,6 +143,27 @@ def test_layer_norm(dev, rng):
     np.testing.assert_allclose(db.numpy(), dy.astype(np.float64).sum(0), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("dtype", [np.float16, np.float64])
+def test_norm_saved_statistics_dtype(dev, rng, dtype):
+    """mean/rstd are float32 for float16 x (and for f32 gamma with it),
+    float64 for float64 x (docs/semantics.md 7.2, 7.3)."""
+    x = rng.standard_normal((4, 24)).astype(dtype)
+    g = rng.standard_normal(24).astype(dtype)
+    b = rng.standard_normal(24).astype(dtype)
+    stat = np.float64 if dtype == np.float64 else np.float32
+    try:
+        y, rstd = xhal.rms_norm_forward(dev, T(dev, x), T(dev, g), 1e-5)
+        y2, mean, rstd2 = xhal.layer_norm_forward(dev, T(dev, x), T(dev, g), T(dev, b), 1e-5)
+    except xhal.UnsupportedError:
+        pytest.skip(f"{dtype.__name__} norms not implemented on {dev}")
+    assert y.numpy().dtype == dtype and rstd.numpy().dtype == stat
+    assert mean.numpy().dtype == stat and rstd2.numpy().dtype == stat
+    x64 = x.astype(np.float64)
+    r = 1 / np.sqrt((x64 ** 2).mean(-1) + 1e-5)
+    np.testing.assert_allclose(rstd.numpy(), r, rtol=1e-5)
+    np.testing.assert_allclose(mean.numpy(), x64.mean(-1), rtol=1e-5, atol=1e-6)
+
+
 def test_norm_outputs_passed_explicitly(dev, rng):
     x = rng.standard_normal((3, 8)).astype(F32)
     g = np.ones(8, F32)

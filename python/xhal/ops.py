@@ -24,7 +24,7 @@ status raises the XhalError subclass with xhal's message.
 import ctypes
 
 from . import _lib
-from ._types import (Transpose, Triangle, Diagonal, enum_arg, TRANS_NAMES,
+from ._types import (DType, Transpose, Triangle, Diagonal, enum_arg, TRANS_NAMES,
                      TRIANGLE_NAMES, DIAGONAL_NAMES)
 from .errors import OK, error_for
 from .sparse import CsrMatrix
@@ -69,6 +69,13 @@ def _rows(x):
 
 def _new(shape, like, device):
     return empty(shape, like.dtype, device if device is not None else like.device)
+
+
+def _new_stat(x, device):
+    """Saved mean/rstd of a norm: float64 for float64 x, else float32
+    (docs/semantics.md 7.2, 7.3)."""
+    dt = DType.float64 if x.dtype == DType.float64 else DType.float32
+    return empty((_rows(x),), dt, device if device is not None else x.device)
 
 
 def index_select(device, plan, src, out=None):
@@ -118,7 +125,7 @@ def rms_norm_forward(device, x, gamma, eps, y=None, rstd=None):
     if y is None:
         y = _new(x.shape, x, device)
     if rstd is None:
-        rstd = _new((_rows(x),), x, device)
+        rstd = _new_stat(x, device)
     _run("xhal_rms_norm_forward", _f["xhal_rms_norm_forward"](
         _dev(device, x), _t(x, "x"), _t(gamma, "gamma"), float(eps), _t(y, "y"), _t(rstd, "rstd")))
     return y, rstd
@@ -141,9 +148,9 @@ def layer_norm_forward(device, x, gamma, beta, eps, y=None, mean=None, rstd=None
     if y is None:
         y = _new(x.shape, x, device)
     if mean is None:
-        mean = _new((_rows(x),), x, device)
+        mean = _new_stat(x, device)
     if rstd is None:
-        rstd = _new((_rows(x),), x, device)
+        rstd = _new_stat(x, device)
     _run("xhal_layer_norm_forward", _f["xhal_layer_norm_forward"](
         _dev(device, x), _t(x, "x"), _t(gamma, "gamma"), _t(beta, "beta"), float(eps),
         _t(y, "y"), _t(mean, "mean"), _t(rstd, "rstd")))
