@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -57,6 +58,22 @@ void fill_random(Buffer& buffer, uint64_t count, uint64_t seed, float lo, float 
     const std::vector<float> host = random_floats(n, seed + start, lo, hi);
     check(xhal_buffer_write(buffer.get(), start * sizeof(float), host.data(), n * sizeof(float)),
           "xhal_buffer_write");
+  }
+}
+
+void fill_random_bf16(Buffer& buffer, uint64_t count, uint64_t seed, float lo, float hi) {
+  constexpr uint64_t kSlice = 1ull << 22;
+  std::vector<uint16_t> bits;
+  for (uint64_t start = 0; start < count; start += kSlice) {
+    const uint64_t n = std::min(kSlice, count - start);
+    const std::vector<float> host = random_floats(n, seed + start, lo, hi);
+    bits.resize(n);
+    for (uint64_t i = 0; i < n; ++i) {  // round to nearest even (finite values only)
+      uint32_t u;
+      std::memcpy(&u, &host[i], 4);
+      bits[i] = static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+    }
+    check(xhal_buffer_write(buffer.get(), start * 2, bits.data(), n * 2), "xhal_buffer_write");
   }
 }
 

@@ -66,6 +66,27 @@ void BM_IndexAdd(benchmark::State& state) {
             [&] { check(xhal_index_add(device(), c.plan, 0.5f, &s, &d), "xhal_index_add"); });
 }
 
+// index_add on bf16 rows (f32 sums, one rounding per touched element;
+// docs/semantics.md 7.2); bytes as BM_IndexAdd at 2 bytes per element.
+void BM_IndexAddBf16(benchmark::State& state) {
+  IndexCase c(state);
+  const uint64_t row_bytes = c.width * 2;
+  Buffer src(c.rows * row_bytes), dst(c.rows * row_bytes);
+  fill_random_bf16(src, c.rows * c.width, 3);
+  fill_random_bf16(dst, c.rows * c.width, 4);
+  const xhal_tensor_t s = tensor(src, {c.rows, c.width}, XHAL_DTYPE_BF16),
+                      d = tensor(dst, {c.rows, c.width}, XHAL_DTYPE_BF16);
+  const xhal_status_t st = xhal_index_add(device(), c.plan, 0.5f, &s, &d);
+  if (st == XHAL_UNSUPPORTED) {
+    state.SkipWithError(xhal_last_error());
+    return;
+  }
+  check(st, "xhal_index_add");
+  const uint64_t moved = c.rows * row_bytes + 2 * c.touched_rows() * row_bytes;
+  run_timed(state, moved,
+            [&] { check(xhal_index_add(device(), c.plan, 0.5f, &s, &d), "xhal_index_add"); });
+}
+
 // {rows (= number of indices), width, pattern}
 void index_sizes(benchmark::internal::Benchmark* b) {
   for (int64_t pattern : {kRandom, kHalfOnRowZero}) {
@@ -76,6 +97,7 @@ void index_sizes(benchmark::internal::Benchmark* b) {
 }
 BENCHMARK(BM_IndexSelect)->Apply(index_sizes);
 BENCHMARK(BM_IndexAdd)->Apply(index_sizes);
+BENCHMARK(BM_IndexAddBf16)->Apply(index_sizes);
 
 }  // namespace
 }  // namespace xhal_bench
