@@ -754,7 +754,9 @@ struct InitPush {
 struct NormPush {  // ops_rows.cpp's NormPush (v1 kernels read up to eps)
   uint64_t x, gamma, beta, dy, out, mean, rstd, rows, n;
   float nf, eps;
-  uint32_t vec;  // rows=v2: vec4 loads (the probe's buffers are aligned, n % 4 == 0)
+  uint32_t vec;    // rows=v2: vec4 loads (the probe's buffers are aligned, n % 4 == 0)
+  uint32_t phase;  // rows=v2: 0, one workgroup per row (the plugin's rows=v2row)
+  uint64_t scratch;
 };
 
 // A 2-D grid of `groups` workgroups: the plugin's (x = min(groups, 65535),
@@ -1042,7 +1044,7 @@ struct RowVariant {
 const RowVariant kRows[] = {
     {"p", "plugin norm.comp RMS_FWD, CPG by its rule", xhal_spirv::probe_rms_plugin_c4,
      xhal_spirv::probe_rms_plugin_c8, false, false, Expect::kRms, 1e-5},
-    {"q", "plugin norm2.comp RMS_FWD (rows=v2)", xhal_spirv::probe_rms_v2_c4,
+    {"q", "plugin norm2.comp RMS_FWD (rows=v2row)", xhal_spirv::probe_rms_v2_c4,
      xhal_spirv::probe_rms_v2_c16, true, false, Expect::kRms, 1e-5},
     {"n", "(p) with stand-in div/sqrt* (not exact)", xhal_spirv::probe_rms_native_c4,
      xhal_spirv::probe_rms_native_c8, false, true, Expect::kRms, 1e-4},

@@ -12,17 +12,21 @@ namespace {
 
 Device* dev(void* d) { return static_cast<Device*>(d); }
 
-// The v2 kernels' blocks end with `vec` (1: vec4 loads and stores); the v1
-// kernels' blocks are the same without it (the pushed size leaves it off).
+// The v2 kernels' blocks end with `vec` (1: vec4 loads and stores), the
+// phase (0: a workgroup per row; 1.. : split rows) and the split rows'
+// scratch; the v1 kernels' blocks are the same without them (the pushed
+// size leaves them off).
 struct SoftmaxPush {
   uint64_t a, b, out, rows, n;
-  uint32_t vec;
+  uint32_t vec, phase;
+  uint64_t scratch;
 };
 constexpr uint32_t kSoftmaxPushV1 = 5 * sizeof(uint64_t);
 struct NormPush {
   uint64_t x, gamma, beta, dy, out, mean, rstd, rows, n;
   float nf, eps;
-  uint32_t vec;
+  uint32_t vec, phase;
+  uint64_t scratch;
 };
 constexpr uint32_t kNormPushV1 = 9 * sizeof(uint64_t) + 2 * sizeof(float);
 struct ColsumPush {
@@ -50,6 +54,32 @@ ShaderId row_variant2(ShaderId c1, uint64_t n) {
 
 bool v2(const Device* d) { return d->options.rows != 1; }
 
+// rows=v2 splits rows of more than one group (CPG = 16 chunks) over one
+// workgroup per (row, group): the groups of a row in that many dispatches
+// (phases), partials in scratch (2 floats per item).
+uint64_t split_groups(const Device* d, uint64_t n) {
+  const uint64_t groups = (n + 16383) / 16384;
+  return d->options.rows == 2 && groups > 1 ? groups : 0;
+}
+
+// Records a row kernel: one dispatch of a workgroup per row, or `phases`
+// dispatches of one per (row, group) with barriers between.
+template <typename Push>
+void record_rows(Device* d, VkPipeline p, Push push, uint32_t bytes, uint64_t groups,
+                 uint32_t phases) {
+  if (!groups) {
+    d->dispatch(p, &push, bytes, d->groups_for(push.rows, 1));
+    return;
+  }
+  for (uint32_t phase = 1; phase <= phases; ++phase) {
+    if (phase > 1) d->barrier();
+    push.phase = phase;
+    d->dispatch(p, &push, bytes, d->groups_for(push.rows * groups, 1));
+  }
+}
+
+uint64_t align256(uint64_t b) { return (b + 255) / 256 * 256; }
+
 // The v2 kernels move vec4s when every row starts 16-byte aligned: n % 4 == 0
 // and each address (a tensor's buffer address plus its byte offset) % 16 == 0.
 uint32_t vec_ok(uint64_t n, std::initializer_list<uint64_t> addrs) {
@@ -70,12 +100,14 @@ xhal_status_t softmax(Device* d, ShaderId id, ShaderId id2, const xhal_plugin_te
   VkPipeline p[1];
   XHAL_VK_TRY(
       pipelines(d, {second ? row_variant2(id2, cols_of(a)) : row_variant(id, cols_of(a))}, p));
-  SoftmaxPush push{address_of(a), addr(b), address_of(out), rows_of(a), cols_of(a), 0};
+  SoftmaxPush push{address_of(a), addr(b), address_of(out), rows_of(a), cols_of(a), 0, 0, 0};
   if (push.rows == 0 || push.n == 0) return XHAL_OK;
   push.vec = vec_ok(push.n, {push.a, push.b, push.out});
+  const uint64_t groups = split_groups(d, push.n);
+  if (groups) XHAL_VK_TRY(d->need_scratch(push.rows * groups * 2 * sizeof(float)));
+  push.scratch = groups ? d->scratch.address : 0;
   XHAL_VK_TRY(d->begin());
-  d->dispatch(p[0], &push, second ? uint32_t{sizeof push} : kSoftmaxPushV1,
-              d->groups_for(push.rows, 1));
+  record_rows(d, p[0], push, second ? uint32_t{sizeof push} : kSoftmaxPushV1, groups, 2);
   return d->submit();
 }
 
@@ -96,6 +128,9 @@ xhal_status_t norm(Device* d, ShaderId row_id, ShaderId row_id2, bool layer, boo
   // (mean and rstd are read and written as scalars; the unused addresses are 0.)
   push.vec = vec_ok(push.n, {push.x, push.gamma, push.beta, push.dy, push.out});
   const uint32_t push_bytes = second ? uint32_t{sizeof push} : kNormPushV1;
+  const uint64_t groups = split_groups(d, push.n);
+  const uint32_t phases = layer && !backward ? 3 : 2;
+  uint64_t col_bytes = 0;  // colsum's scratch first, then the split rows'
   ColsumPush col{};
   if (backward) {
     col.x = push.x;
@@ -110,13 +145,14 @@ xhal_status_t norm(Device* d, ShaderId row_id, ShaderId row_id2, bool layer, boo
     // Scratch: stage 1's partials and, per stage-2 pass, the next level
     // (64 times fewer), for p and (LN) q, each 256-byte aligned.
     auto align = [](uint64_t b) { return (b + 255) / 256 * 256; };
-    uint64_t bytes = 0;
     for (uint64_t count = col.blocks;; count = (count + 63) / 64) {
-      bytes += align(count * col.n * sizeof(float)) * (layer ? 2 : 1);
+      col_bytes += align(count * col.n * sizeof(float)) * (layer ? 2 : 1);
       if (count <= 1) break;
     }
-    XHAL_VK_TRY(d->need_scratch(bytes));
   }
+  const uint64_t row_bytes = groups ? align256(push.rows * groups * 2 * sizeof(float)) : 0;
+  if (col_bytes + row_bytes) XHAL_VK_TRY(d->need_scratch(col_bytes + row_bytes));
+  push.scratch = groups ? d->scratch.address + col_bytes : 0;
   XHAL_VK_TRY(d->begin());
   if (backward) {
     // Stage 2 passes: blocks -> ceil(blocks / 64) -> ... -> 1 (the last pass
@@ -133,7 +169,7 @@ xhal_status_t norm(Device* d, ShaderId row_id, ShaderId row_id2, bool layer, boo
     ColsumPush stage1 = col;
     d->dispatch(p[1], &stage1, sizeof stage1, d->groups_for(col.blocks * col.n, 256));
     d->barrier();
-    d->dispatch(p[0], &push, push_bytes, d->groups_for(push.rows, 1));
+    record_rows(d, p[0], push, push_bytes, groups, phases);
     for (;;) {
       const uint64_t next = (count + 63) / 64;
       ColsumPush pass = col;
@@ -153,7 +189,7 @@ xhal_status_t norm(Device* d, ShaderId row_id, ShaderId row_id2, bool layer, boo
     }
     return d->submit();
   }
-  d->dispatch(p[0], &push, push_bytes, d->groups_for(push.rows, 1));
+  record_rows(d, p[0], push, push_bytes, groups, phases);
   return d->submit();
 }
 

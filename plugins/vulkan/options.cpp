@@ -109,8 +109,9 @@ bool parse_options(const char* text, Options* out, std::string* error) {
     } else if (name == "rows") {
       if (value == "v1") o.rows = 1;
       else if (value == "v2") o.rows = 2;
+      else if (value == "v2row") o.rows = 3;
       else {
-        *error = "option 'rows' has value '" + value + "'; expected v1 or v2";
+        *error = "option 'rows' has value '" + value + "'; expected v1, v2 or v2row";
         return false;
       }
     } else if (name == "profile") {
@@ -143,8 +144,11 @@ std::string format_options(const Options& o) {
                                                                        : "wide";
   return std::string("alloc=") + (o.dedicated ? "dedicated" : "plain") + ",copy=" + copy +
          ",profile=" + (o.profile ? "on" : "off") +
-         ",queue=" + (o.universal_queue ? "universal" : "compute") + ",rows=v" +
-         std::to_string(o.rows) + ",solve_ahead=" + (o.solve_ahead ? "on" : "off") +
+         ",queue=" + (o.universal_queue ? "universal" : "compute") + ",rows=" +
+         (o.rows == 1   ? "v1"
+          : o.rows == 2 ? "v2"
+                        : "v2row") +
+         ",solve_ahead=" + (o.solve_ahead ? "on" : "off") +
          ",solve_narrow=" + std::to_string(o.solve_narrow) +
          ",solve_run=" + std::to_string(o.solve_run) + ",transpose=" + transpose +
          ",validation=" + validation + ",wait=" + (o.fence_wait ? "fence" : "timeline") +

@@ -111,9 +111,11 @@ struct Options {
   // queue=compute|universal (plugin-wide, read at init): a compute-only
   // queue family where the device has one, or the graphics+compute family.
   bool universal_queue = false;
-  // rows=v1|v2: the row kernels of softmax and the norms (ops_rows.cpp).
-  // v2: four canonical lanes per invocation, vec4 loads, two barriers per
-  // reduction; v1: one lane per invocation, a barrier per tree level.
+  // rows=v1|v2|v2row (1, 2, 3): the row kernels of softmax and the norms
+  // (ops_rows.cpp). v2: four canonical lanes per invocation, vec4 loads, two
+  // barriers per reduction, rows over 16,384 elements split over several
+  // workgroups; v2row: v2 with one workgroup per row always; v1: one lane
+  // per invocation, a barrier per tree level.
   uint32_t rows = 2;
   // transpose=auto|tile32|wide: the tiled permute's kernel. auto: 64 x 64
   // tiles in 16-byte runs where aligned, else 32 x 32 tiles; 32-bit offsets

@@ -135,5 +135,30 @@ float r_bcast(float v) {
   return s_bc[0];
 }
 
+// Both of invocation 0's values, to every invocation.
+vec2 r_bcast2(vec2 v) {
+  barrier();
+  if (r_t() == 0u) {
+    s_bc[0] = v.x;
+    s_bc[1] = v.y;
+  }
+  barrier();
+  return vec2(s_bc[0], s_bc[1]);
+}
+
+// Split rows (push constant phase != 0; rows of G > 1 groups): a dispatch
+// takes items w = row * G + q, one group q of one row each, so a row's
+// groups run on many SMs at once. Each item's partial (a group sum, or a
+// group's (m, s)) goes to scratch at 2w (and 2w + 1); the next phase's
+// invocation 0 of every item of the row stacks the row's G partials in
+// order (common.glsl), which is the pairwise tree over the row's chunks
+// (the groups are its aligned subtrees; the last group's padding is +0 or
+// the operator's identity).
+float split_stack(uint64_t sc, uint64_t row, uint64_t groups, uint slot) {
+  st_reset();
+  for (uint64_t q = 0ul; q < groups; ++q) st_push(ldf(sc, (row * groups + q) * 2ul + uint64_t(slot)));
+  return st_finish();
+}
+
 uint64_t first_row() { return uint64_t(gl_WorkGroupID.x); }
 uint64_t row_step() { return uint64_t(gl_NumWorkGroups.x); }

@@ -3,8 +3,9 @@
 // backward, one workgroup of CPG chunks per row, four canonical lanes per
 // invocation (rows2.glsl). A row of one group (up to 16 chunks) keeps x and
 // its exponentials in registers: one xhal_exp per element, as 3.3 intends;
-// longer rows recompute e in the output pass from the kept chunk maxima
-// (the same bits).
+// longer rows run split (phase 1 and 2: one workgroup per group of a row,
+// partials through scratch; rows2.glsl) or, with phase 0, recompute e in
+// the output pass from the kept chunk maxima (the same bits).
 #extension GL_GOOGLE_include_directive : require
 layout(local_size_x = 32 * CPG) in;
 #include "common.glsl"
@@ -17,6 +18,8 @@ layout(push_constant) uniform Params {
   uint64_t rows;
   uint64_t n;
   uint vec;           // 1: every row 16-byte aligned and n % 4 == 0
+  uint phase;         // 0: a workgroup per row; 1, 2: split rows
+  uint64_t scratch;   // split rows: 2 floats per (row, group)
 } pc;
 
 vec4 v[8];
@@ -104,7 +107,82 @@ void load_group(uint64_t ra, uint64_t rb, uint64_t cb, uint lim) {
   }
 }
 
+// Split rows: one group q of one row per item (rows2.glsl).
+void split_main() {
+  uint t = r_t();
+  uint64_t n = pc.n, groups = r_groups(n), sc = pc.scratch;
+  for (uint64_t item = first_row(); item < pc.rows * groups; item += row_step()) {
+    uint64_t row = item / groups, q = item - row * groups;
+    uint64_t ra = pc.a + row * n * 4ul, rb = pc.b + row * n * 4ul, ro = pc.out_addr + row * n * 4ul;
+    uint64_t cb = r_cbase(q);
+    uint lim = r_lim(n, cb);
+    load_group(ra, rb, cb, lim);
+#if FORWARD
+    float m = chunk_max(local_max());
+    exps(m, lim);
+    if (pc.phase == 1u) {
+      vec4 a = vec4(0.0);
+      [[unroll]] for (uint k = 0u; k < 8u; ++k)
+        [[unroll]] for (uint j = 0u; j < 4u; ++j) a[j] = xadd(a[j], v[k][j]);
+      chunk_sums(lanes4(a));
+      // The group's chunks in order onto the (m, s) stack, finished right to
+      // left: the group's aligned subtree (its padding is the identity).
+      if (t == 0u) {
+        ms_top = 0;
+        ms_count = 0u;
+        [[unroll]] for (uint c = 0u; c < uint(CPG); ++c) {
+          if ((q * uint64_t(CPG) + uint64_t(c)) * 1024ul >= n) break;
+          ms_push(s_cm[c], s_c[c]);
+        }
+        float mm = ms_m[ms_top - 1], ss = ms_s[ms_top - 1];
+        for (int k = ms_top - 2; k >= 0; --k) ms_combine(ms_m[k], ms_s[k], mm, ss, mm, ss);
+        stf(sc, item * 2ul, mm);
+        stf(sc, item * 2ul + 1ul, ss);
+      }
+    } else {
+      vec2 mi = vec2(0.0);
+      if (t == 0u) {
+        ms_top = 0;
+        ms_count = 0u;
+        for (uint64_t g = 0ul; g < groups; ++g)
+          ms_push(ldf(sc, (row * groups + g) * 2ul), ldf(sc, (row * groups + g) * 2ul + 1ul));
+        float mm = ms_m[ms_top - 1], ss = ms_s[ms_top - 1];
+        for (int k = ms_top - 2; k >= 0; --k) ms_combine(ms_m[k], ms_s[k], mm, ss, mm, ss);
+        mi = vec2(mm, xdiv(1.0, ss));
+      }
+      mi = r_bcast2(mi);
+      float r = xmul(xexp(xsub(m, mi.x)), mi.y);
+      [[unroll]] for (uint k = 0u; k < 8u; ++k) {
+        vec4 y;
+        [[unroll]] for (uint j = 0u; j < 4u; ++j) y[j] = xmul(v[k][j], r);
+        st4(ro + cb * 4ul, r_off(k), lim, pc.vec != 0u, y);
+      }
+    }
+#else
+    if (pc.phase == 1u) {
+      vec4 a = vec4(0.0);
+      [[unroll]] for (uint k = 0u; k < 8u; ++k)
+        [[unroll]] for (uint j = 0u; j < 4u; ++j)
+          if (r_off(k) + j < lim) a[j] = xadd(a[j], xmul(v[k][j], w[k][j]));
+      float s = group_sum(lanes4(a));
+      if (t == 0u) stf(sc, item * 2ul, s);
+    } else {
+      float d = r_bcast(t == 0u ? split_stack(sc, row, groups, 0u) : 0.0);
+      [[unroll]] for (uint k = 0u; k < 8u; ++k) {
+        vec4 y;
+        [[unroll]] for (uint j = 0u; j < 4u; ++j) y[j] = xmul(v[k][j], xsub(w[k][j], d));
+        st4(ro + cb * 4ul, r_off(k), lim, pc.vec != 0u, y);
+      }
+    }
+#endif
+  }
+}
+
 void main() {
+  if (pc.phase != 0u) {
+    split_main();
+    return;
+  }
   uint t = r_t();
   bool vec = pc.vec != 0u;
   uint64_t n = pc.n, groups = r_groups(n);
