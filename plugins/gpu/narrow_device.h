@@ -74,7 +74,19 @@ __device__ __forceinline__ unit4_t<S> unit4_from_f32(float4 v) {
 // Storage unit U (float, float4, Bf16, F16 or a Quad) <-> its f32 value
 // (float or float4).
 template <class U>
-using f32_of_t = decltype(to_f32(U{}));
+struct F32Of {
+  using type = float;  // float, Bf16, F16
+};
+template <>
+struct F32Of<float4> {
+  using type = float4;
+};
+template <class S>
+struct F32Of<Quad<S>> {
+  using type = float4;
+};
+template <class U>
+using f32_of_t = typename F32Of<U>::type;
 template <class U>
 __device__ __forceinline__ U narrow_to(f32_of_t<U> v) {
   if constexpr (std::is_same_v<U, float> || std::is_same_v<U, float4>) return v;
