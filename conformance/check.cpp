@@ -232,10 +232,13 @@ void Grader::output_narrow(const std::string& name, xhal_dtype_t dtype,
     for (size_t i = 0; i < a.size(); ++i) {
       if (a[i] == b[i] && a[i] != poison) continue;
       if ((*count)++ == 0) {
-        first = "[" + std::to_string(i) + "] got " + hex(a[i]) + " (" +
-                std::to_string(narrow::widen(dtype, a[i])) + ")" +
-                (a[i] == poison ? " (poison: never written)" : "") + ", want " + hex(b[i]) + " (" +
-                std::to_string(narrow::widen(dtype, b[i])) + ")";
+        // Appended piece by piece: gcc 12's -Wrestrict misfires on a chain
+        // of operator+ starting from a literal here.
+        first.append("[").append(std::to_string(i)).append("] got ").append(hex(a[i]));
+        first.append(" (").append(std::to_string(narrow::widen(dtype, a[i]))).append(")");
+        if (a[i] == poison) first.append(" (poison: never written)");
+        first.append(", want ").append(hex(b[i])).append(" (");
+        first.append(std::to_string(narrow::widen(dtype, b[i]))).append(")");
       }
     }
     return first;

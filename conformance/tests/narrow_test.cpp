@@ -438,7 +438,9 @@ XHAL_NARROW_TEST(SoftmaxForwardSpecialRows, XHAL_OP_SOFTMAX_FORWARD) {
   row(r);
   t.softmax_forward(x, 6, n);
   EXPECT_GE(t.count_last(is_canonical_nan16), 3u * n) << "the NaN rows";
-  if (t.dt == XHAL_DTYPE_F16) EXPECT_GT(t.count_last(is_subnormal16), 0u) << "f16 subnormal y";
+  if (t.dt == XHAL_DTYPE_F16) {
+    EXPECT_GT(t.count_last(is_subnormal16), 0u) << "f16 subnormal y";
+  }
 }
 
 XHAL_NARROW_TEST(SoftmaxBackwardRowsTailsAndPartialSums, XHAL_OP_SOFTMAX_BACKWARD) {
@@ -487,10 +489,14 @@ XHAL_NARROW_TEST(RmsNormForwardOverflowSubnormalAndNaN, XHAL_OP_RMS_NORM_FORWARD
   NarrowTest::Params big = t.params(t.dt, n, 2900.0f, 3000.0f);
   t.rms_forward(x, big, 3, n);
   EXPECT_EQ(t.count_last(is_canonical_nan16), static_cast<size_t>(n)) << "the NaN row";
-  if (t.dt == XHAL_DTYPE_F16) EXPECT_EQ(t.count_last(is_inf16), 2u) << "f16 overflow to +-inf";
+  if (t.dt == XHAL_DTYPE_F16) {
+    EXPECT_EQ(t.count_last(is_inf16), 2u) << "f16 overflow to +-inf";
+  }
   NarrowTest::Params tiny = t.params(t.dt, n, 1e-7f, 1e-6f);
   t.rms_forward(t.random(3 * n, -1.0f, 1.0f), tiny, 3, n);
-  if (t.dt == XHAL_DTYPE_F16) EXPECT_GT(t.count_last(is_subnormal16), 0u) << "f16 subnormal y";
+  if (t.dt == XHAL_DTYPE_F16) {
+    EXPECT_GT(t.count_last(is_subnormal16), 0u) << "f16 subnormal y";
+  }
 }
 
 XHAL_NARROW_TEST(RmsNormBackwardBlocksTailsAndGammaDtypes, XHAL_OP_RMS_NORM_BACKWARD) {
@@ -532,7 +538,9 @@ XHAL_NARROW_TEST(LayerNormForwardRowsTailsAndGammaDtypes, XHAL_OP_LAYER_NORM_FOR
   x[2 * n] = t.value(50.0f);
   t.ln_forward(x, t.params(t.dt, n, 2900.0f, 3000.0f), 3, n);
   EXPECT_EQ(t.count_last(is_canonical_nan16), static_cast<size_t>(n)) << "the NaN row";
-  if (t.dt == XHAL_DTYPE_F16) EXPECT_EQ(t.count_last(is_inf16), 1u) << "f16 overflow to inf";
+  if (t.dt == XHAL_DTYPE_F16) {
+    EXPECT_EQ(t.count_last(is_inf16), 1u) << "f16 overflow to inf";
+  }
 }
 
 XHAL_NARROW_TEST(LayerNormBackwardBlocksTailsAndGammaDtypes, XHAL_OP_LAYER_NORM_BACKWARD) {
@@ -588,7 +596,9 @@ XHAL_NARROW_TEST(IndexAddPartialSumsOverflowAndNaN, XHAL_OP_INDEX_ADD) {
   big[3 * w + 2] = t.value(kNaN);
   t.index_add({0, 0, 1, 1}, 2, w, 1.0f, big);
   EXPECT_EQ(t.count_last(is_canonical_nan16), 1u) << "the NaN source";
-  if (t.dt == XHAL_DTYPE_F16) EXPECT_EQ(t.count_last(is_inf16), 2u * w - 1) << "f16 +-inf";
+  if (t.dt == XHAL_DTYPE_F16) {
+    EXPECT_EQ(t.count_last(is_inf16), 2u * w - 1) << "f16 +-inf";
+  }
 }
 
 XHAL_CONF_INSTANTIATE(NarrowTest);
