@@ -85,11 +85,12 @@ import collections, json, sys
 r = json.load(open(sys.argv[1]))
 res = r["results"]
 c = collections.Counter(x["status"] for x in res)
-failed = sum(v for k, v in c.items() if k not in ("pass", "skipped"))
+failed = sum(v for k, v in c.items() if k not in ("pass", "skipped", "unsupported"))
 on = sum(1 for x in res if x.get("device", "").startswith(sys.argv[2]))
 ops = {o["op"]: o["level"] for o in r["ops"]}
 exact = sum(1 for v in ops.values() if v == "bit-exact")
-print(f"{c['pass']} passed, {c['skipped']} skipped, {failed} failed; {exact}/{len(ops)} ops bit-exact")
+print(f"{c['pass']} passed, {c['skipped']} skipped, {c['unsupported']} unsupported, {failed} failed; "
+      f"{exact}/{len(ops)} ops bit-exact")
 sys.exit(0 if on and not failed else 1)
 EOF
 }

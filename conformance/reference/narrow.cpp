@@ -49,7 +49,7 @@ float widen(xhal_dtype_t dtype, uint16_t h) {
 uint16_t narrow(xhal_dtype_t dtype, float f) {
   const Format fmt = format_of(dtype);
   const uint16_t sign = std::signbit(f) ? 0x8000 : 0;
-  if (std::isnan(f)) return sign | fmt.quiet_nan;
+  if (std::isnan(f)) return fmt.quiet_nan;  // one pattern whatever the NaN's sign (7.1)
   const int exp_bits = 15 - fmt.mant_bits;
   const int bias = (1 << (exp_bits - 1)) - 1;
   const uint16_t inf = static_cast<uint16_t>(((1 << exp_bits) - 1) << fmt.mant_bits);

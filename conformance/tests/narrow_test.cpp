@@ -14,7 +14,7 @@
 // narrowed after each step they vanish), so an implementation that keeps
 // partials in the narrow type fails the bit-exact level; f16 results in the
 // subnormal range and past 65504 (infinity); NaN rows, whose NaN must be
-// stored as the quiet NaN of its sign; gamma/beta in the narrow type and in
+// stored as the one positive quiet NaN; gamma/beta in the narrow type and in
 // f32, dgamma/dbeta in gamma's dtype; mean/rstd in f32.
 #include <cmath>
 #include <limits>
@@ -28,8 +28,8 @@
 namespace xhal::conf {
 namespace {
 
-// What an unwritten narrow output holds: a negative NaN that is not the
-// canonical one (0xFE00 f16, 0xFFC0 bf16), so no conforming write makes it.
+// What an unwritten narrow output holds: a negative NaN, never the
+// canonical one (0x7E00 f16, 0x7FC0 bf16), so no conforming write makes it.
 constexpr uint16_t kPoison16 = 0xFFFF;
 
 using Bits = std::vector<uint16_t>;
@@ -402,7 +402,7 @@ bool is_subnormal16(xhal_dtype_t d, uint16_t v) {
   return (v & exp) == 0 && (v & 0x7fff) != 0;
 }
 bool is_canonical_nan16(xhal_dtype_t d, uint16_t v) {
-  return (v & 0x7fff) == (d == XHAL_DTYPE_BF16 ? 0x7fc0 : 0x7e00);
+  return v == (d == XHAL_DTYPE_BF16 ? 0x7fc0 : 0x7e00);
 }
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 

@@ -3,7 +3,8 @@
 // (f16 subnormals become normal f32 values, infinities stay, a NaN keeps its
 // sign); narrowing is one rounding to nearest, ties to even, with no flush
 // to zero, overflow to the infinity of the value's sign, and every NaN
-// stored as the quiet NaN of its sign (f16 sign|0x7E00, bf16 sign|0x7FC0).
+// stored as the one positive quiet NaN (f16 0x7E00, bf16 0x7FC0: the sign of
+// a NaN made by arithmetic differs between CPUs and GPUs).
 // Integer bit manipulation only: the result does not depend on the FPU's
 // rounding mode, FTZ/DAZ or the compiler's float options.
 //
@@ -41,7 +42,7 @@ inline float widen_f16(uint16_t h) {
 
 inline uint16_t narrow_bf16(float f) {
   const uint32_t u = std::bit_cast<uint32_t>(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16 & 0x8000u) | 0x7fc0u);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fc0u;
   // Round to nearest even on the low 16 bits; a carry out of the largest
   // finite value lands on the infinity's bits.
   return static_cast<uint16_t>((u + 0x7fffu + (u >> 16 & 1u)) >> 16);
@@ -51,7 +52,7 @@ inline uint16_t narrow_f16(float f) {
   const uint32_t u = std::bit_cast<uint32_t>(f);
   const uint16_t sign = static_cast<uint16_t>(u >> 16 & 0x8000u);
   const uint32_t a = u & 0x7fffffffu;
-  if (a > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);   // NaN
+  if (a > 0x7f800000u) return 0x7e00u;                                 // NaN
   if (a >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // |v| >= 65520, inf
   if (a >= 0x38800000u) {                                              // normal: |v| >= 2^-14
     const uint32_t r = a - (112u << 23);                               // rebias the exponent

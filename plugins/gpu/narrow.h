@@ -1,5 +1,5 @@
 // bf16 and f16 storage (docs/semantics.md 7.1): exact widening to f32 and
-// one round-to-nearest-even narrowing with the canonical NaNs, as integer
+// one round-to-nearest-even narrowing with the canonical NaN, as integer
 // operations on the bits so that CUDA, HIP and a host test compute the same
 // thing without relying on any library's conversion of NaNs or subnormals.
 // narrow_device.h wraps these for the kernels.
@@ -16,10 +16,10 @@
 namespace xhal::gpu {
 
 // f32 bits -> bf16 bits: round to nearest even (a carry past the largest
-// finite value gives infinity); any NaN -> sign | 0x7FC0.
+// finite value gives infinity); any NaN -> 0x7FC0 (its sign is not kept: a
+// NaN made by arithmetic is negative on x86 and positive on NVIDIA GPUs).
 XHAL_HD uint16_t bf16_bits_from_f32(uint32_t u) {
-  const uint32_t sign = (u >> 16) & 0x8000u;
-  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7fc0u);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fc0u;
   return static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
 
@@ -32,10 +32,10 @@ XHAL_HD uint32_t shift_rne(uint32_t m, uint32_t s) {
 }
 
 // f32 bits -> f16 bits: round to nearest even onto the f16 grid, subnormals
-// included (no flush to zero); |v| >= 65520 -> infinity; NaN -> sign | 0x7E00.
+// included (no flush to zero); |v| >= 65520 -> infinity; any NaN -> 0x7E00.
 XHAL_HD uint16_t f16_bits_from_f32(uint32_t u) {
   const uint32_t sign = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
-  if (a > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u);
+  if (a > 0x7f800000u) return 0x7e00u;
   if (a >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // 65520 and up, inf
   if (a >= 0x38800000u)                                                // 2^-14 and up: normal f16
     return static_cast<uint16_t>(sign | shift_rne(a - 0x38000000u, 13));

@@ -3,7 +3,7 @@
 // format's finite values decoded with ldexp, the nearer of the two
 // neighbours of x (ties to the even pattern), the infinity pattern standing
 // for the next power of two past the largest finite value; NaNs as the
-// canonical quiet NaN of their sign.
+// one positive quiet NaN.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -41,7 +41,7 @@ constexpr Format kF16{10, 5}, kBf16{7, 8};
 uint16_t reference_narrow(const Format& fmt, uint32_t u) {
   const uint32_t sign = (u >> 31) << (fmt.mant + fmt.exp);
   const float f = f32(u);
-  if (std::isnan(f)) return static_cast<uint16_t>(sign | fmt.qnan_bits());
+  if (std::isnan(f)) return static_cast<uint16_t>(fmt.qnan_bits());
   if (std::isinf(f)) return static_cast<uint16_t>(sign | fmt.inf_bits());
   const double v = std::fabs(static_cast<double>(f));
   // Largest lo with value(lo) <= v (positive patterns are ordered by value).
@@ -77,7 +77,8 @@ TEST(GpuNarrow, F16FromF32MatchesRoundToNearestEven) {
   EXPECT_EQ(f16_bits_from_f32(0x477fefffu), 0x7bffu);  // just below: 65504
   EXPECT_EQ(f16_bits_from_f32(0x33000000u), 0x0000u);  // 2^-25: tie to even zero
   EXPECT_EQ(f16_bits_from_f32(0x33000001u), 0x0001u);
-  EXPECT_EQ(f16_bits_from_f32(0xffc00001u), 0xfe00u);  // NaN keeps its sign only
+  EXPECT_EQ(f16_bits_from_f32(0xffc00001u), 0x7e00u);  // every NaN: the one positive quiet NaN
+  EXPECT_EQ(f16_bits_from_f32(0x7f800001u), 0x7e00u);
 }
 
 TEST(GpuNarrow, F16ToF32IsExact) {
@@ -108,9 +109,12 @@ TEST(GpuNarrow, Bf16FromF32MatchesRoundToNearestEven) {
   EXPECT_EQ(bf16_bits_from_f32(0x00008000u), 0x0000u);  // subnormal tie to even
   EXPECT_EQ(bf16_bits_from_f32(0x00018000u), 0x0002u);
   EXPECT_EQ(bf16_bits_from_f32(0x7f800001u), 0x7fc0u);
-  for (uint32_t b = 0; b < 0x10000u; ++b)
-    if (!std::isnan(f32(f32_bits_from_bf16(static_cast<uint16_t>(b)))))
+  EXPECT_EQ(bf16_bits_from_f32(0xffc00000u), 0x7fc0u);  // x86's default NaN is negative
+  for (uint32_t b = 0; b < 0x10000u; ++b) {
+    if (!std::isnan(f32(f32_bits_from_bf16(static_cast<uint16_t>(b))))) {
       ASSERT_EQ(bf16_bits_from_f32(f32_bits_from_bf16(static_cast<uint16_t>(b))), b);
+    }
+  }
 }
 
 }  // namespace
