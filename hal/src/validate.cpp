@@ -18,13 +18,19 @@ std::string dtype_list(uint32_t mask) {
 }
 
 bool is_row_major(const xhal_tensor_t& t) {
-  int64_t expected = 1;
+  // The product of the inner extents, saturated past int64 (no stride can
+  // equal it then): an empty tensor's other extents may multiply past 2^63
+  // before its zero extent is reached (shape [0, 2^63 - 1, 2]).
+  const u128 past_int64 = u128(1) << 64;
+  u128 expected = 1;
   for (uint32_t k = t.rank; k-- > 0;) {
     // The stride of a dim of extent 1 never matters; an empty tensor has no
     // layout to get wrong.
     if (t.shape[k] == 0) return true;
-    if (t.shape[k] != 1 && t.strides[k] != expected) return false;
-    expected *= t.shape[k];
+    if (t.shape[k] != 1 && (t.strides[k] < 0 || static_cast<u128>(t.strides[k]) != expected))
+      return false;
+    expected *= static_cast<uint64_t>(t.shape[k]);  // extents are >= 0 here
+    if (expected > past_int64) expected = past_int64;
   }
   return true;
 }
