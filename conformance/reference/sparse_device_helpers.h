@@ -12,6 +12,7 @@
 #include <cstring>
 #include <functional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "../check.h"
@@ -105,20 +106,27 @@ inline std::vector<int64_t> dense_shape(int64_t n, int64_t k, bool as_vector) {
   return as_vector ? std::vector<int64_t>{n} : std::vector<int64_t>{n, k};
 }
 
-// Device copy of `v` viewed with `shape`.
+// Device copy of `v` (f32 or f64) viewed with `shape`.
+template <class T>
+inline xhal_tensor_t dense(xhal_device_t dev, BufferGuard& guard, const std::vector<T>& v,
+                           std::vector<int64_t> shape) {
+  xhal_buffer_t b = guard.add(upload(dev, v.data(), v.size() * sizeof(T)));
+  return tensor(b, dtype_of<T>(), std::move(shape));
+}
+// f32, also from a braced list.
 inline xhal_tensor_t dense(xhal_device_t dev, BufferGuard& guard, const std::vector<float>& v,
                            std::vector<int64_t> shape) {
-  xhal_buffer_t b = guard.add(upload(dev, v.data(), v.size() * sizeof(float)));
-  return tensor(b, XHAL_DTYPE_F32, std::move(shape));
+  return dense<float>(dev, guard, v, std::move(shape));
 }
 
-// A poisoned (NaN pattern) device tensor of `count` floats.
+// A poisoned (NaN pattern) device tensor of `count` elements of T.
+template <class T = float>
 inline xhal_tensor_t poisoned(xhal_device_t dev, BufferGuard& guard, int64_t count,
                               std::vector<int64_t> shape) {
-  std::vector<float> zeros(static_cast<size_t>(count), 0.0f);
-  xhal_buffer_t b = guard.add(upload(dev, zeros.data(), zeros.size() * sizeof(float)));
+  std::vector<T> zeros(static_cast<size_t>(count), T(0));
+  xhal_buffer_t b = guard.add(upload(dev, zeros.data(), zeros.size() * sizeof(T)));
   poison(b);
-  return tensor(b, XHAL_DTYPE_F32, std::move(shape));
+  return tensor(b, dtype_of<T>(), std::move(shape));
 }
 
 inline int64_t elements(const xhal_tensor_t& t) {
@@ -127,12 +135,14 @@ inline int64_t elements(const xhal_tensor_t& t) {
   return n;
 }
 
-inline std::vector<float> read(const xhal_tensor_t& t) {
-  return download<float>(t.buffer, static_cast<size_t>(elements(t)), t.offset);
+template <class T = float>
+inline std::vector<T> read(const xhal_tensor_t& t) {
+  return download<T>(t.buffer, static_cast<size_t>(elements(t)), t.offset);
 }
 
-inline void rewrite(const xhal_tensor_t& t, const std::vector<float>& v) {
-  ASSERT_EQ(xhal_buffer_write(t.buffer, t.offset, v.data(), v.size() * sizeof(float)), XHAL_OK)
+template <class T>
+inline void rewrite(const xhal_tensor_t& t, const std::vector<T>& v) {
+  ASSERT_EQ(xhal_buffer_write(t.buffer, t.offset, v.data(), v.size() * sizeof(T)), XHAL_OK)
       << xhal_last_error();
 }
 
@@ -165,18 +175,32 @@ inline uint32_t bits(float v) {
   return u;
 }
 
+inline uint64_t bits(double v) {
+  uint64_t u;
+  std::memcpy(&u, &v, 8);
+  return u;
+}
+
 inline std::string describe(float v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.9g (0x%08" PRIx32 ")", double(v), bits(v));
   return buf;
 }
 
-inline bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() &&
-         (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
+inline std::string describe(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g (0x%016" PRIx64 ")", v, bits(v));
+  return buf;
 }
 
-inline std::string first_difference(const std::vector<float>& got, const std::vector<float>& want) {
+template <class T>
+inline bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
+  return a.size() == b.size() &&
+         (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
+}
+
+template <class T>
+inline std::string first_difference(const std::vector<T>& got, const std::vector<T>& want) {
   if (got.size() != want.size())
     return "sizes " + std::to_string(got.size()) + " vs " + std::to_string(want.size());
   size_t count = 0, first = 0;
@@ -188,8 +212,9 @@ inline std::string first_difference(const std::vector<float>& got, const std::ve
          describe(want[first]);
 }
 
-inline bool any_poison(const std::vector<float>& v) {
-  for (float x : v)
+template <class T>
+inline bool any_poison(const std::vector<T>& v) {
+  for (T x : v)
     if (is_poison(x)) return true;
   return false;
 }
@@ -206,16 +231,16 @@ class LevelTracker {
  public:
   explicit LevelTracker(xhal_op_t op) { record_op(op); }
   ~LevelTracker() { record_level(::testing::Test::HasFailure() ? Level::kNone : level_); }
-  void compare(const std::string& what, const std::vector<float>& got,
-               const std::vector<float>& canonical,
-               const std::function<std::vector<float>()>& rerun) {
+  template <class T>
+  void compare(const std::string& what, const std::vector<T>& got, const std::vector<T>& canonical,
+               const std::function<std::vector<std::type_identity_t<T>>()>& rerun) {
     EXPECT_FALSE(any_poison(got)) << what << ": output not fully written";
     if (same_bits(got, canonical)) return;
     const std::string diff = first_difference(got, canonical);
     std::printf("[ sparse   ] %s: not bit-exact: %s\n", what.c_str(), diff.c_str());
     // --require-bit-exact: accurate is not enough (the CPU backend claims bits).
     if (::xhal::conf::require_bit_exact()) ADD_FAILURE() << what << ": not bit-exact: " << diff;
-    const std::vector<float> again = rerun();
+    const std::vector<T> again = rerun();
     EXPECT_TRUE(same_bits(got, again))
         << what << ": not deterministic across two runs: " << first_difference(again, got);
     if (level_ == Level::kBitExact) level_ = Level::kAccurate;

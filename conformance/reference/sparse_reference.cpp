@@ -9,8 +9,9 @@
 
 namespace xhal::conf::sparse {
 
-Csr transpose(const Csr& a, std::vector<int64_t>* perm) {
-  Csr t;
+template <class T>
+CsrOf<T> transpose(const CsrOf<T>& a, std::vector<int64_t>* perm) {
+  CsrOf<T> t;
   t.rows = a.cols;
   t.cols = a.rows;
   t.row_ptr.assign(a.cols + 1, 0);
@@ -48,67 +49,70 @@ int64_t op_cols(const Csr& a, xhal_transpose_t trans) {
 }
 
 // op(A) as an explicit CSR (the references may materialise it; devices may not).
-static Csr op_matrix(const Csr& a, xhal_transpose_t trans) {
+template <class T>
+static CsrOf<T> op_matrix(const CsrOf<T>& a, xhal_transpose_t trans) {
   return trans == XHAL_TRANSPOSE_NONE ? a : transpose(a);
 }
 
-// ---- canonical float32 ---------------------------------------------------
+// ---- canonical orders (float, double; long double for references) -------
 
-float tree_sum(std::span<const float> v) {
+template <class T>
+T tree_sum(std::span<const T> v) {
   size_t p = 1;
   while (p < v.size()) p *= 2;
-  std::vector<float> level(v.begin(), v.end());
-  level.resize(p, +0.0f);
+  std::vector<T> level(v.begin(), v.end());
+  level.resize(p, T(+0.0));
   while (level.size() > 1) {
-    std::vector<float> up(level.size() / 2);
+    std::vector<T> up(level.size() / 2);
     for (size_t i = 0; i < up.size(); ++i) up[i] = level[2 * i] + level[2 * i + 1];
     level.swap(up);
   }
   return level[0];
 }
 
-float segsum(std::span<const float> terms) {
+template <class T>
+T segsum(std::span<const T> terms) {
   constexpr size_t kChunk = 32;
-  std::vector<float> chunk_sums;
+  std::vector<T> chunk_sums;
   for (size_t start = 0; start < terms.size(); start += kChunk) {
-    float c = +0.0f;
+    T c = T(+0.0);
     for (size_t t = start; t < terms.size() && t < start + kChunk; ++t) c = c + terms[t];
     chunk_sums.push_back(c);
   }
-  return tree_sum(chunk_sums);
+  return tree_sum<T>(chunk_sums);
 }
 
-std::vector<float> spmm_canonical(const Csr& a, xhal_transpose_t trans, float alpha,
-                                  const std::vector<float>& x, float beta,
-                                  const std::vector<float>& y, int64_t k) {
-  const Csr m = op_matrix(a, trans);
-  std::vector<float> out(m.rows * k);
-  std::vector<float> terms;
+template <class T>
+std::vector<T> spmm_canonical(const CsrOf<T>& a, xhal_transpose_t trans, T alpha,
+                              const std::vector<T>& x, T beta, const std::vector<T>& y, int64_t k) {
+  const CsrOf<T> m = op_matrix(a, trans);
+  std::vector<T> out(m.rows * k);
+  std::vector<T> terms;
   for (int64_t i = 0; i < m.rows; ++i) {
     for (int64_t c = 0; c < k; ++c) {
       terms.clear();
       for (int64_t e = m.row_ptr[i]; e < m.row_ptr[i + 1]; ++e)
         terms.push_back(m.values[e] * x[m.col_idx[e] * k + c]);
-      const float t = segsum(terms);
-      out[i * k + c] = beta == 0.0f ? alpha * t : (alpha * t) + (beta * y[i * k + c]);
+      const T t = segsum<T>(terms);
+      out[i * k + c] = beta == T(0) ? alpha * t : (alpha * t) + (beta * y[i * k + c]);
     }
   }
   return out;
 }
 
-std::vector<float> solve_canonical(const Csr& a, xhal_transpose_t trans, xhal_triangle_t triangle,
-                                   xhal_diagonal_t diagonal, const std::vector<float>& b,
-                                   int64_t k) {
-  const Csr m = op_matrix(a, trans);
+template <class T>
+std::vector<T> solve_canonical(const CsrOf<T>& a, xhal_transpose_t trans, xhal_triangle_t triangle,
+                               xhal_diagonal_t diagonal, const std::vector<T>& b, int64_t k) {
+  const CsrOf<T> m = op_matrix(a, trans);
   const int64_t n = m.rows;
-  std::vector<float> x(n * k, +0.0f);
+  std::vector<T> x(n * k, T(+0.0));
   const bool lower = op_is_lower(trans, triangle);
-  std::vector<float> terms;
+  std::vector<T> terms;
   for (int64_t step = 0; step < n; ++step) {
     const int64_t row = lower ? step : n - 1 - step;
     for (int64_t c = 0; c < k; ++c) {
       terms.clear();
-      float diag = 1.0f;
+      T diag = T(1);
       bool has_diag = false;
       for (int64_t e = m.row_ptr[row]; e < m.row_ptr[row + 1]; ++e) {
         const int64_t j = m.col_idx[e];
@@ -119,7 +123,7 @@ std::vector<float> solve_canonical(const Csr& a, xhal_transpose_t trans, xhal_tr
           terms.push_back(m.values[e] * x[j * k + c]);
         }
       }
-      const float s = segsum(terms);
+      const T s = segsum<T>(terms);
       if (diagonal == XHAL_DIAGONAL_UNIT) {
         x[row * k + c] = b[row * k + c] - s;
       } else {
@@ -131,26 +135,28 @@ std::vector<float> solve_canonical(const Csr& a, xhal_transpose_t trans, xhal_tr
   return x;
 }
 
-SolveGrads solve_backward_canonical(const Csr& a, xhal_transpose_t trans, xhal_triangle_t triangle,
-                                    xhal_diagonal_t diagonal, const std::vector<float>& x,
-                                    const std::vector<float>& dx, int64_t k) {
-  SolveGrads g;
+template <class T>
+SolveGradsOf<T> solve_backward_canonical(const CsrOf<T>& a, xhal_transpose_t trans,
+                                         xhal_triangle_t triangle, xhal_diagonal_t diagonal,
+                                         const std::vector<T>& x, const std::vector<T>& dx,
+                                         int64_t k) {
+  SolveGradsOf<T> g;
   // op(A)^T is A seen through the other transpose; the stored triangle stays.
   g.gb = solve_canonical(a, flip(trans), triangle, diagonal, dx, k);
   g.ga.resize(a.nnz());
-  std::vector<float> terms;
+  std::vector<T> terms;
   for (int64_t r = 0; r < a.rows; ++r) {
     for (int64_t e = a.row_ptr[r]; e < a.row_ptr[r + 1]; ++e) {
       const int64_t col = a.col_idx[e];
       if (diagonal == XHAL_DIAGONAL_UNIT && col == r) {
-        g.ga[e] = +0.0f;
+        g.ga[e] = T(+0.0);
         continue;
       }
       const int64_t i = trans == XHAL_TRANSPOSE_NONE ? r : col;
       const int64_t j = trans == XHAL_TRANSPOSE_NONE ? col : r;
       terms.clear();
       for (int64_t c = 0; c < k; ++c) terms.push_back(g.gb[i * k + c] * x[j * k + c]);
-      g.ga[e] = -segsum(terms);
+      g.ga[e] = -segsum<T>(terms);
     }
   }
   return g;
@@ -183,11 +189,14 @@ Csr spgemm_pattern(const Csr& a, const Csr& b) {
   return c;
 }
 
-Csr spgemm_canonical(const Csr& a, const Csr& b) {
-  Csr c = spgemm_pattern(a, b);
-  std::vector<float> acc(b.cols, +0.0f);
+template <class T>
+CsrOf<T> spgemm_canonical(const CsrOf<T>& a, const CsrOf<T>& b) {
+  const Csr pattern = spgemm_pattern(with_values(a, std::vector<float>(a.values.size())),
+                                     with_values(b, std::vector<float>(b.values.size())));
+  CsrOf<T> c = with_values(pattern, std::vector<T>(pattern.col_idx.size(), T(+0.0)));
+  std::vector<T> acc(b.cols, T(+0.0));
   for (int64_t i = 0; i < a.rows; ++i) {
-    for (int64_t e = c.row_ptr[i]; e < c.row_ptr[i + 1]; ++e) acc[c.col_idx[e]] = +0.0f;
+    for (int64_t e = c.row_ptr[i]; e < c.row_ptr[i + 1]; ++e) acc[c.col_idx[e]] = T(+0.0);
     // Outer loop over ascending k: every acc[j] sees its terms in k order.
     for (int64_t e = a.row_ptr[i]; e < a.row_ptr[i + 1]; ++e) {
       const int64_t kk = a.col_idx[e];
@@ -198,6 +207,25 @@ Csr spgemm_canonical(const Csr& a, const Csr& b) {
   }
   return c;
 }
+
+// The instantiations the tests use.
+#define XHAL_CONF_SPARSE_CANONICAL(T)                                                             \
+  template CsrOf<T> transpose(const CsrOf<T>&, std::vector<int64_t>*);                            \
+  template T tree_sum(std::span<const T>);                                                        \
+  template T segsum(std::span<const T>);                                                          \
+  template std::vector<T> spmm_canonical(const CsrOf<T>&, xhal_transpose_t, T,                    \
+                                         const std::vector<T>&, T, const std::vector<T>&,         \
+                                         int64_t);                                                \
+  template std::vector<T> solve_canonical(const CsrOf<T>&, xhal_transpose_t, xhal_triangle_t,     \
+                                          xhal_diagonal_t, const std::vector<T>&, int64_t);       \
+  template SolveGradsOf<T> solve_backward_canonical(                                              \
+      const CsrOf<T>&, xhal_transpose_t, xhal_triangle_t, xhal_diagonal_t, const std::vector<T>&, \
+      const std::vector<T>&, int64_t);                                                            \
+  template CsrOf<T> spgemm_canonical(const CsrOf<T>&, const CsrOf<T>&);
+XHAL_CONF_SPARSE_CANONICAL(float)
+XHAL_CONF_SPARSE_CANONICAL(double)
+XHAL_CONF_SPARSE_CANONICAL(long double)
+#undef XHAL_CONF_SPARSE_CANONICAL
 
 // ---- float64 ---------------------------------------------------------------
 

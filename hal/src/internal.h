@@ -147,9 +147,10 @@ struct Plan {
 struct Matrix {
   Device* device = nullptr;
   void* plugin_matrix = nullptr;
-  Buffer* values = nullptr;  // nnz f32, owned (no handle)
+  Buffer* values = nullptr;  // nnz of values_dtype, owned (no handle)
   int64_t rows = 0, cols = 0, nnz = 0;
   xhal_dtype_t index_dtype = XHAL_DTYPE_I64;
+  xhal_dtype_t values_dtype = XHAL_DTYPE_F32;  // f32 or f64
   uint64_t handle = 0;
   // Host copy of the validated pattern (kept: spgemm's symbolic phase,
   // triangle checks, xhal_csr_read) and derived facts.

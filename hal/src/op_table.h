@@ -44,7 +44,8 @@ enum class Shape : uint8_t {
 
 inline constexpr uint32_t kF32 = 1u << XHAL_DTYPE_F32;
 // f32 and f64: the saved statistics of the norms (f32 for f32, f16 and bf16
-// x, f64 for f64 x; docs/semantics.md 7.2, 7.3).
+// x, f64 for f64 x; docs/semantics.md 7.2, 7.3), and every tensor of a
+// sparse op, which must also be the matrix's value dtype.
 inline constexpr uint32_t kF32F64 = kF32 | (1u << XHAL_DTYPE_F64);
 // The floating ops that exist in f64, f16 and bf16 too (docs/semantics.md
 // 7.2, 7.3): index_add, softmax, the norms. Which dtypes may meet in one
@@ -193,31 +194,31 @@ inline constexpr Op kOps[] = {
      XHAL_SLOT_OF(spmv),
      Needs::kMatrix,
      2,
-     {{"x", Role::kIn, Shape::kOpColumns, kF32},  //
-      {"y", Role::kOut, Shape::kOpRows, kF32}}},
+     {{"x", Role::kIn, Shape::kOpColumns, kF32F64},  //
+      {"y", Role::kOut, Shape::kOpRows, kF32F64}}},
     {XHAL_OP_SPMM,
      "spmm",
      XHAL_SLOT_OF(spmm),
      Needs::kMatrix,
      2,
-     {{"x", Role::kIn, Shape::kOpColumns, kF32},  //
-      {"y", Role::kOut, Shape::kOpRows, kF32}}},
+     {{"x", Role::kIn, Shape::kOpColumns, kF32F64},  //
+      {"y", Role::kOut, Shape::kOpRows, kF32F64}}},
     {XHAL_OP_CSR_SOLVE,
      "csr_solve",
      XHAL_SLOT_OF(csr_solve),
      Needs::kMatrix,
      2,
-     {{"b", Role::kIn, Shape::kSolveRhs, kF32},  //
-      {"x", Role::kOut, Shape::kLikeX, kF32, 0}}},
+     {{"b", Role::kIn, Shape::kSolveRhs, kF32F64},  //
+      {"x", Role::kOut, Shape::kLikeX, kF32F64, 0}}},
     {XHAL_OP_CSR_SOLVE_BACKWARD,
      "csr_solve_backward",
      XHAL_SLOT_OF(csr_solve_backward),
      Needs::kMatrix,
      4,
-     {{"x", Role::kIn, Shape::kSolveRhs, kF32},
-      {"dx", Role::kIn, Shape::kLikeX, kF32},
-      {"gb", Role::kOut, Shape::kLikeX, kF32},
-      {"ga", Role::kOut, Shape::kNnz, kF32, kNone, kNone, true}}},
+     {{"x", Role::kIn, Shape::kSolveRhs, kF32F64},
+      {"dx", Role::kIn, Shape::kLikeX, kF32F64},
+      {"gb", Role::kOut, Shape::kLikeX, kF32F64},
+      {"ga", Role::kOut, Shape::kNnz, kF32F64, kNone, kNone, true}}},
     {XHAL_OP_SPGEMM, "spgemm", XHAL_SLOT_OF(spgemm_numeric), Needs::kMatrix, 0, {}},
 };
 // clang-format on

@@ -74,6 +74,12 @@ xhal_status_t check_solve_rhs(const Matrix& m, const Checked& c, OpArgs* a) {
 
 xhal_status_t check_nnz(const Matrix& m, const Checked& c) { return check_shape(c, {m.nnz}); }
 
+xhal_status_t check_matrix_dtype(const Checked& c, const Matrix& m) {
+  if (c.dtype() == m.values_dtype) return XHAL_OK;
+  return fail(XHAL_INVALID_ARGUMENT, "argument '%s': dtype %s but matrix 'a' holds %s values",
+              c.name, xhal_dtype_name(c.dtype()), xhal_dtype_name(m.values_dtype));
+}
+
 xhal_status_t check_dtype_agrees(const Checked& c, const Checked& anchor, ops::DtypeRule rule) {
   if (ops::dtype_agrees(rule, c.dtype(), anchor.dtype())) return XHAL_OK;
   const char* why = "";

@@ -49,6 +49,8 @@ xhal_status_t check_op_shape(const Matrix& m, bool transpose, bool rows, const C
                              bool spmm, OpArgs* a);
 xhal_status_t check_solve_rhs(const Matrix& m, const Checked& c, OpArgs* a);
 xhal_status_t check_nnz(const Matrix& m, const Checked& c);
+// c's dtype against the matrix's value dtype (every tensor of a sparse op).
+xhal_status_t check_matrix_dtype(const Checked& c, const Matrix& m);
 // c's dtype against its anchor's under `rule` (op_table.h, dtype_agrees).
 xhal_status_t check_dtype_agrees(const Checked& c, const Checked& anchor, ops::DtypeRule rule);
 
@@ -119,8 +121,14 @@ inline xhal_status_t validate_op(Device* device, const xhal_tensor_t* const* ten
   for (size_t i = 0; i < n; ++i)
     if (op.args[i].same_dtype_as != ops::kNone && a->present[i])
       XHAL_TRY(check_dtype_agrees(a->arg[i], a->arg[op.args[i].same_dtype_as], op.args[i].rule));
-      // Aliasing: an output overlaps no other argument but the one input it may
-      // be exactly. A pair of outputs is checked once, from the later one.
+  // A sparse op's tensors all take the matrix's value dtype.
+  if constexpr (op.needs == ops::Needs::kMatrix) {
+#pragma GCC unroll 8
+    for (size_t i = 0; i < n; ++i)
+      if (a->present[i]) XHAL_TRY(check_matrix_dtype(a->arg[i], *ctx.matrix));
+  }
+  // Aliasing: an output overlaps no other argument but the one input it may
+  // be exactly. A pair of outputs is checked once, from the later one.
 #pragma GCC unroll 8
   for (size_t o = 0; o < n; ++o) {
     if (op.args[o].role != ops::Role::kOut || !a->present[o]) continue;

@@ -53,10 +53,30 @@ xhal_status_t validate_csr_pattern(const CsrPattern& p, const char* arg) {
   return XHAL_OK;
 }
 
-int64_t first_zero_diagonal(const Matrix& m, const float* values) {
-  for (size_t i = 0; i < m.diag_pos.size(); ++i)
-    if (m.diag_pos[i] >= 0 && values[m.diag_pos[i]] == 0.0f) return static_cast<int64_t>(i);
-  return -1;
+int64_t first_zero_diagonal(const Matrix& m, const void* values) {
+  auto first_zero = [&m](const auto* v) -> int64_t {
+    for (size_t i = 0; i < m.diag_pos.size(); ++i)
+      if (m.diag_pos[i] >= 0 && v[m.diag_pos[i]] == 0) return static_cast<int64_t>(i);
+    return -1;
+  };
+  if (m.values_dtype == XHAL_DTYPE_F64) return first_zero(static_cast<const double*>(values));
+  return first_zero(static_cast<const float*>(values));
+}
+
+xhal_status_t check_values_dtype_supported(const Device* device, xhal_dtype_t dtype,
+                                           const char* arg) {
+  if (dtype == XHAL_DTYPE_F32) return XHAL_OK;
+  constexpr xhal_op_t kSparseOps[] = {XHAL_OP_SPMV, XHAL_OP_SPMM, XHAL_OP_CSR_SOLVE,
+                                      XHAL_OP_CSR_SOLVE_BACKWARD, XHAL_OP_SPGEMM};
+  bool claimed = false;
+  for (xhal_op_t op : kSparseOps)
+    claimed = claimed || (device->info.op_dtypes[op] & dtype_bit(dtype));
+  if (device->plugin_abi_minor >= 6 && claimed) return XHAL_OK;
+  return fail(XHAL_UNSUPPORTED,
+              "argument '%s': %s matrix values are not implemented by backend '%s' (no sparse op "
+              "of it takes %s%s)",
+              arg, xhal_dtype_name(dtype), device->backend.c_str(), xhal_dtype_name(dtype),
+              device->plugin_abi_minor < 6 ? "; its plugin ABI is older than 1.6" : "");
 }
 
 xhal_status_t check_matrix(Device* device, const char* name, xhal_csr_t handle, Matrix** out) {
@@ -108,11 +128,12 @@ xhal_status_t make_csr(Device* device, CsrPattern&& p, xhal_dtype_t index_dtype,
   m->cols = p.cols;
   m->nnz = p.nnz;
   m->index_dtype = index_dtype;
+  m->values_dtype = values.dtype;
   m->row_ptr = std::move(p.row_ptr);
   m->col_idx = std::move(p.col_idx);
   analyse(*m);
 
-  const uint64_t bytes = static_cast<uint64_t>(m->nnz) * sizeof(float);
+  const uint64_t bytes = static_cast<uint64_t>(m->nnz) * xhal_dtype_size(values.dtype);
   void* plugin_values = nullptr;
   XHAL_TRY(XHAL_PLUGIN_CALL(device, buffer_allocate, bytes, &plugin_values));
   m->values = new Buffer;
@@ -134,7 +155,10 @@ xhal_status_t make_csr(Device* device, CsrPattern&& p, xhal_dtype_t index_dtype,
       const uint32_t zero = 0;
       s = XHAL_PLUGIN_CALL(device, buffer_fill, plugin_values, 0, bytes, &zero, 4);
       m->values_known = true;
-      m->first_zero_diag_row = first_zero_diagonal(*m, std::vector<float>(m->nnz, 0.0f).data());
+      // Zeros on a stored diagonal: the first row with one.
+      m->first_zero_diag_row = -1;
+      for (size_t i = 0; i < m->diag_pos.size() && m->first_zero_diag_row < 0; ++i)
+        if (m->diag_pos[i] >= 0) m->first_zero_diag_row = static_cast<int64_t>(i);
     }
   }
   if (s == XHAL_OK) {
@@ -149,6 +173,7 @@ xhal_status_t make_csr(Device* device, CsrPattern&& p, xhal_dtype_t index_dtype,
     d.t_col_idx = m->t_col_idx.data();
     d.t_perm = m->t_perm.data();
     d.values_buffer = plugin_values;
+    d.values_dtype = values.dtype;
     s = XHAL_PLUGIN_CALL(device, csr_create, &d, &m->plugin_matrix);
   }
   if (s == XHAL_OK) {
@@ -257,6 +282,8 @@ xhal_status_t csr_create(xhal_device_t device_handle, const xhal_csr_desc_t* des
   take(d.row_ptr_buffer);
   take(d.col_idx_buffer);
   take(d.values_buffer);
+  take(d.values_dtype);
+  take(d.values_data);
   d.struct_size = desc->struct_size;
 
   if (d.rows < 0 || d.cols < 0 || d.nnz < 0)
@@ -276,9 +303,26 @@ xhal_status_t csr_create(xhal_device_t device_handle, const xhal_csr_desc_t* des
   const auto index_dtype = static_cast<xhal_dtype_t>(raw_index_dtype);
   if (d.rows >= (int64_t(1) << 40) || d.nnz >= (int64_t(1) << 40) || d.cols >= (int64_t(1) << 40))
     return fail(XHAL_OUT_OF_RANGE, "argument 'desc': rows, cols or nnz beyond 2^40");
-  const uint64_t value_bytes = static_cast<uint64_t>(d.nnz) * sizeof(float);
+  const uint32_t raw_values_dtype = raw_enum(d.values_dtype);
+  if (raw_values_dtype != 0 && raw_values_dtype != XHAL_DTYPE_F32 &&
+      raw_values_dtype != XHAL_DTYPE_F64)
+    return fail(XHAL_INVALID_ARGUMENT, "argument 'desc': values_dtype %s, expected f32 or f64",
+                is_dtype(raw_values_dtype)
+                    ? xhal_dtype_name(static_cast<xhal_dtype_t>(raw_values_dtype))
+                    : std::to_string(raw_values_dtype).c_str());
+  const auto values_dtype = raw_values_dtype == XHAL_DTYPE_F64 ? XHAL_DTYPE_F64 : XHAL_DTYPE_F32;
+  if (d.values && d.values_data)
+    return fail(XHAL_INVALID_ARGUMENT,
+                "argument 'desc': values and values_data are both set (give one)");
+  if (d.values && values_dtype != XHAL_DTYPE_F32)
+    return fail(XHAL_INVALID_ARGUMENT,
+                "argument 'desc': values is f32 but values_dtype is %s (give the host values "
+                "through values_data)",
+                xhal_dtype_name(values_dtype));
+  const void* host_values = d.values ? static_cast<const void*>(d.values) : d.values_data;
+  const uint64_t value_bytes = static_cast<uint64_t>(d.nnz) * xhal_dtype_size(values_dtype);
   Buffer* values_buffer = nullptr;
-  if (!d.values && d.values_buffer) {
+  if (!host_values && d.values_buffer) {
     XHAL_TRY(get_buffer(d.values_buffer, "desc.values_buffer", &values_buffer));
     if (values_buffer->device != device)
       return fail(XHAL_WRONG_DEVICE,
@@ -288,8 +332,8 @@ xhal_status_t csr_create(xhal_device_t device_handle, const xhal_csr_desc_t* des
     if (values_buffer->size < value_bytes)
       return fail(XHAL_OUT_OF_RANGE,
                   "argument 'desc': values_buffer has %" PRIu64 " bytes but %" PRId64
-                  " f32 values need %" PRIu64,
-                  values_buffer->size, d.nnz, value_bytes);
+                  " %s values need %" PRIu64,
+                  values_buffer->size, d.nnz, xhal_dtype_name(values_dtype), value_bytes);
   }
   Buffer *row_ptr_buffer = nullptr, *col_idx_buffer = nullptr;
   XHAL_TRY(check_index_source(device, "row_ptr", d.row_ptr, d.row_ptr_buffer, index_dtype,
@@ -297,6 +341,7 @@ xhal_status_t csr_create(xhal_device_t device_handle, const xhal_csr_desc_t* des
   XHAL_TRY(check_index_source(device, "col_idx", d.col_idx, d.col_idx_buffer, index_dtype, d.nnz,
                               &col_idx_buffer));
   XHAL_TRY(check_slot(device, device->api->csr_create != nullptr, "CSR matrices"));
+  XHAL_TRY(check_values_dtype_supported(device, values_dtype, "desc"));
 
   std::lock_guard queue(device->queue);
   try {
@@ -308,8 +353,9 @@ xhal_status_t csr_create(xhal_device_t device_handle, const xhal_csr_desc_t* des
     XHAL_TRY(read_indices(device, d.col_idx, col_idx_buffer, index_dtype, d.nnz, &p.col_idx));
     XHAL_TRY(validate_csr_pattern(p, "desc"));
     CsrValues v;
-    v.host = d.values;
-    v.device = d.values ? nullptr : values_buffer;
+    v.dtype = values_dtype;
+    v.host = host_values;
+    v.device = host_values ? nullptr : values_buffer;
     Matrix* m = nullptr;
     XHAL_TRY(make_csr(device, std::move(p), index_dtype, v, &m));
     *out_matrix = to_handle<xhal_csr_t>(m->handle);
@@ -333,6 +379,44 @@ void destroy_matrix(Matrix* m) {
   delete m;
 }
 }  // namespace xhal
+
+namespace {
+
+// A host-values call's dtype against the matrix's. `other` names the call
+// that takes the matrix's dtype when this one cannot (NULL: none).
+xhal_status_t check_matrix_values_dtype(const Matrix& m, uint32_t dtype, const char* arg,
+                                        const char* other) {
+  if (dtype == static_cast<uint32_t>(m.values_dtype)) return XHAL_OK;
+  const std::string given =
+      is_dtype(dtype) ? xhal_dtype_name(static_cast<xhal_dtype_t>(dtype)) : std::to_string(dtype);
+  return fail(XHAL_INVALID_ARGUMENT, "argument '%s': %s but the matrix holds %s values%s%s", arg,
+              given.c_str(), xhal_dtype_name(m.values_dtype), other ? "; use " : "",
+              other ? other : "");
+}
+
+// nnz values of the matrix's dtype from the host (dtype already checked).
+xhal_status_t set_host_values(Matrix* m, const void* values) {
+  if (m->nnz == 0) return XHAL_OK;
+  if (!values) return fail(XHAL_INVALID_ARGUMENT, "argument 'values': NULL");
+  Device* device = m->device;
+  const int64_t zero_row = first_zero_diagonal(*m, values);
+  std::lock_guard queue(device->queue);
+  XHAL_TRY(
+      XHAL_PLUGIN_CALL(device, buffer_write, m->values->plugin_buffer, 0, values, m->values->size));
+  m->values_known = true;
+  m->first_zero_diag_row = zero_row;
+  return XHAL_OK;
+}
+
+xhal_status_t read_host_values(Matrix* m, void* out_values) {
+  if (m->nnz == 0) return XHAL_OK;
+  Device* device = m->device;
+  std::lock_guard queue(device->queue);
+  return XHAL_PLUGIN_CALL(device, buffer_read, m->values->plugin_buffer, 0, out_values,
+                          m->values->size);
+}
+
+}  // namespace
 
 extern "C" {
 
@@ -373,20 +457,32 @@ xhal_status_t xhal_csr_get_index_dtype(xhal_csr_t matrix, xhal_dtype_t* out_inde
   });
 }
 
+xhal_status_t xhal_csr_get_values_dtype(xhal_csr_t matrix, xhal_dtype_t* out_values_dtype) {
+  return entry("xhal_csr_get_values_dtype", [&]() -> xhal_status_t {
+    Matrix* m = nullptr;
+    XHAL_TRY(get_matrix(matrix, "matrix", &m));
+    if (!out_values_dtype)
+      return fail(XHAL_INVALID_ARGUMENT, "argument 'out_values_dtype' is NULL");
+    *out_values_dtype = m->values_dtype;
+    return XHAL_OK;
+  });
+}
+
 xhal_status_t xhal_csr_set_values(xhal_csr_t matrix, const float* values) {
   return entry("xhal_csr_set_values", [&]() -> xhal_status_t {
     Matrix* m = nullptr;
     XHAL_TRY(get_matrix(matrix, "matrix", &m));
-    if (m->nnz == 0) return XHAL_OK;
-    if (!values) return fail(XHAL_INVALID_ARGUMENT, "argument 'values': NULL");
-    Device* device = m->device;
-    const int64_t zero_row = first_zero_diagonal(*m, values);
-    std::lock_guard queue(device->queue);
-    XHAL_TRY(XHAL_PLUGIN_CALL(device, buffer_write, m->values->plugin_buffer, 0, values,
-                              m->values->size));
-    m->values_known = true;
-    m->first_zero_diag_row = zero_row;
-    return XHAL_OK;
+    XHAL_TRY(check_matrix_values_dtype(*m, XHAL_DTYPE_F32, "values", "xhal_csr_set_values_typed"));
+    return set_host_values(m, values);
+  });
+}
+
+xhal_status_t xhal_csr_set_values_typed(xhal_csr_t matrix, xhal_dtype_t dtype, const void* values) {
+  return entry("xhal_csr_set_values_typed", [&]() -> xhal_status_t {
+    Matrix* m = nullptr;
+    XHAL_TRY(get_matrix(matrix, "matrix", &m));
+    XHAL_TRY(check_matrix_values_dtype(*m, raw_enum(dtype), "dtype", nullptr));
+    return set_host_values(m, values);
   });
 }
 
@@ -397,8 +493,13 @@ xhal_status_t xhal_csr_set_values_tensor(xhal_csr_t matrix, const xhal_tensor_t*
     Device* device = m->device;
     std::lock_guard queue(device->queue);
     Checked cv;
-    XHAL_TRY(check_tensor(device, "values", values, "csr_set_values_tensor", kF32Only,
+    XHAL_TRY(check_tensor(device, "values", values, "csr_set_values_tensor",
+                          dtype_bit(XHAL_DTYPE_F32) | dtype_bit(XHAL_DTYPE_F64),
                           Layout::kContiguous, &cv));
+    if (cv.dtype() != m->values_dtype)
+      return fail(XHAL_INVALID_ARGUMENT,
+                  "argument 'values': dtype %s but the matrix holds %s values",
+                  xhal_dtype_name(cv.dtype()), xhal_dtype_name(m->values_dtype));
     if (cv.elements != m->nnz)
       return fail(XHAL_SHAPE_MISMATCH,
                   "argument 'values': shape %s has %" PRId64
@@ -429,15 +530,23 @@ xhal_status_t xhal_csr_read(xhal_csr_t matrix, void* out_row_ptr, void* out_col_
         std::memcpy(dst, v.data(), v.size() * sizeof(int64_t));
       }
     };
-    if (out_values && m->nnz > 0) {
-      Device* device = m->device;
-      std::lock_guard queue(device->queue);
-      XHAL_TRY(XHAL_PLUGIN_CALL(device, buffer_read, m->values->plugin_buffer, 0, out_values,
-                                m->values->size));
-    }
+    if (out_values)
+      XHAL_TRY(check_matrix_values_dtype(*m, XHAL_DTYPE_F32, "out_values", "xhal_csr_read_values"));
+    if (out_values) XHAL_TRY(read_host_values(m, out_values));
     write(m->row_ptr, out_row_ptr);
     write(m->col_idx, out_col_idx);
     return XHAL_OK;
+  });
+}
+
+xhal_status_t xhal_csr_read_values(xhal_csr_t matrix, xhal_dtype_t dtype, void* out_values) {
+  return entry("xhal_csr_read_values", [&]() -> xhal_status_t {
+    Matrix* m = nullptr;
+    XHAL_TRY(get_matrix(matrix, "matrix", &m));
+    XHAL_TRY(check_matrix_values_dtype(*m, raw_enum(dtype), "dtype", nullptr));
+    if (!out_values && m->nnz > 0)
+      return fail(XHAL_INVALID_ARGUMENT, "argument 'out_values': NULL");
+    return read_host_values(m, out_values);
   });
 }
 

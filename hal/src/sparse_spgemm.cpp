@@ -62,18 +62,21 @@ xhal_status_t spgemm(xhal_device_t device_handle, xhal_csr_t a_handle, xhal_csr_
                 "argument 'b': shape [%" PRId64 ", %" PRId64 "] but A is [%" PRId64 ", %" PRId64
                 "] (A.cols must equal B.rows)",
                 b->rows, b->cols, a->rows, a->cols);
+  if (b->values_dtype != a->values_dtype)
+    return fail(XHAL_INVALID_ARGUMENT, "argument 'b': %s values but matrix 'a' holds %s values",
+                xhal_dtype_name(b->values_dtype), xhal_dtype_name(a->values_dtype));
   XHAL_TRY(
       check_supported(device, XHAL_OP_SPGEMM,
                       device->api->spgemm_numeric != nullptr && device->api->csr_create != nullptr,
-                      XHAL_DTYPE_F32, "a"));
+                      a->values_dtype, "a"));
   Matrix* c = nullptr;
   try {
     CsrPattern p = symbolic_product(*a, *b);
     // C keeps the narrower index type when both inputs use it and it fits.
     const bool narrow = a->index_dtype == XHAL_DTYPE_I32 && b->index_dtype == XHAL_DTYPE_I32 &&
                         p.nnz <= std::numeric_limits<int32_t>::max();
-    XHAL_TRY(
-        make_csr(device, std::move(p), narrow ? XHAL_DTYPE_I32 : XHAL_DTYPE_I64, CsrValues{}, &c));
+    XHAL_TRY(make_csr(device, std::move(p), narrow ? XHAL_DTYPE_I32 : XHAL_DTYPE_I64,
+                      CsrValues{a->values_dtype, nullptr, nullptr}, &c));
   } catch (const std::bad_alloc&) {
     return fail(XHAL_OUT_OF_MEMORY,
                 "spgemm of [%" PRId64 ", %" PRId64 "] x [%" PRId64 ", %" PRId64

@@ -20,10 +20,11 @@ struct CsrPattern {
 // XHAL_INVALID_STRUCTURE naming the first offending row (`arg` prefixes it).
 xhal_status_t validate_csr_pattern(const CsrPattern& p, const char* arg);
 
-// Where a new matrix's values come from.
+// Where a new matrix's values come from, and their dtype (f32 or f64).
 struct CsrValues {
-  const float* host = nullptr;     // nnz floats, or
-  const Buffer* device = nullptr;  // a buffer of >= nnz floats, or neither: zeros
+  xhal_dtype_t dtype = XHAL_DTYPE_F32;
+  const void* host = nullptr;      // nnz of dtype, or
+  const Buffer* device = nullptr;  // a buffer of >= nnz of dtype, or neither: zeros
 };
 
 // Analyses a validated pattern (row_idx, transpose, triangle and diagonal
@@ -36,8 +37,15 @@ xhal_status_t make_csr(Device* device, CsrPattern&& pattern, xhal_dtype_t index_
 // col_idx (sparse_transpose.cpp).
 void transpose_pattern(Matrix& m);
 
-// Row of the first stored diagonal entry equal to zero in `values`, or -1.
-int64_t first_zero_diagonal(const Matrix& m, const float* values);
+// Row of the first stored diagonal entry equal to zero in `values` (nnz of
+// m.values_dtype), or -1.
+int64_t first_zero_diagonal(const Matrix& m, const void* values);
+
+// Whether `device` may hold a matrix of value dtype `dtype`: f32 always; f64
+// when its plugin knows the desc field (ABI 1.6) and claims f64 for a sparse
+// op. Else XHAL_UNSUPPORTED naming `arg`.
+xhal_status_t check_values_dtype_supported(const Device* device, xhal_dtype_t dtype,
+                                           const char* arg);
 
 // Resolves a matrix handle (XHAL_INVALID_ARGUMENT when NULL or stale) of
 // `device` (else XHAL_WRONG_DEVICE).

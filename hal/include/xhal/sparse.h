@@ -1,4 +1,4 @@
-/* Sparse CSR matrices and their ops (f32 values, i32 or i64 indices).
+/* Sparse CSR matrices and their ops (f32 or f64 values, i32 or i64 indices).
  * A matrix's pattern is validated and analysed once at creation and kept on
  * the device; its values can be replaced any number of times without
  * re-analysis. Semantics and canonical orders: docs/semantics.md. */
@@ -44,6 +44,14 @@ typedef struct xhal_csr_desc {
   xhal_buffer_t row_ptr_buffer;
   xhal_buffer_t col_idx_buffer;
   xhal_buffer_t values_buffer;
+  /* ---- since 1.6 (absent when struct_size ends before them) ---- */
+  /* The matrix's value dtype: XHAL_DTYPE_F32 (also when 0 or absent) or
+   * XHAL_DTYPE_F64. values_buffer holds nnz of it. Every op on the matrix
+   * takes dense operands of this dtype (docs/semantics.md 7.3). */
+  xhal_dtype_t values_dtype;
+  /* Host values [nnz] in values_dtype; the typed alternative to `values`
+   * (which is f32 only). At most one of the two may be non-NULL. */
+  const void* values_data;
 } xhal_csr_desc_t;
 
 /* Validates: row_ptr[0] == 0, monotone, row_ptr[rows] == nnz; columns in
@@ -60,17 +68,32 @@ XHAL_API xhal_status_t xhal_csr_get_shape(xhal_csr_t matrix, int64_t* out_rows, 
  * and its nnz fits in int32, else i64. */
 XHAL_API xhal_status_t xhal_csr_get_index_dtype(xhal_csr_t matrix, xhal_dtype_t* out_index_dtype);
 
-/* Replace values (nnz f32): from host memory, or from a device tensor of the
- * same device (device-to-device, no host round trip). */
+/* The dtype of the matrix's values (XHAL_DTYPE_F32 or XHAL_DTYPE_F64): the
+ * desc's values_dtype; an xhal_spgemm result has its inputs' dtype. */
+XHAL_API xhal_status_t xhal_csr_get_values_dtype(xhal_csr_t matrix, xhal_dtype_t* out_values_dtype);
+
+/* Replace values (nnz of the matrix's value dtype): from host memory, or from
+ * a device tensor of the same device and dtype (device-to-device, no host
+ * round trip). xhal_csr_set_values takes f32 only (an f64 matrix gets
+ * XHAL_INVALID_ARGUMENT); xhal_csr_set_values_typed takes `dtype`, which
+ * must be the matrix's. */
 XHAL_API xhal_status_t xhal_csr_set_values(xhal_csr_t matrix, const float* values);
+XHAL_API xhal_status_t xhal_csr_set_values_typed(xhal_csr_t matrix, xhal_dtype_t dtype,
+                                                 const void* values);
 XHAL_API xhal_status_t xhal_csr_set_values_tensor(xhal_csr_t matrix, const xhal_tensor_t* values);
 /* Copies the pattern and values to host arrays (any pointer may be NULL),
  * indices in the matrix's index dtype (xhal_csr_get_index_dtype): row_ptr
- * holds rows + 1 and col_idx nnz elements of it. */
+ * holds rows + 1 and col_idx nnz elements of it. out_values is f32: for an
+ * f64 matrix it must be NULL (read the values with xhal_csr_read_values). */
 XHAL_API xhal_status_t xhal_csr_read(xhal_csr_t matrix, void* out_row_ptr, void* out_col_idx,
                                      float* out_values);
+/* Copies the nnz values to `out_values`, in `dtype`, which must be the
+ * matrix's value dtype. */
+XHAL_API xhal_status_t xhal_csr_read_values(xhal_csr_t matrix, xhal_dtype_t dtype,
+                                            void* out_values);
 
-/* y = alpha * op(A) x + beta * y; x, y vectors. beta == 0: y is not read. */
+/* y = alpha * op(A) x + beta * y; x, y vectors of A's value dtype (alpha and
+ * beta are widened exactly for an f64 matrix). beta == 0: y is not read. */
 XHAL_API xhal_status_t xhal_spmv(xhal_device_t device, xhal_csr_t a, xhal_transpose_t trans,
                                  float alpha, const xhal_tensor_t* x, float beta,
                                  const xhal_tensor_t* y);
@@ -79,7 +102,8 @@ XHAL_API xhal_status_t xhal_spmm(xhal_device_t device, xhal_csr_t a, xhal_transp
                                  float alpha, const xhal_tensor_t* x, float beta,
                                  const xhal_tensor_t* y);
 
-/* Solves op(A) x = b for square triangular A. b, x: [n] or [n, k]. x may be
+/* Solves op(A) x = b for square triangular A. b, x: [n] or [n, k], of A's
+ * value dtype (as every tensor of a sparse op). x may be
  * b itself (same buffer and offset); any other overlap is XHAL_ALIASING. */
 XHAL_API xhal_status_t xhal_csr_solve(xhal_device_t device, xhal_csr_t a, xhal_transpose_t trans,
                                       xhal_triangle_t triangle, xhal_diagonal_t diagonal,
@@ -95,8 +119,8 @@ XHAL_API xhal_status_t xhal_csr_solve_backward(xhal_device_t device, xhal_csr_t 
 
 /* C = A B as a new matrix (pattern: every structural product, computed once
  * on the host from the kept patterns and uploaded; values on the device).
- * C's index dtype is i32 when A and B are both i32 and C's nnz fits in
- * int32, else i64 (xhal_csr_get_index_dtype tells). */
+ * A and B have one value dtype, which C takes. C's index dtype is i32 when A and B are both i32 and
+ * C's nnz fits in int32, else i64 (xhal_csr_get_index_dtype tells). */
 XHAL_API xhal_status_t xhal_spgemm(xhal_device_t device, xhal_csr_t a, xhal_csr_t b,
                                    xhal_csr_t* out_c);
 

@@ -24,7 +24,7 @@ extern "C" {
 #endif
 
 #define XHAL_PLUGIN_ABI_MAJOR 1
-#define XHAL_PLUGIN_ABI_MINOR 5
+#define XHAL_PLUGIN_ABI_MINOR 6
 #define XHAL_PLUGIN_ENTRY_SYMBOL "xhal_plugin_get_api"
 
 #if defined(_WIN32)
@@ -113,9 +113,14 @@ typedef struct xhal_plugin_csr_desc {
   const int64_t* t_row_ptr; /* [cols + 1] */
   const int64_t* t_col_idx; /* [nnz], rows of A */
   const int64_t* t_perm;    /* [nnz], index into A's entries */
-  /* values_buffer: a plugin buffer of nnz f32 owned by the core; the
+  /* values_buffer: a plugin buffer of nnz values owned by the core; the
    * matrix's values live there and are replaced through buffer_write/copy. */
   void* values_buffer;
+  /* Since 1.6: the values' dtype, XHAL_DTYPE_F32 or XHAL_DTYPE_F64. The core
+   * passes F64 only to a plugin of abi_minor >= 6 whose device claims f64
+   * for at least one sparse op (op_dtypes); an older plugin never sees an
+   * f64 matrix, so it may ignore the field. */
+  xhal_dtype_t values_dtype;
 } xhal_plugin_csr_desc_t;
 
 typedef struct xhal_plugin_api {
