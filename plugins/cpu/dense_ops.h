@@ -9,6 +9,9 @@ namespace xhal::cpu {
 // Reports a failure's message through the core's host table (host.cpp).
 void set_host(const xhal_plugin_host_t* host);
 void set_error(const char* message);
+// A matrix's value dtype from csr_create's desc: its values_dtype when the
+// core is 1.6 or newer (the field exists), else f32.
+xhal_dtype_t csr_values_dtype(const xhal_plugin_csr_desc_t* desc);
 
 // ---- buffers (buffers.cpp) ----
 xhal_status_t buffer_allocate(void* device, uint64_t size, void** out_buffer);

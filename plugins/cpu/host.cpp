@@ -11,6 +11,13 @@ std::atomic<const xhal_plugin_host_t*> g_host{nullptr};
 
 void set_host(const xhal_plugin_host_t* host) { g_host.store(host, std::memory_order_release); }
 
+xhal_dtype_t csr_values_dtype(const xhal_plugin_csr_desc_t* desc) {
+  // A core older than 1.6 passes a desc that ends before values_dtype.
+  const xhal_plugin_host_t* host = g_host.load(std::memory_order_acquire);
+  if (host == nullptr || host->abi_minor < 6) return XHAL_DTYPE_F32;
+  return desc->values_dtype == XHAL_DTYPE_F64 ? XHAL_DTYPE_F64 : XHAL_DTYPE_F32;
+}
+
 void set_error(const char* message) {
   const xhal_plugin_host_t* host = g_host.load(std::memory_order_acquire);
   if (host != nullptr && host->set_error != nullptr) host->set_error(message);

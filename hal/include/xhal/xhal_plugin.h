@@ -119,7 +119,9 @@ typedef struct xhal_plugin_csr_desc {
   /* Since 1.6: the values' dtype, XHAL_DTYPE_F32 or XHAL_DTYPE_F64. The core
    * passes F64 only to a plugin of abi_minor >= 6 whose device claims f64
    * for at least one sparse op (op_dtypes); an older plugin never sees an
-   * f64 matrix, so it may ignore the field. */
+   * f64 matrix, so it may ignore the field. A 1.6 plugin reads it only when
+   * the core's host->abi_minor is >= 6: an older core's desc ends before
+   * it. */
   xhal_dtype_t values_dtype;
 } xhal_plugin_csr_desc_t;
 
