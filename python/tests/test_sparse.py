@@ -185,3 +185,45 @@ def test_spgemm_exact(dev, rng):
     struct = ((A != 0).astype(int) @ (B != 0).astype(int)) != 0
     rp, ci, _ = c.read()
     assert rp[-1] == struct.sum()
+
+
+def seq_dot64(vals, xs):
+    s = 0.0
+    for v, x in zip(vals, xs):
+        s = s + float(v) * float(x)
+    return s
+
+
+def test_f64_matrix_spmv_solve_and_refusals(dev, rng):
+    """An f64 matrix (docs/semantics.md 7.3): values kept in float64 (read
+    back bit for bit), spmv and the lower solve equal to a float64
+    left-to-right reference (rows of at most 32 entries), and an f32 operand
+    refused with InvalidArgument naming it."""
+    n = 40
+    a = random_csr(rng, n, n, 0.2, lower=True).astype(np.float64)
+    a += np.tril(rng.standard_normal((n, n)) * 1e-9, -1) * (a != 0)  # bits past float32
+    rp, ci, _ = csr_arrays(a)
+    rows, cols = np.nonzero(a)
+    vals = a[rows, cols]
+    m = xhal.CsrMatrix(dev, rp, ci, vals, (n, n), dtype="float64")
+    assert m.dtype == xhal.float64
+    _, _, back = m.read()
+    assert back.dtype == np.float64 and np.array_equal(back.view(np.uint64), vals.view(np.uint64))
+
+    x = rng.standard_normal(n)
+    y = xhal.spmv(dev, m, "none", 1.0, xhal.asarray(x, device=dev), 0.0).numpy()
+    want = np.array([seq_dot64(a[i, np.nonzero(a[i])[0]], x[np.nonzero(a[i])[0]]) for i in range(n)])
+    assert y.dtype == np.float64 and np.array_equal(y, want)
+
+    sol = xhal.csr_solve(dev, m, "none", "lower", "stored", xhal.asarray(x, device=dev)).numpy()
+    ref = np.zeros(n)
+    for i in range(n):
+        nz = [j for j in np.nonzero(a[i])[0] if j != i]
+        ref[i] = (x[i] - seq_dot64(a[i, nz], ref[nz])) / a[i, i]
+    assert np.array_equal(sol, ref)
+
+    with pytest.raises(xhal.InvalidArgumentError, match="'x'"):
+        xhal.spmv(dev, m, "none", 1.0, xhal.asarray(x.astype(F32), device=dev), 0.0)
+    m.set_values(vals * 2)
+    _, _, back = m.read()
+    assert np.array_equal(back, vals * 2)

@@ -107,8 +107,10 @@ class CsrDesc(Structure):
         ("row_ptr_buffer", c_void_p),
         ("col_idx_buffer", c_void_p),
         ("values_buffer", c_void_p),
+        # since ABI 1.6 (f64 matrices)
+        ("values_dtype", c_int),
+        ("values_data", c_void_p),
     ]
-
 
 RELEASE_FN = ctypes.CFUNCTYPE(None, c_void_p)
 
@@ -254,7 +256,10 @@ _SIGNATURES = {
     "xhal_csr_release": (S, [H], False),
     "xhal_csr_get_shape": (S, [H, POINTER(c_int64), POINTER(c_int64), POINTER(c_int64)], False),
     "xhal_csr_get_index_dtype": (S, [H, POINTER(c_int)], False),
+    "xhal_csr_get_values_dtype": (S, [H, POINTER(c_int)], False),
     "xhal_csr_set_values": (S, [H, c_void_p], False),
+    "xhal_csr_set_values_typed": (S, [H, c_int, c_void_p], False),
+    "xhal_csr_read_values": (S, [H, c_int, c_void_p], False),
     "xhal_csr_set_values_tensor": (S, [H, T], False),
     "xhal_csr_read": (S, [H, c_void_p, c_void_p, c_void_p], False),
     "xhal_spmv": (S, [H, H, E, c_float, T, c_float, T], False),

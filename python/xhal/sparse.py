@@ -99,19 +99,34 @@ class IndexPlan(_Owned):
         return f"<xhal.IndexPlan count={self.count} num_rows={self.num_rows}>"
 
 
+_NUMPY = {DType.float32: np.float32, DType.float64: np.float64}
+
+
+def _value_dtype(dtype):
+    """DType.float32 or DType.float64 from a DType, NumPy dtype or name."""
+    dtype = as_dtype(dtype)
+    if dtype not in _NUMPY:
+        raise TypeError(f"xhal: CSR values are float32 or float64, not {dtype}")
+    return dtype
+
+
 class CsrMatrix(_Owned):
-    """xhal_csr_t, a sparse matrix with f32 values, created from host
+    """xhal_csr_t, a sparse matrix with f32 or f64 values, created from host
     arrays (SciPy's indptr/indices/data) or from device tensors:
 
-        CsrMatrix(device, row_ptr, col_idx, values=None, shape=(rows, cols))
-        CsrMatrix.from_scipy(device, scipy_csr_matrix)
+        CsrMatrix(device, row_ptr, col_idx, values=None, shape=(rows, cols),
+                  dtype=None)
+        CsrMatrix.from_scipy(device, scipy_csr_matrix, dtype=None)
 
-    row_ptr and col_idx: int32 or int64 (both the same); values: f32 or
-    None (all zero). Tensors (offset 0) go as device buffers: the pattern
-    is read to the host once for validation."""
+    row_ptr and col_idx: int32 or int64 (both the same); values: host
+    values, or None (all zero). dtype: the matrix's value dtype, float32
+    (the default for host values, which are converted) or float64; a values
+    Tensor gives its own dtype. Every op on an f64 matrix takes f64
+    tensors. Tensors (offset 0) go as device buffers: the pattern is read
+    to the host once for validation."""
     _release_fn = "xhal_csr_release"
 
-    def __init__(self, device, row_ptr, col_idx, values=None, shape=None):
+    def __init__(self, device, row_ptr, col_idx, values=None, shape=None, dtype=None):
         device = _device(device)
         d = _lib.CsrDesc()
         d.struct_size = ctypes.sizeof(d)
@@ -138,15 +153,19 @@ class CsrMatrix(_Owned):
             d.index_dtype = int(dt)
             rows = rp.size - 1
             nnz = ci.size
+        if dtype is None:
+            dtype = values.dtype if isinstance(values, Tensor) else DType.float32
+        dtype = _value_dtype(dtype)
+        d.values_dtype = int(dtype)
         if values is not None:
             if isinstance(values, Tensor):
                 if values.offset != 0:
                     raise ValueError("xhal: values must start at offset 0 of its buffer")
                 d.values_buffer = values.buffer.handle
             else:
-                v = np.ascontiguousarray(values, dtype=np.float32)
+                v = np.ascontiguousarray(values, dtype=_NUMPY[dtype])
                 keep.append(v)
-                d.values = v.ctypes.data
+                d.values_data = v.ctypes.data
         if shape is None:
             cols = 0
             if not isinstance(col_idx, Tensor) and nnz:
@@ -165,10 +184,11 @@ class CsrMatrix(_Owned):
         self._own(device, h.value)
 
     @classmethod
-    def from_scipy(cls, device, m):
+    def from_scipy(cls, device, m, dtype=None):
         """From a scipy.sparse csr_matrix/csr_array (or anything with
-        indptr, indices, data and shape)."""
-        return cls(device, m.indptr, m.indices, m.data, m.shape)
+        indptr, indices, data and shape); dtype as for the constructor
+        (float32 unless given: SciPy's float64 data is converted)."""
+        return cls(device, m.indptr, m.indices, m.data, m.shape, dtype=dtype)
 
     @classmethod
     def from_dense(cls, device, a, index_dtype=np.int32):
@@ -204,31 +224,43 @@ class CsrMatrix(_Owned):
         call("xhal_csr_get_index_dtype", self.handle, ctypes.byref(d))
         return DType(d.value)
 
+    @property
+    def dtype(self):
+        """The value dtype: float32 or float64."""
+        d = ctypes.c_int()
+        call("xhal_csr_get_values_dtype", self.handle, ctypes.byref(d))
+        return DType(d.value)
+
     def set_values(self, values):
-        """Replaces the nnz values: from a host array, or from a device
-        Tensor of the same device (no host round trip)."""
+        """Replaces the nnz values: from a host array (converted to the
+        matrix's dtype), or from a device Tensor of the same device and
+        dtype (no host round trip)."""
         if isinstance(values, Tensor):
             call("xhal_csr_set_values_tensor", self.handle, values._p)
         else:
-            v = np.ascontiguousarray(values, dtype=np.float32)
+            dtype = self.dtype
+            v = np.ascontiguousarray(values, dtype=_NUMPY[dtype])
             if v.size != self.nnz:
                 raise ValueError(f"xhal: values has {v.size} elements, the matrix {self.nnz}")
-            call("xhal_csr_set_values", self.handle, v.ctypes.data)
+            call("xhal_csr_set_values_typed", self.handle, int(dtype), v.ctypes.data)
 
     def read(self):
-        """(row_ptr, col_idx, values) as host arrays (xhal_csr_read)."""
+        """(row_ptr, col_idx, values) as host arrays, values in the matrix's
+        dtype (xhal_csr_read, xhal_csr_read_values)."""
         rows, _ = self.shape
         nnz = self.nnz
         idt = np.int32 if self.index_dtype == DType.int32 else np.int64
         rp = np.empty(rows + 1, dtype=idt)
         ci = np.empty(nnz, dtype=idt)
-        v = np.empty(nnz, dtype=np.float32)
-        call("xhal_csr_read", self.handle, rp.ctypes.data, ci.ctypes.data, v.ctypes.data)
+        dtype = self.dtype
+        v = np.empty(nnz, dtype=_NUMPY[dtype])
+        call("xhal_csr_read", self.handle, rp.ctypes.data, ci.ctypes.data, None)
+        call("xhal_csr_read_values", self.handle, int(dtype), v.ctypes.data)
         return rp, ci, v
 
     def to_dense(self):
         rp, ci, v = self.read()
-        out = np.zeros(self.shape, dtype=np.float32)
+        out = np.zeros(self.shape, dtype=v.dtype)
         for i in range(len(rp) - 1):
             out[i, ci[rp[i]:rp[i + 1]]] = v[rp[i]:rp[i + 1]]
         return out
