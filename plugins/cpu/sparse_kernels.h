@@ -1,6 +1,7 @@
-// Building blocks shared by the sparse kernels: the segment sum of
-// docs/semantics.md 3.7, a strided [n, k] view of a tensor, the row split
-// of a CSR walk over the team, and dispatch on the pattern's index width.
+// Building blocks shared by the sparse kernels, for f32 and f64 values
+// (docs/semantics.md 7.3): the segment sum of 3.7, a strided [n, k] view of
+// a tensor, the row split of a CSR walk over the team, and dispatch on the
+// pattern's index width.
 #pragma once
 
 #include <omp.h>
@@ -10,6 +11,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <new>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
@@ -22,8 +24,9 @@ namespace xhal::cpu {
 inline constexpr int64_t kSegsumChunk = 32;
 
 // Per-thread room for chunk sums of long rows.
-inline std::vector<float>& segsum_scratch() {
-  thread_local std::vector<float> scratch;
+template <typename T>
+inline std::vector<T>& segsum_scratch() {
+  thread_local std::vector<T> scratch;
   return scratch;
 }
 
@@ -37,27 +40,32 @@ inline T* call_scratch(size_t count) {
 }
 
 // tree_sum of v[0..m) without touching v (tree_sum pads and folds in place).
-inline float tree_sum_of_copy(const float* v, int64_t m) {
+template <typename T>
+inline T tree_sum_of_copy(const T* v, int64_t m) {
   int64_t padded = 1;
   while (padded < m) padded <<= 1;
-  std::vector<float>& copy = segsum_scratch();
+  std::vector<T>& copy = segsum_scratch<T>();
   if (static_cast<int64_t>(copy.size()) < padded) copy.resize(static_cast<size_t>(padded));
   std::copy(v, v + m, copy.begin());
   return tree_sum(copy.data(), static_cast<size_t>(m));
 }
 
+// The value type a segsum adds: that of its terms (float or double).
+template <typename Term>
+using TermType = std::decay_t<std::invoke_result_t<const Term&, int64_t>>;
+
 // Rows longer than one chunk: chunk sums, then the pairwise tree. Kept out
 // of line so that the short-row path stays small in every caller's loop.
-template <typename Term>
-[[gnu::noinline]] float segsum_chunked(int64_t m, const Term& term) {
+template <typename Term, typename T = TermType<Term>>
+[[gnu::noinline]] T segsum_chunked(int64_t m, const Term& term) {
   const int64_t chunks = (m + kSegsumChunk - 1) / kSegsumChunk;
   int64_t padded = 1;
   while (padded < chunks) padded <<= 1;
-  std::vector<float>& sums = segsum_scratch();
+  std::vector<T>& sums = segsum_scratch<T>();
   if (static_cast<int64_t>(sums.size()) < padded) sums.resize(static_cast<size_t>(padded));
   for (int64_t c = 0; c < chunks; ++c) {
     const int64_t end = std::min(m, (c + 1) * kSegsumChunk);
-    float s = 0.0f;
+    T s = T(0);
     for (int64_t i = c * kSegsumChunk; i < end; ++i) s = s + term(i);
     sums[static_cast<size_t>(c)] = s;
   }
@@ -66,29 +74,32 @@ template <typename Term>
 
 // segsum(term(0), ..., term(m-1)): chunks of 32 summed left to right from
 // +0, chunk sums combined by the padded pairwise tree. Each term is one
-// rounded value (a product is rounded before it is added).
-template <typename Term>
-[[gnu::always_inline]] inline float segsum(int64_t m, const Term& term) {
+// rounded value (a product is rounded before it is added), of the type the
+// sum is taken in.
+template <typename Term, typename T = TermType<Term>>
+[[gnu::always_inline]] inline T segsum(int64_t m, const Term& term) {
   if (m <= kSegsumChunk) [[likely]] {
-    float s = 0.0f;
+    T s = T(0);
     for (int64_t i = 0; i < m; ++i) s = s + term(i);
     return s;
   }
   return segsum_chunked(m, term);
 }
 
-// A rank-1 [n] or rank-2 [n, k] f32 tensor seen as n rows of k columns.
+// A rank-1 [n] or rank-2 [n, k] tensor of T seen as n rows of k columns.
+template <typename T>
 struct Columns {
-  float* data = nullptr;
+  T* data = nullptr;
   int64_t n = 0, k = 0;
   int64_t row_stride = 0, col_stride = 0;
 
-  float& at(int64_t i, int64_t c) const { return data[i * row_stride + c * col_stride]; }
+  T& at(int64_t i, int64_t c) const { return data[i * row_stride + c * col_stride]; }
 };
 
-inline Columns columns_of(const xhal_plugin_tensor_t* t) {
-  Columns v;
-  v.data = tensor_data<float>(t);
+template <typename T>
+inline Columns<T> columns_of(const xhal_plugin_tensor_t* t) {
+  Columns<T> v;
+  v.data = tensor_data<T>(t);
   v.n = t->shape[0];
   v.row_stride = t->strides[0];
   if (t->rank >= 2) {

@@ -155,6 +155,9 @@ xhal_status_t csr_create(void* device, const xhal_plugin_csr_desc_t* desc, void*
     m->cols = desc->cols;
     m->nnz = desc->nnz;
     m->values = static_cast<CpuBuffer*>(desc->values_buffer);
+    // f32 unless a core of ABI 1.6 or newer passed F64 (csr_values_dtype).
+    m->f64 = csr_values_dtype(desc) == XHAL_DTYPE_F64;
+    if (m->f64) m->transposed_values.arrays.emplace<TransposedArrays<double>>();
     bool lower = true, upper = true;
     for (int64_t e = 0; e < desc->nnz; ++e) {
       lower = lower && desc->col_idx[e] <= desc->row_idx[e];

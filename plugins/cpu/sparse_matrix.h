@@ -1,7 +1,7 @@
 // The CPU plugin's CSR matrix: the pattern copied at creation (indices
 // narrowed to int32 when everything fits), the transposed pattern, and the
-// level schedules of the triangular solves. Values are not kept here: they
-// live in the core's values buffer and are read at op time.
+// level schedules of the triangular solves. Values (f32 or f64) are not kept
+// here: they live in the core's values buffer and are read at op time.
 #pragma once
 
 #include <atomic>
@@ -119,27 +119,48 @@ struct CsrPatterns {
 // any difference discards them. Built only once the same values are seen by
 // two calls in a row, so a matrix whose values change each step pays one
 // compare (stopping at the first difference) and, now and then, a snapshot.
+template <typename T>
+struct TransposedArrays {
+  std::vector<T> snapshot;    // [nnz] A's values when last seen
+  std::vector<T> transposed;  // [nnz] snapshot[t_perm[q]], when built
+};
+
 struct TransposedValues {
-  std::mutex mutex;               // one user at a time; others take the gather path
-  std::vector<float> snapshot;    // [nnz] A's values when last seen
-  std::vector<float> transposed;  // [nnz] snapshot[t_perm[q]], when built
+  std::mutex mutex;  // one user at a time; others take the gather path
+  // In the matrix's value dtype (set at creation).
+  std::variant<TransposedArrays<float>, TransposedArrays<double>> arrays;
   bool seen = false, built = false;
   uint64_t calls = 0, misses = 0;  // misses: calls in a row whose values differed
+
+  template <typename T>
+  TransposedArrays<T>& of() {
+    return std::get<TransposedArrays<T>>(arrays);
+  }
 };
 
 struct CsrMatrix {
   int64_t rows = 0, cols = 0, nnz = 0;
   CpuBuffer* values = nullptr;        // owned by the core; contents change
+  bool f64 = false;                   // values are double (else float)
   bool lower = false, upper = false;  // where A's entries lie (diagonal counts for both)
   std::variant<CsrPatterns<int32_t>, CsrPatterns<int64_t>> patterns;
   // Team or one thread for A x, A^T x and the pattern gradient of a backward.
   mutable TeamChoice multiply_choice[2], gradient_choice;
   mutable TransposedValues transposed_values;
 
-  float* value_data() const {
-    return values == nullptr ? nullptr : reinterpret_cast<float*>(values->data);
+  // T must be the matrix's value type (with_value_type).
+  template <typename T>
+  T* value_data() const {
+    return values == nullptr ? nullptr : reinterpret_cast<T*>(values->data);
   }
 };
+
+// Calls f(T{}) with T the matrix's value type, float or double.
+template <typename F>
+inline decltype(auto) with_value_type(const CsrMatrix& m, F&& f) {
+  if (m.f64) return f(double{});
+  return f(float{});
+}
 
 // Average rows per level below which a solve stays on one thread; the most
 // work (rows + entries) a member may be ahead before rows go to another.

@@ -3,7 +3,7 @@
 // s the segment sum of its off-diagonal terms in ascending column order.
 // Rows are dealt to the team at creation and each member waits only for the
 // rows of others it reads (sparse_matrix.h, SolveSchedule); the bits do not
-// depend on the schedule.
+// depend on the schedule. f32 and f64 values run the same code (T).
 #include "sparse_solve.h"
 #include "op_registry.h"
 
@@ -11,24 +11,31 @@
 #include <bit>
 #include <cstdio>
 #include <cstring>
+#include <type_traits>
 
 #include "sparse_solve_schedule.h"
 
 namespace xhal::cpu {
 namespace {
 
+// The unsigned integer of T's width, for masking a term to +0.
+template <typename T>
+using BitsOf = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+
 // segsum of m <= 4 terms without a branch on m (a column's count varies
 // from row to row in a tree, and a mispredicted loop exit costs more than
 // the adds): the missing terms are +0, which leaves a running sum from +0
 // bit for bit unchanged (such a sum is never -0, and x + +0 == x otherwise).
-inline float sum_up_to_4(const float* t, int64_t m) {
-  static const float kZeros[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-  const float* src = m > 0 ? t : kZeros;
+template <typename T>
+inline T sum_up_to_4(const T* t, int64_t m) {
+  using Bits = BitsOf<T>;
+  static const T kZeros[4] = {T(0), T(0), T(0), T(0)};
+  const T* src = m > 0 ? t : kZeros;
   const int64_t last = m > 0 ? m - 1 : 0;
-  float s = 0.0f;
+  T s = T(0);
   for (int64_t i = 0; i < 4; ++i) {
-    const uint32_t keep = i < m ? 0xffffffffu : 0u;
-    s = s + std::bit_cast<float>(std::bit_cast<uint32_t>(src[std::min(i, last)]) & keep);
+    const Bits keep = i < m ? ~Bits{0} : Bits{0};
+    s = s + std::bit_cast<T>(std::bit_cast<Bits>(src[std::min(i, last)]) & keep);
   }
   return s;
 }
@@ -37,32 +44,33 @@ inline float sum_up_to_4(const float* t, int64_t m) {
 // (lower) keeps its diagonal last, one walked descending keeps it first.
 // The same, for the terms value[e] * x[col[e]] of e in [rb, rb + m): the
 // missing ones read the last entry and are masked to +0.
-template <typename I>
-[[gnu::always_inline]] inline float sum_products_up_to_4(const float* values, const I* col,
-                                                         const float* x, int64_t rb, int64_t m) {
+template <typename T, typename I>
+[[gnu::always_inline]] inline T sum_products_up_to_4(const T* values, const I* col, const T* x,
+                                                     int64_t rb, int64_t m) {
+  using Bits = BitsOf<T>;
   const int64_t last = m > 0 ? rb + m - 1 : -1;
-  float s = 0.0f;
+  T s = T(0);
   for (int64_t i = 0; i < 4; ++i) {
     const int64_t e = std::min(rb + i, last);
-    const float t = e >= 0 ? values[e] * x[col[e]] : 0.0f;
-    const uint32_t keep = i < m ? 0xffffffffu : 0u;
-    s = s + std::bit_cast<float>(std::bit_cast<uint32_t>(t) & keep);
+    const T t = e >= 0 ? values[e] * x[col[e]] : T(0);
+    const Bits keep = i < m ? ~Bits{0} : Bits{0};
+    s = s + std::bit_cast<T>(std::bit_cast<Bits>(t) & keep);
   }
   return s;
 }
 
 // kShort: rows of varying, mostly short length (A^T of a tree, whose
 // column counts vary from row to row) sum up to 4 terms without a branch.
-template <typename I, bool kPermuted, bool kUnit, bool kAscending, bool kVector,
+template <typename T, typename I, bool kPermuted, bool kUnit, bool kAscending, bool kVector,
           bool kShort = false>
 struct RowSolver {
   const I* row_ptr;
   const I* col;
   const I* perm;
-  const float* values;
-  Columns b, x;
+  const T* values;
+  Columns<T> b, x;
 
-  float value(int64_t e) const { return kPermuted ? values[perm[e]] : values[e]; }
+  T value(int64_t e) const { return kPermuted ? values[perm[e]] : values[e]; }
 
   template <typename Wait>
   [[gnu::always_inline]] void operator()(int64_t k, Wait& wait) const {
@@ -76,59 +84,59 @@ struct RowSolver {
     for (int64_t e = rb; e < re; ++e) wait(static_cast<int64_t>(col[e]));
     // A stored diagonal is checked present by the core; a missing one reads
     // as the 0 it is, giving the IEEE quotient.
-    const float d = kUnit ? 1.0f : (diag >= 0 ? value(diag) : 0.0f);
+    const T d = kUnit ? T(1) : (diag >= 0 ? value(diag) : T(0));
     if constexpr (kVector) {
       // One contiguous right-hand side, the common case: kept small so that
       // the rows of a walk overlap in the core.
-      const float* xv = x.data;
-      float s;
+      const T* xv = x.data;
+      T s;
       if (kShort && !kPermuted && re - rb <= 4)
         s = sum_products_up_to_4(values, col, xv, rb, re - rb);
       else s = segsum(re - rb, [&](int64_t i) { return value(rb + i) * xv[col[rb + i]]; });
-      const float r = b.data[k] - s;
+      const T r = b.data[k] - s;
       x.data[k] = kUnit ? r : r / d;
     } else {
       solve_columns(k, rb, re, d);
     }
   }
 
-  [[gnu::noinline]] void solve_columns(int64_t k, int64_t rb, int64_t re, float d) const {
+  [[gnu::noinline]] void solve_columns(int64_t k, int64_t rb, int64_t re, T d) const {
     for (int64_t c = 0; c < x.k; ++c) {
-      const float* xc = x.data + c * x.col_stride;
-      const float s = segsum(re - rb, [&](int64_t i) {
+      const T* xc = x.data + c * x.col_stride;
+      const T s = segsum(re - rb, [&](int64_t i) {
         const int64_t e = rb + i;
         return value(e) * xc[static_cast<int64_t>(col[e]) * x.row_stride];
       });
-      const float r = b.at(k, c) - s;
+      const T r = b.at(k, c) - s;
       x.at(k, c) = kUnit ? r : r / d;
     }
   }
 };
 
-template <typename I, bool kPermuted, bool kUnit, bool kAscending, bool kShort>
-void solve_rows(const CsrPattern<I>& p, const SolveSchedule<I>& sched, const float* values,
-                const Columns& b, const Columns& x) {
+template <typename T, typename I, bool kPermuted, bool kUnit, bool kAscending, bool kShort>
+void solve_rows(const CsrPattern<I>& p, const SolveSchedule<I>& sched, const T* values,
+                const Columns<T>& b, const Columns<T>& x) {
   const int64_t work = (static_cast<int64_t>(p.row_ptr[p.rows]) + p.rows) * x.k;
   if (x.k == 1 && x.row_stride == 1 && b.row_stride == 1) {
-    const RowSolver<I, kPermuted, kUnit, kAscending, true, kShort> row{
+    const RowSolver<T, I, kPermuted, kUnit, kAscending, true, kShort> row{
         p.row_ptr.data(), p.col_idx.data(), p.perm.data(), values, b, x};
     run_rows(sched, p.rows, kAscending, row, work);
   } else {
-    const RowSolver<I, kPermuted, kUnit, kAscending, false> row{
+    const RowSolver<T, I, kPermuted, kUnit, kAscending, false> row{
         p.row_ptr.data(), p.col_idx.data(), p.perm.data(), values, b, x};
     run_rows(sched, p.rows, kAscending, row, work);
   }
 }
 
-template <typename I, bool kPermuted, bool kShort = false>
-void solve_pattern(const CsrPattern<I>& p, const SolveSchedule<I>& sched, const float* values,
-                   bool ascending, bool unit, const Columns& b, const Columns& x) {
+template <typename T, typename I, bool kPermuted, bool kShort = false>
+void solve_pattern(const CsrPattern<I>& p, const SolveSchedule<I>& sched, const T* values,
+                   bool ascending, bool unit, const Columns<T>& b, const Columns<T>& x) {
   if (unit) {
-    if (ascending) solve_rows<I, kPermuted, true, true, kShort>(p, sched, values, b, x);
-    else solve_rows<I, kPermuted, true, false, kShort>(p, sched, values, b, x);
+    if (ascending) solve_rows<T, I, kPermuted, true, true, kShort>(p, sched, values, b, x);
+    else solve_rows<T, I, kPermuted, true, false, kShort>(p, sched, values, b, x);
   } else {
-    if (ascending) solve_rows<I, kPermuted, false, true, kShort>(p, sched, values, b, x);
-    else solve_rows<I, kPermuted, false, false, kShort>(p, sched, values, b, x);
+    if (ascending) solve_rows<T, I, kPermuted, false, true, kShort>(p, sched, values, b, x);
+    else solve_rows<T, I, kPermuted, false, false, kShort>(p, sched, values, b, x);
   }
 }
 
@@ -138,7 +146,7 @@ void solve_pattern(const CsrPattern<I>& p, const SolveSchedule<I>& sched, const 
 // (transposed order). Column j then reads its terms in ascending row order,
 // the canonical order, while A's values stream in row order instead of
 // being gathered through t_perm.
-template <typename I, bool kUnit, bool kAscending>
+template <typename T, typename I, bool kUnit, bool kAscending>
 struct TransposedRowSolver {
   const I* row_ptr;  // A
   const I* col;
@@ -146,10 +154,10 @@ struct TransposedRowSolver {
   const I* t_col;
   const I* t_pos;
   const uint8_t* has_diagonal;
-  const float* values;
-  float* terms;  // [nnz], in transposed order
-  const float* b;
-  float* x;
+  const T* values;
+  T* terms;  // [nnz], in transposed order
+  const T* b;
+  T* x;
 
   template <typename Wait>
   [[gnu::always_inline]] void operator()(int64_t k, Wait& wait) const {
@@ -171,52 +179,53 @@ struct TransposedRowSolver {
       }
     }
     for (int64_t q = tb; q < te; ++q) wait(static_cast<int64_t>(t_col[q]));
-    const float d = kUnit ? 1.0f : (diag >= 0 ? values[diag] : 0.0f);
-    const float s = te - tb <= 4 ? sum_up_to_4(terms + tb, te - tb)
-                                 : segsum(te - tb, [&](int64_t i) { return terms[tb + i]; });
-    const float r = b[k] - s;
-    const float xk = kUnit ? r : r / d;
+    const T d = kUnit ? T(1) : (diag >= 0 ? values[diag] : T(0));
+    const T s = te - tb <= 4 ? sum_up_to_4(terms + tb, te - tb)
+                             : segsum(te - tb, [&](int64_t i) { return terms[tb + i]; });
+    const T r = b[k] - s;
+    const T xk = kUnit ? r : r / d;
     x[k] = xk;
     for (int64_t e = rb; e < re; ++e) terms[t_pos[e]] = values[e] * xk;
   }
 };
 
-template <typename I, bool kUnit, bool kAscending>
-void solve_transposed_rows(const CsrPatterns<I>& ps, const SolveSchedule<I>& sched,
-                           const float* values, float* terms, const Columns& b, const Columns& x) {
+template <typename T, typename I, bool kUnit, bool kAscending>
+void solve_transposed_rows(const CsrPatterns<I>& ps, const SolveSchedule<I>& sched, const T* values,
+                           T* terms, const Columns<T>& b, const Columns<T>& x) {
   const int64_t n = ps.a.rows;
   const int64_t work = static_cast<int64_t>(ps.a.row_ptr[n]) + n;
-  const TransposedRowSolver<I, kUnit, kAscending> row{ps.a.row_ptr.data(),
-                                                      ps.a.col_idx.data(),
-                                                      ps.at.row_ptr.data(),
-                                                      ps.at.col_idx.data(),
-                                                      ps.t_pos.data(),
-                                                      ps.has_diagonal.data(),
-                                                      values,
-                                                      terms,
-                                                      b.data,
-                                                      x.data};
+  const TransposedRowSolver<T, I, kUnit, kAscending> row{ps.a.row_ptr.data(),
+                                                         ps.a.col_idx.data(),
+                                                         ps.at.row_ptr.data(),
+                                                         ps.at.col_idx.data(),
+                                                         ps.t_pos.data(),
+                                                         ps.has_diagonal.data(),
+                                                         values,
+                                                         terms,
+                                                         b.data,
+                                                         x.data};
   run_rows(sched, n, kAscending, row, work);
 }
 
-template <typename I>
+template <typename T, typename I>
 void solve_transposed_vector(const CsrPatterns<I>& ps, const SolveSchedule<I>& sched,
-                             const float* values, bool ascending, bool unit, const Columns& b,
-                             const Columns& x) {
-  float* terms = call_scratch<float>(static_cast<size_t>(ps.a.row_ptr[ps.a.rows]));
+                             const T* values, bool ascending, bool unit, const Columns<T>& b,
+                             const Columns<T>& x) {
+  T* terms = call_scratch<T>(static_cast<size_t>(ps.a.row_ptr[ps.a.rows]));
   if (unit) {
-    if (ascending) solve_transposed_rows<I, true, true>(ps, sched, values, terms, b, x);
-    else solve_transposed_rows<I, true, false>(ps, sched, values, terms, b, x);
+    if (ascending) solve_transposed_rows<T, I, true, true>(ps, sched, values, terms, b, x);
+    else solve_transposed_rows<T, I, true, false>(ps, sched, values, terms, b, x);
   } else {
-    if (ascending) solve_transposed_rows<I, false, true>(ps, sched, values, terms, b, x);
-    else solve_transposed_rows<I, false, false>(ps, sched, values, terms, b, x);
+    if (ascending) solve_transposed_rows<T, I, false, true>(ps, sched, values, terms, b, x);
+    else solve_transposed_rows<T, I, false, false>(ps, sched, values, terms, b, x);
   }
 }
 
 // Whether a and b hold the same bytes; large arrays are compared by the
 // team, half each.
-inline bool same_bytes(const float* a, const float* b, size_t count) {
-  const size_t bytes = count * sizeof(float);
+template <typename T>
+inline bool same_bytes(const T* a, const T* b, size_t count) {
+  const size_t bytes = count * sizeof(T);
   if (bytes < (size_t{1} << 22) || omp_get_max_threads() < 2 || omp_in_parallel())
     return std::memcmp(a, b, bytes) == 0;
   bool same = true;
@@ -226,7 +235,7 @@ inline bool same_bytes(const float* a, const float* b, size_t count) {
     const auto part = static_cast<size_t>(omp_get_thread_num());
     const size_t first = count / parts * part,
                  last = part + 1 == parts ? count : first + count / parts;
-    same = std::memcmp(a + first, b + first, (last - first) * sizeof(float)) == 0;
+    same = std::memcmp(a + first, b + first, (last - first) * sizeof(T)) == 0;
   }
   return same;
 }
@@ -234,21 +243,23 @@ inline bool same_bytes(const float* a, const float* b, size_t count) {
 // A's values in A^T's order if they are current (TransposedValues); null
 // when the values differ from the snapshot or are being seen for the first
 // time (the caller then gathers through t_perm). The caller holds c.mutex.
-template <typename I>
-const float* current_transposed_values(const CsrMatrix& m, const CsrPatterns<I>& ps,
-                                       TransposedValues& c) {
-  const float* values = m.value_data();
+template <typename T, typename I>
+const T* current_transposed_values(const CsrMatrix& m, const CsrPatterns<I>& ps,
+                                   TransposedValues& c) {
+  const T* values = m.value_data<T>();
+  TransposedArrays<T>& arrays = c.of<T>();
   const auto nnz = static_cast<size_t>(m.nnz);
   ++c.calls;
-  if (c.seen && same_bytes(values, c.snapshot.data(), nnz)) {
+  if (c.seen && same_bytes(values, arrays.snapshot.data(), nnz)) {
     c.misses = 0;
     if (!c.built) {
-      c.transposed.resize(nnz);
+      arrays.transposed.resize(nnz);
       const I* perm = ps.at.perm.data();
-      for (size_t q = 0; q < nnz; ++q) c.transposed[q] = c.snapshot[static_cast<size_t>(perm[q])];
+      for (size_t q = 0; q < nnz; ++q)
+        arrays.transposed[q] = arrays.snapshot[static_cast<size_t>(perm[q])];
       c.built = true;
     }
-    return c.transposed.data();
+    return arrays.transposed.data();
   }
   // New values: snapshot them (always at first, then one call in 8 while
   // they keep changing, so a matrix updated every step pays little).
@@ -256,7 +267,7 @@ const float* current_transposed_values(const CsrMatrix& m, const CsrPatterns<I>&
   ++c.misses;
   if (c.misses <= 2 || c.calls % 8 == 0) {
     c.seen = false;
-    c.snapshot.assign(values, values + nnz);
+    arrays.snapshot.assign(values, values + nnz);
     c.seen = true;
   }
   return nullptr;
@@ -269,13 +280,14 @@ const char* triangle_name(xhal_triangle_t t) {
 }  // namespace
 
 // Solves op(A) x = b; `triangle` names where A's entries lie.
+template <typename T>
 xhal_status_t solve(const CsrMatrix& m, xhal_transpose_t trans, xhal_triangle_t triangle,
-                    xhal_diagonal_t diagonal, const Columns& b, const Columns& x) {
+                    xhal_diagonal_t diagonal, const Columns<T>& b, const Columns<T>& x) {
   // op(A) lower walks rows ascending: A lower untransposed, or A upper transposed.
   const bool transposed = trans == XHAL_TRANSPOSE;
   const bool ascending = (triangle == XHAL_TRIANGLE_LOWER) != transposed;
   const bool unit = diagonal == XHAL_DIAGONAL_UNIT;
-  const float* values = m.value_data();
+  const T* values = m.value_data<T>();
   return with_patterns(m, [&](const auto& ps) -> xhal_status_t {
     const auto& p = transposed ? ps.at : ps.a;
     const auto& sched = ascending ? p.ascending : p.descending;
@@ -297,39 +309,47 @@ xhal_status_t solve(const CsrMatrix& m, xhal_transpose_t trans, xhal_triangle_t 
       // a concurrent solve on the same matrix takes the gather path instead.
       TransposedValues& cache = m.transposed_values;
       std::unique_lock<std::mutex> lock(cache.mutex, std::try_to_lock);
-      const float* tvalues = nullptr;
+      const T* tvalues = nullptr;
       if (lock.owns_lock()) {
         try {
-          tvalues = current_transposed_values(m, ps, cache);
+          tvalues = current_transposed_values<T>(m, ps, cache);
         } catch (const std::bad_alloc&) {  // no room for the copies: gather instead
           cache.seen = cache.built = false;
-          std::vector<float>().swap(cache.snapshot);
-          std::vector<float>().swap(cache.transposed);
+          std::vector<T>().swap(cache.of<T>().snapshot);
+          std::vector<T>().swap(cache.of<T>().transposed);
         }
       }
       if (tvalues != nullptr) {
-        solve_pattern<I, false, true>(p, sched, tvalues, ascending, unit, b, x);
+        solve_pattern<T, I, false, true>(p, sched, tvalues, ascending, unit, b, x);
         return XHAL_OK;
       }
     }
     if (transposed && vectors) solve_transposed_vector(ps, sched, values, ascending, unit, b, x);
-    else if (transposed) solve_pattern<I, true>(p, sched, values, ascending, unit, b, x);
-    else solve_pattern<I, false>(p, sched, values, ascending, unit, b, x);
+    else if (transposed) solve_pattern<T, I, true>(p, sched, values, ascending, unit, b, x);
+    else solve_pattern<T, I, false>(p, sched, values, ascending, unit, b, x);
     return XHAL_OK;
   });
 }
+
+template xhal_status_t solve(const CsrMatrix&, xhal_transpose_t, xhal_triangle_t, xhal_diagonal_t,
+                             const Columns<float>&, const Columns<float>&);
+template xhal_status_t solve(const CsrMatrix&, xhal_transpose_t, xhal_triangle_t, xhal_diagonal_t,
+                             const Columns<double>&, const Columns<double>&);
 
 xhal_status_t csr_solve(void* device, void* a, xhal_transpose_t trans, xhal_triangle_t triangle,
                         xhal_diagonal_t diagonal, const xhal_plugin_tensor_t* b,
                         const xhal_plugin_tensor_t* x) {
   count_launch(device);
+  const auto& m = *static_cast<const CsrMatrix*>(a);
   return guard_allocation("csr_solve", [&] {
-    return solve(*static_cast<const CsrMatrix*>(a), trans, triangle, diagonal, columns_of(b),
-                 columns_of(x));
+    return with_value_type(m, [&](auto zero) {
+      using T = decltype(zero);
+      return solve(m, trans, triangle, diagonal, columns_of<T>(b), columns_of<T>(x));
+    });
   });
 }
 
 // The slots this file fills (op_registry.h).
-XHAL_CPU_OP(XHAL_OP_CSR_SOLVE, kF32Dtype, api.csr_solve = csr_solve);
+XHAL_CPU_OP(XHAL_OP_CSR_SOLVE, kF32F64Dtypes, api.csr_solve = csr_solve);
 
 }  // namespace xhal::cpu

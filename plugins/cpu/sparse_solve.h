@@ -7,7 +7,9 @@
 namespace xhal::cpu {
 
 // `triangle` names where A's entries lie; b and x are [n, k] (x may be b).
+// T is the matrix's value type (float or double; instantiated for both).
+template <typename T>
 xhal_status_t solve(const CsrMatrix& m, xhal_transpose_t trans, xhal_triangle_t triangle,
-                    xhal_diagonal_t diagonal, const Columns& b, const Columns& x);
+                    xhal_diagonal_t diagonal, const Columns<T>& b, const Columns<T>& x);
 
 }  // namespace xhal::cpu

@@ -2,6 +2,8 @@
 // row of op(A) times x (docs/semantics.md, "Sparse (CSR)"). op(A) = A^T walks
 // the transposed pattern, its values fetched through the entry permutation,
 // so every output has one owner: no atomics, the same bits on any team size.
+// T is the matrix's value type: f64 runs the same sequence in binary64, alpha
+// and beta widened exactly (docs/semantics.md 7.3).
 #include <omp.h>
 
 #include <algorithm>
@@ -14,21 +16,21 @@ namespace xhal::cpu {
 namespace {
 
 // Rows [first, last) of y = (alpha * op(A) x) + (beta * y).
-template <typename I, bool kPermuted>
-void multiply_rows(const CsrPattern<I>& p, const float* values, float alpha, const Columns& x,
-                   float beta, const Columns& y, int64_t first, int64_t last) {
+template <typename T, typename I, bool kPermuted>
+void multiply_rows(const CsrPattern<I>& p, const T* values, T alpha, const Columns<T>& x, T beta,
+                   const Columns<T>& y, int64_t first, int64_t last) {
   const I* row_ptr = p.row_ptr.data();
   const I* col = p.col_idx.data();
   const I* perm = p.perm.data();
   auto value = [&](int64_t e) { return kPermuted ? values[perm[e]] : values[e]; };
   if (y.k == 1 && x.row_stride == 1 && y.row_stride == 1) {  // plain vectors: the common case
-    const float* xv = x.data;
-    float* yv = y.data;
+    const T* xv = x.data;
+    T* yv = y.data;
     for (int64_t r = first; r < last; ++r) {
       const int64_t rb = row_ptr[r];
       const int64_t m = static_cast<int64_t>(row_ptr[r + 1]) - rb;
-      const float t = segsum(m, [&](int64_t i) { return value(rb + i) * xv[col[rb + i]]; });
-      yv[r] = beta == 0.0f ? alpha * t : (alpha * t) + (beta * yv[r]);
+      const T t = segsum(m, [&](int64_t i) { return value(rb + i) * xv[col[rb + i]]; });
+      yv[r] = beta == T(0) ? alpha * t : (alpha * t) + (beta * yv[r]);
     }
     return;
   }
@@ -36,19 +38,19 @@ void multiply_rows(const CsrPattern<I>& p, const float* values, float alpha, con
     const int64_t rb = row_ptr[r];
     const int64_t m = static_cast<int64_t>(row_ptr[r + 1]) - rb;
     for (int64_t c = 0; c < y.k; ++c) {
-      const float* xc = x.data + c * x.col_stride;
-      const float t = segsum(m, [&](int64_t i) {
+      const T* xc = x.data + c * x.col_stride;
+      const T t = segsum(m, [&](int64_t i) {
         return value(rb + i) * xc[static_cast<int64_t>(col[rb + i]) * x.row_stride];
       });
-      float& out = y.at(r, c);
-      out = beta == 0.0f ? alpha * t : (alpha * t) + (beta * out);
+      T& out = y.at(r, c);
+      out = beta == T(0) ? alpha * t : (alpha * t) + (beta * out);
     }
   }
 }
 
-template <typename I, bool kPermuted>
-void multiply(const CsrPattern<I>& p, const float* values, float alpha, const Columns& x,
-              float beta, const Columns& y, TeamChoice& choice) {
+template <typename T, typename I, bool kPermuted>
+void multiply(const CsrPattern<I>& p, const T* values, T alpha, const Columns<T>& x, T beta,
+              const Columns<T>& y, TeamChoice& choice) {
   const int64_t rows = p.rows;
   const int64_t work = (static_cast<int64_t>(p.row_ptr[rows]) + rows) * y.k;
   run_chosen(choice, work, [&](int threads) {
@@ -56,7 +58,7 @@ void multiply(const CsrPattern<I>& p, const float* values, float alpha, const Co
     {
       int64_t first = 0, last = 0;
       balanced_rows(p.row_ptr, rows, omp_get_thread_num(), omp_get_num_threads(), &first, &last);
-      multiply_rows<I, kPermuted>(p, values, alpha, x, beta, y, first, last);
+      multiply_rows<T, I, kPermuted>(p, values, alpha, x, beta, y, first, last);
     }
   });
 }
@@ -69,22 +71,22 @@ void multiply(const CsrPattern<I>& p, const float* values, float alpha, const Co
 // pairwise tree. Values and
 // indices stream in order instead of being gathered through t_perm. Each
 // member owns a range of columns and takes that part of every row.
-template <typename I>
-void multiply_transposed_by_rows(const CsrPatterns<I>& ps, const float* values, float alpha,
-                                 const float* x, float beta, float* y, int threads) {
+template <typename T, typename I>
+void multiply_transposed_by_rows(const CsrPatterns<I>& ps, const T* values, T alpha, const T* x,
+                                 T beta, T* y, int threads) {
   const CsrPattern<I>& a = ps.a;
   const int64_t cols = ps.at.rows;
   const I* row_ptr = a.row_ptr.data();
   const I* col = a.col_idx.data();
   const I* slot = ps.slot.data();
   const int64_t* first_slot = ps.first_slot.data();
-  float* sums = call_scratch<float>(static_cast<size_t>(first_slot[cols]));
+  T* sums = call_scratch<T>(static_cast<size_t>(first_slot[cols]));
 #pragma omp parallel num_threads(threads)
   {
     const int self = omp_get_thread_num(), team = omp_get_num_threads();
     int64_t c0 = 0, c1 = 0;
     balanced_rows(ps.at.row_ptr, cols, self, team, &c0, &c1);
-    for (int64_t q = first_slot[c0]; q < first_slot[c1]; ++q) sums[q] = 0.0f;
+    for (int64_t q = first_slot[c0]; q < first_slot[c1]; ++q) sums[q] = T(0);
     const bool all_columns = c0 == 0 && c1 == cols;
     const bool presplit = team == ps.split_team;
     const I* from = presplit && self > 0 ? ps.row_split.data() + (self - 1) * a.rows : nullptr;
@@ -99,18 +101,38 @@ void multiply_transposed_by_rows(const CsrPatterns<I>& ps, const float* values, 
         ee = std::lower_bound(first, col + ee, static_cast<I>(c1)) - col;
         eb = first - col;
       }
-      const float xi = x[i];
+      const T xi = x[i];
       for (int64_t e = eb; e < ee; ++e) {
-        float& s = sums[slot[e]];
+        T& s = sums[slot[e]];
         s = s + values[e] * xi;
       }
     }
     for (int64_t j = c0; j < c1; ++j) {
       const int64_t q = first_slot[j], chunks = first_slot[j + 1] - q;
-      const float t = chunks == 1 ? sums[q] : tree_sum_of_copy(&sums[q], chunks);
-      y[j] = beta == 0.0f ? alpha * t : (alpha * t) + (beta * y[j]);
+      const T t = chunks == 1 ? sums[q] : tree_sum_of_copy(&sums[q], chunks);
+      y[j] = beta == T(0) ? alpha * t : (alpha * t) + (beta * y[j]);
     }
   }
+}
+
+template <typename T>
+void multiply_typed(const CsrMatrix& m, xhal_transpose_t trans, T alpha,
+                    const xhal_plugin_tensor_t* x, T beta, const xhal_plugin_tensor_t* y) {
+  const Columns<T> xv = columns_of<T>(x), yv = columns_of<T>(y);
+  if (yv.n == 0 || yv.k == 0) return;
+  const T* values = m.value_data<T>();
+  with_patterns(m, [&](const auto& ps) {
+    using I = typename decltype(ps.a.row_ptr)::value_type;
+    const bool vectors = yv.k == 1 && xv.row_stride == 1 && yv.row_stride == 1;
+    if (trans == XHAL_TRANSPOSE && vectors) {
+      const int64_t work = static_cast<int64_t>(m.nnz) + m.rows + m.cols;
+      run_chosen(m.multiply_choice[1], work, [&](int threads) {
+        multiply_transposed_by_rows<T, I>(ps, values, alpha, xv.data, beta, yv.data, threads);
+      });
+    } else if (trans == XHAL_TRANSPOSE)
+      multiply<T, I, true>(ps.at, values, alpha, xv, beta, yv, m.multiply_choice[1]);
+    else multiply<T, I, false>(ps.a, values, alpha, xv, beta, yv, m.multiply_choice[0]);
+  });
 }
 
 xhal_status_t multiply_op(void* device, void* a, xhal_transpose_t trans, float alpha,
@@ -118,23 +140,9 @@ xhal_status_t multiply_op(void* device, void* a, xhal_transpose_t trans, float a
                           const xhal_plugin_tensor_t* y) {
   count_launch(device);
   const auto& m = *static_cast<const CsrMatrix*>(a);
-  const Columns xv = columns_of(x), yv = columns_of(y);
-  if (yv.n == 0 || yv.k == 0) return XHAL_OK;
-  const float* values = m.value_data();
-  with_patterns(m, [&](const auto& ps) {
-    using I = typename decltype(ps.a.row_ptr)::value_type;
-    const bool vectors = yv.k == 1 && xv.row_stride == 1 && yv.row_stride == 1;
-    if (trans == XHAL_TRANSPOSE && vectors) {
-      const int64_t work = static_cast<int64_t>(m.nnz) + m.rows + m.cols;
-      run_chosen(m.multiply_choice[1], work, [&](int threads) {
-        multiply_transposed_by_rows<I>(ps, values, alpha, xv.data, beta, yv.data, threads);
-      });
-    } else if (trans == XHAL_TRANSPOSE)
-      multiply<typename decltype(ps.at.row_ptr)::value_type, true>(ps.at, values, alpha, xv, beta,
-                                                                   yv, m.multiply_choice[1]);
-    else
-      multiply<typename decltype(ps.a.row_ptr)::value_type, false>(ps.a, values, alpha, xv, beta,
-                                                                   yv, m.multiply_choice[0]);
+  with_value_type(m, [&](auto zero) {
+    using T = decltype(zero);
+    multiply_typed<T>(m, trans, static_cast<T>(alpha), x, static_cast<T>(beta), y);
   });
   return XHAL_OK;
 }
@@ -152,7 +160,7 @@ xhal_status_t spmm(void* device, void* a, xhal_transpose_t trans, float alpha,
 }
 
 // The slots this file fills (op_registry.h).
-XHAL_CPU_OP(XHAL_OP_SPMV, kF32Dtype, api.spmv = spmv);
-XHAL_CPU_OP(XHAL_OP_SPMM, kF32Dtype, api.spmm = spmm);
+XHAL_CPU_OP(XHAL_OP_SPMV, kF32F64Dtypes, api.spmv = spmv);
+XHAL_CPU_OP(XHAL_OP_SPMM, kF32F64Dtypes, api.spmm = spmm);
 
 }  // namespace xhal::cpu
