@@ -133,6 +133,34 @@ TEST_F(HppTest, HandlesReleaseOnceAndMove) {
   EXPECT_TRUE(dev);
 }
 
+// Value dtypes through the wrapper (docs/semantics.md 7.3, 7.4). The
+// recorder claims no f64 sparse op, so an f64 matrix is XHAL_UNSUPPORTED
+// there; on its f32 matrices the typed calls take float only. (The f64
+// round trip runs in the conformance suite, sparse_f64.cpp, on the cpu
+// plugin.)
+TEST_F(HppTest, CsrValueDtypes) {
+  xhal::Device dev = xhal::Device::open_index(index);
+  const std::vector<double> v = {1.0 + 0x1p-40, -2.5, 3.0};
+  try {
+    xhal::Csr::create(dev, 2, 3, std::vector<int32_t>{0, 2, 3}, std::vector<int32_t>{0, 2, 1}, v);
+    FAIL() << "an f64 matrix on a device without f64 sparse ops";
+  } catch (const xhal::Error& e) {
+    EXPECT_EQ(e.status(), XHAL_UNSUPPORTED) << e.what();
+  }
+  xhal::Csr a = xhal::Csr::create(dev, 2, 3, std::vector<int32_t>{0, 2, 3},
+                                  std::vector<int32_t>{0, 2, 1}, {1, 2, 3});
+  EXPECT_EQ(a.values_dtype(), XHAL_DTYPE_F32);
+  try {
+    a.values<double>();
+    FAIL() << "f64 values read from an f32 matrix";
+  } catch (const xhal::Error& e) {
+    EXPECT_EQ(e.status(), XHAL_INVALID_ARGUMENT) << e.what();
+  }
+  EXPECT_THROW(a.set_values(v), xhal::Error);
+  a.set_values(std::vector<float>{4, 5, 6});
+  EXPECT_EQ(a.values(), (std::vector<float>{4, 5, 6}));
+}
+
 TEST_F(HppTest, CsrPatternValuesAndSpgemm) {
   xhal::Device dev = xhal::Device::open_index(index);
   const xhal::Csr a32 = xhal::Csr::create(dev, 2, 3, std::vector<int32_t>{0, 2, 3},

@@ -319,8 +319,16 @@ class Csr {
   template <typename I>
   static Csr create(const Device& device, int64_t rows, int64_t cols, const std::vector<I>& row_ptr,
                     const std::vector<I>& col_idx, const std::vector<float>& values = {}) {
+    return create<I, float>(device, rows, cols, row_ptr, col_idx, values);
+  }
+  // V: float (an f32 matrix) or double (an f64 matrix, docs/semantics.md 7.3).
+  template <class I, class V>
+  static Csr create(const Device& device, int64_t rows, int64_t cols, const std::vector<I>& row_ptr,
+                    const std::vector<I>& col_idx, const std::vector<V>& values) {
     static_assert(std::is_same_v<I, int32_t> || std::is_same_v<I, int64_t>,
                   "indices are int32_t or int64_t");
+    static_assert(std::is_same_v<V, float> || std::is_same_v<V, double>,
+                  "values are float or double");
     xhal_csr_desc_t d{};
     d.struct_size = sizeof d;
     d.rows = rows;
@@ -329,7 +337,8 @@ class Csr {
     d.index_dtype = dtype_of<I>();
     d.row_ptr = row_ptr.data();
     d.col_idx = col_idx.data();
-    d.values = values.empty() ? nullptr : values.data();
+    d.values_dtype = dtype_of<V>();
+    d.values_data = values.empty() ? nullptr : values.data();
     return create(device, d);
   }
   static Csr create(const Device& device, const xhal_csr_desc_t& desc) {
@@ -342,15 +351,24 @@ class Csr {
   int64_t cols() const { return shape().cols; }
   int64_t nnz() const { return shape().nnz; }
 
-  void set_values(const std::vector<float>& values) {
-    check(xhal_csr_set_values(get(), values.data()));
+  // XHAL_DTYPE_F32 or XHAL_DTYPE_F64.
+  xhal_dtype_t values_dtype() const {
+    xhal_dtype_t d = XHAL_DTYPE_INVALID;
+    check(xhal_csr_get_values_dtype(get(), &d));
+    return d;
+  }
+  // Values of the matrix's dtype (float or double; another is an error).
+  template <class V>
+  void set_values(const std::vector<V>& values) {
+    check(xhal_csr_set_values_typed(get(), dtype_of<V>(), values.data()));
   }
   void set_values(const xhal_tensor_t& values) {
     check(xhal_csr_set_values_tensor(get(), &values));
   }
-  std::vector<float> values() const {
-    std::vector<float> v(static_cast<size_t>(nnz()));
-    check(xhal_csr_read(get(), nullptr, nullptr, v.data()));
+  template <class V = float>
+  std::vector<V> values() const {
+    std::vector<V> v(static_cast<size_t>(nnz()));
+    check(xhal_csr_read_values(get(), dtype_of<V>(), v.data()));
     return v;
   }
   // Pattern as int64 regardless of the stored index dtype.
