@@ -14,7 +14,9 @@ bool op_slots_present(const xhal_plugin_api_t& api, xhal_op_t op) {
 uint32_t spec_dtypes(xhal_op_t op) {
   const ops::Op* row = ops::find(raw_enum(op));
   if (!row) return 0;
-  return row->arg_count ? row->args[0].dtypes : ops::kF32;
+  if (row->arg_count) return row->args[0].dtypes;
+  // spgemm has no tensor: its dtypes are the matrices' value dtypes.
+  return row->needs == ops::Needs::kMatrix ? ops::kF32F64 : ops::kF32;
 }
 
 const char* op_name(xhal_op_t op) {
