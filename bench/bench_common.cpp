@@ -77,6 +77,19 @@ void fill_random_bf16(Buffer& buffer, uint64_t count, uint64_t seed, float lo, f
   }
 }
 
+void fill_random_as(Buffer& buffer, xhal_dtype_t dtype, uint64_t count, uint64_t seed, float lo,
+                    float hi) {
+  if (dtype == XHAL_DTYPE_BF16) return fill_random_bf16(buffer, count, seed, lo, hi);
+  if (dtype != XHAL_DTYPE_F64) return fill_random(buffer, count, seed, lo, hi);
+  constexpr uint64_t kSlice = 1ull << 22;
+  for (uint64_t start = 0; start < count; start += kSlice) {
+    const uint64_t n = std::min(kSlice, count - start);
+    const std::vector<float> host = random_floats(n, seed + start, lo, hi);
+    const std::vector<double> wide(host.begin(), host.end());
+    check(xhal_buffer_write(buffer.get(), start * 8, wide.data(), n * 8), "xhal_buffer_write");
+  }
+}
+
 xhal_tensor_t tensor(const Buffer& buffer, std::initializer_list<int64_t> shape,
                      xhal_dtype_t dtype) {
   xhal_tensor_t t{};

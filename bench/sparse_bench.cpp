@@ -116,7 +116,10 @@ uint64_t backward_bytes(const HostCsr& a) {
 // ---- xhal ----
 struct XhalMatrix {
   xhal_csr_t csr = nullptr;
-  explicit XhalMatrix(const HostCsr& a) {
+  // f64: the same values widened, an f64 matrix (docs/semantics.md 7.3).
+  explicit XhalMatrix(const HostCsr& a, bool f64 = false) {
+    const std::vector<double> wide =
+        f64 ? std::vector<double>(a.values.begin(), a.values.end()) : std::vector<double>();
     xhal_csr_desc_t d{};
     d.struct_size = sizeof d;
     d.rows = a.n;
@@ -125,38 +128,53 @@ struct XhalMatrix {
     d.index_dtype = XHAL_DTYPE_I32;
     d.row_ptr = a.row_ptr.data();
     d.col_idx = a.col_idx.data();
-    d.values = a.values.data();
+    d.values = f64 ? nullptr : a.values.data();
+    d.values_dtype = f64 ? XHAL_DTYPE_F64 : XHAL_DTYPE_F32;
+    d.values_data = f64 ? wide.data() : nullptr;
     check(xhal_csr_create(device(), &d, &csr), "xhal_csr_create");
   }
   ~XhalMatrix() { xhal_csr_release(csr); }
 };
 
-void BM_SparseSpmv(benchmark::State& state) {
+// kF64: f64 values and vectors; the bytes model then counts 8-byte values
+// and vectors (indices stay 4 bytes).
+template <bool kF64>
+void spmv_bench(benchmark::State& state) {
   const HostCsr& a = host_matrix(state.range(0));
   const auto trans = static_cast<xhal_transpose_t>(state.range(1));
-  XhalMatrix m(a);
-  Buffer xb(4 * a.n), yb(4 * a.n);
-  fill_random(xb, a.n, 1);
-  const xhal_tensor_t x = tensor(xb, {a.n}), y = tensor(yb, {a.n});
+  XhalMatrix m(a, kF64);
+  const uint64_t w = kF64 ? 8 : 4;
+  const xhal_dtype_t dt = kF64 ? XHAL_DTYPE_F64 : XHAL_DTYPE_F32;
+  Buffer xb(w * a.n), yb(w * a.n);
+  fill_random_as(xb, dt, a.n, 1);
+  const xhal_tensor_t x = tensor(xb, {a.n}, dt), y = tensor(yb, {a.n}, dt);
   state.SetLabel(a.label);
-  run_timed(state, spmv_bytes(a),
+  const uint64_t bytes = kF64 ? spmv_bytes(a) + 4 * a.nnz() + 8 * a.n : spmv_bytes(a);
+  run_timed(state, bytes,
             [&] { check(xhal_spmv(device(), m.csr, trans, 1.0f, &x, 0.0f, &y), "xhal_spmv"); });
 }
+void BM_SparseSpmv(benchmark::State& state) { spmv_bench<false>(state); }
+void BM_SparseSpmvF64(benchmark::State& state) { spmv_bench<true>(state); }
 
-void BM_SparseSolve(benchmark::State& state) {
+template <bool kF64>
+void solve_bench(benchmark::State& state) {
   const HostCsr& a = host_matrix(state.range(0));
   const auto trans = static_cast<xhal_transpose_t>(state.range(1));
-  XhalMatrix m(a);
-  Buffer bb(4 * a.n), xb(4 * a.n);
-  fill_random(bb, a.n, 2);
-  const xhal_tensor_t b = tensor(bb, {a.n}), x = tensor(xb, {a.n});
+  XhalMatrix m(a, kF64);
+  const uint64_t w = kF64 ? 8 : 4;
+  const xhal_dtype_t dt = kF64 ? XHAL_DTYPE_F64 : XHAL_DTYPE_F32;
+  Buffer bb(w * a.n), xb(w * a.n);
+  fill_random_as(bb, dt, a.n, 2);
+  const xhal_tensor_t b = tensor(bb, {a.n}, dt), x = tensor(xb, {a.n}, dt);
   state.SetLabel(a.label);
-  run_timed(state, solve_bytes(a), [&] {
+  const uint64_t bytes = kF64 ? solve_bytes(a) + 4 * a.nnz() + 8 * a.n : solve_bytes(a);
+  run_timed(state, bytes, [&] {
     check(xhal_csr_solve(device(), m.csr, trans, XHAL_TRIANGLE_LOWER, XHAL_DIAGONAL_STORED, &b, &x),
           "xhal_csr_solve");
   });
 }
-
+void BM_SparseSolve(benchmark::State& state) { solve_bench<false>(state); }
+void BM_SparseSolveF64(benchmark::State& state) { solve_bench<true>(state); }
 void BM_SparseSolveBackward(benchmark::State& state) {
   const HostCsr& a = host_matrix(state.range(0));
   XhalMatrix m(a);
@@ -199,6 +217,8 @@ void matrix_cases(benchmark::internal::Benchmark* b) {
 }
 BENCHMARK(BM_SparseSpmv)->Apply(spmv_cases);
 BENCHMARK(BM_SparseSolve)->Apply(spmv_cases);
+BENCHMARK(BM_SparseSpmvF64)->Apply(spmv_cases);
+BENCHMARK(BM_SparseSolveF64)->Apply(spmv_cases);
 BENCHMARK(BM_SparseSolveBackward)->Apply(matrix_cases);
 BENCHMARK(BM_SparseCreate)->Apply(matrix_cases);
 

@@ -11,8 +11,10 @@
 // options, and every result is compared bit for bit with a host
 // implementation of the canonical solve. The per-call cost of an op lives
 // in call_overhead.cu.
-// Usage: cusparse_compare [out.json]   (XHAL_DEVICE picks the device; items
-// of XHAL_DEVICE_OPTIONS apply to every run, the variants' come after them)
+// Usage: cusparse_compare [--f64] [out.json]   (XHAL_DEVICE picks the
+// device; items of XHAL_DEVICE_OPTIONS apply to every run, the variants'
+// come after them). --f64: the same matrices with f64 values and vectors
+// (docs/semantics.md 7.3), cuSPARSE in CUDA_R_64F, the default schedule only.
 #include <cusparse.h>
 
 #include <algorithm>
@@ -138,21 +140,22 @@ static const std::vector<Variant> kVariants = {
 
 // docs/semantics.md 3.7 on the host: chunks of 32 summed from +0, chunk
 // sums by the pairwise tree padded with +0 to a power of two.
-static float segsum(const std::vector<float>& t) {
+template <class T>
+static T segsum(const std::vector<T>& t) {
   if (t.size() <= 32) {
-    float s = 0.0f;
-    for (float v : t) s += v;
+    T s = 0;
+    for (T v : t) s += v;
     return s;
   }
-  std::vector<float> c;
+  std::vector<T> c;
   for (size_t b = 0; b < t.size(); b += 32) {
-    float s = 0.0f;
+    T s = 0;
     for (size_t k = b; k < std::min(t.size(), b + 32); ++k) s += t[k];
     c.push_back(s);
   }
   size_t p = 1;
   while (p < c.size()) p *= 2;
-  c.resize(p, 0.0f);
+  c.resize(p, T(0));
   for (; p > 1; p /= 2)
     for (size_t i = 0; i < p / 2; ++i) c[i] = c[2 * i] + c[2 * i + 1];
   return c[0];
@@ -160,10 +163,11 @@ static float segsum(const std::vector<float>& t) {
 
 // The canonical solve of op(A) x = b for lower A with a stored diagonal:
 // the reference every GPU schedule must match bit for bit.
-static std::vector<float> host_solve(const Csr& a, bool transposed, const std::vector<float>& b) {
+template <class T>
+static std::vector<T> host_solve(const Csr& a, bool transposed, const std::vector<T>& b) {
   const int64_t n = a.n;
   std::vector<int32_t> rp = a.rp, ci = a.ci;
-  std::vector<float> v = a.v;
+  std::vector<T> v(a.v.begin(), a.v.end());
   if (transposed) {  // rows of A^T = columns of A, entries by ascending row of A
     std::vector<int32_t> cnt(n + 1, 0);
     for (int32_t c : a.ci) ++cnt[c + 1];
@@ -177,11 +181,11 @@ static std::vector<float> host_solve(const Csr& a, bool transposed, const std::v
         v[q] = a.v[e];
       }
   }
-  std::vector<float> x(n), terms;
+  std::vector<T> x(n), terms;
   for (int64_t s = 0; s < n; ++s) {
     const int64_t k = transposed ? n - 1 - s : s;
     terms.clear();
-    float d = 0.0f;
+    T d = 0;
     for (int32_t e = rp[k]; e < rp[k + 1]; ++e) {
       if (ci[e] == k) d = v[e];
       else terms.push_back(v[e] * x[ci[e]]);
@@ -192,13 +196,10 @@ static std::vector<float> host_solve(const Csr& a, bool transposed, const std::v
 }
 
 // Elements whose bits differ.
-static long long differing(const std::vector<uint32_t>& got, const std::vector<float>& want) {
+template <class T>
+static long long differing(const std::vector<T>& got, const std::vector<T>& want) {
   long long d = 0;
-  for (size_t i = 0; i < want.size(); ++i) {
-    uint32_t w;
-    std::memcpy(&w, &want[i], 4);
-    d += got[i] != w;
-  }
+  for (size_t i = 0; i < want.size(); ++i) d += std::memcmp(&got[i], &want[i], sizeof(T)) != 0;
   return d;
 }
 
@@ -216,10 +217,10 @@ static void report(const std::string& name, double x, double c, const std::strin
   g_results.push_back({name, x, c, note});
 }
 
-static xhal_tensor_t vec(xhal_buffer_t b, int64_t n) {
+static xhal_tensor_t vec(xhal_buffer_t b, int64_t n, xhal_dtype_t dtype = XHAL_DTYPE_F32) {
   xhal_tensor_t t{};
   t.buffer = b;
-  t.dtype = XHAL_DTYPE_F32;
+  t.dtype = dtype;
   t.rank = 1;
   t.shape[0] = n;
   return t;
@@ -239,8 +240,10 @@ struct Session {
 
 static std::string g_base_options;  // XHAL_DEVICE_OPTIONS at start
 
-static Session open_session(const xhal_csr_desc_t& desc, const std::vector<float>& hx,
+template <class T>
+static Session open_session(const xhal_csr_desc_t& desc, const std::vector<T>& hx,
                             const char* options) {
+  constexpr xhal_dtype_t kDtype = sizeof(T) == 8 ? XHAL_DTYPE_F64 : XHAL_DTYPE_F32;
   std::string all = g_base_options;
   if (*options) all += (all.empty() ? "cuda:" : ",cuda:") + std::string(options);
   if (all.empty()) unsetenv("XHAL_DEVICE_OPTIONS");
@@ -252,11 +255,11 @@ static Session open_session(const xhal_csr_desc_t& desc, const std::vector<float
   XK(xhal_csr_create(s.dev, &desc, &s.m));
   XK(xhal_device_synchronize(s.dev));
   s.create_ms = ms_since(t0);
-  XK(xhal_buffer_allocate(s.dev, n * 4, &s.bx));
-  XK(xhal_buffer_allocate(s.dev, n * 4, &s.by));
-  XK(xhal_buffer_write(s.bx, 0, hx.data(), n * 4));
-  s.tx = vec(s.bx, n);
-  s.ty = vec(s.by, n);
+  XK(xhal_buffer_allocate(s.dev, n * sizeof(T), &s.bx));
+  XK(xhal_buffer_allocate(s.dev, n * sizeof(T), &s.by));
+  XK(xhal_buffer_write(s.bx, 0, hx.data(), n * sizeof(T)));
+  s.tx = vec(s.bx, n, kDtype);
+  s.ty = vec(s.by, n, kDtype);
   return s;
 }
 
@@ -276,15 +279,20 @@ static double time_xhal(xhal_device_t dev, const std::function<void()>& op, int 
   return ms_since(t) / reps;
 }
 
+// T: float, or double (--f64: the matrix's values widened, f64 vectors).
+template <class T>
 static void compare(const char* label, const Csr& a, bool solve, cusparseHandle_t h) {
+  constexpr bool kF64 = sizeof(T) == 8;
+  constexpr cudaDataType kCuda = kF64 ? CUDA_R_64F : CUDA_R_32F;
+  constexpr xhal_dtype_t kDtype = kF64 ? XHAL_DTYPE_F64 : XHAL_DTYPE_F32;
   const int64_t n = a.n, nnz = static_cast<int64_t>(a.ci.size());
-  std::printf("== %s: n %lld, nnz %lld%s\n", label, (long long)n, (long long)nnz,
-              solve ? (", levels " + std::to_string(levels_of(a))).c_str() : "");
-  std::vector<float> hx(n);
+  std::printf("== %s%s: n %lld, nnz %lld%s\n", label, kF64 ? " f64" : "", (long long)n,
+              (long long)nnz, solve ? (", levels " + std::to_string(levels_of(a))).c_str() : "");
+  std::vector<T> hx(n);
   std::mt19937_64 rng(7);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   for (auto& v : hx) v = u(rng);
-
+  const std::vector<T> values(a.v.begin(), a.v.end());
   // ---- xhal ----
   xhal_csr_desc_t desc{};
   desc.struct_size = sizeof desc;
@@ -294,14 +302,17 @@ static void compare(const char* label, const Csr& a, bool solve, cusparseHandle_
   desc.index_dtype = XHAL_DTYPE_I32;
   desc.row_ptr = a.rp.data();
   desc.col_idx = a.ci.data();
-  desc.values = a.v.data();
+  desc.values_dtype = kDtype;
+  desc.values_data = values.data();
   double create_ms = 0, x_spmv = 0, x_solve = 0, x_solve_t = 0, x_bwd = 0;
   std::string variant_note[2];
-  std::vector<float> want[2];
+  std::vector<T> want[2];
   if (solve)
     for (int tr = 0; tr < 2; ++tr) want[tr] = host_solve(a, tr != 0, hx);
-  std::vector<uint32_t> got(n);
-  for (size_t v = 0; v < (solve ? kVariants.size() : 1); ++v) {
+  std::vector<T> got(n);
+  // f64 solves run over level batches whatever the options say.
+  const size_t variants = solve && !kF64 ? kVariants.size() : 1;
+  for (size_t v = 0; v < variants; ++v) {
     Session s = open_session(desc, hx, kVariants[v].options);
     if (v == 0) {
       create_ms = s.create_ms;
@@ -326,7 +337,7 @@ static void compare(const char* label, const Csr& a, bool solve, cusparseHandle_
                               &s.ty));
           },
           100);
-      XK(xhal_buffer_read(s.by, 0, got.data(), n * 4));
+      XK(xhal_buffer_read(s.by, 0, got.data(), n * sizeof(T)));
       const long long diff = differing(got, want[tr]);
       if (v == 0) (tr ? x_solve_t : x_solve) = ms;
       char buf[160];
@@ -343,9 +354,9 @@ static void compare(const char* label, const Csr& a, bool solve, cusparseHandle_
     }
     if (v == 0) {
       xhal_buffer_t bg, bga;
-      XK(xhal_buffer_allocate(s.dev, n * 4, &bg));
-      XK(xhal_buffer_allocate(s.dev, nnz * 4, &bga));
-      xhal_tensor_t tg = vec(bg, n), tga = vec(bga, nnz);
+      XK(xhal_buffer_allocate(s.dev, n * sizeof(T), &bg));
+      XK(xhal_buffer_allocate(s.dev, nnz * sizeof(T), &bga));
+      xhal_tensor_t tg = vec(bg, n, kDtype), tga = vec(bga, nnz, kDtype);
       x_bwd = time_xhal(
           s.dev,
           [&] {
@@ -361,27 +372,27 @@ static void compare(const char* label, const Csr& a, bool solve, cusparseHandle_
 
   // ---- cuSPARSE on its own copies of the same data ----
   int32_t *drp, *dci;
-  float *dv, *dx, *dy;
+  T *dv, *dx, *dy;
   CK(cudaMalloc(&drp, (n + 1) * 4));
   CK(cudaMalloc(&dci, nnz * 4));
-  CK(cudaMalloc(&dv, nnz * 4));
-  CK(cudaMalloc(&dx, n * 4));
-  CK(cudaMalloc(&dy, n * 4));
+  CK(cudaMalloc(&dv, nnz * sizeof(T)));
+  CK(cudaMalloc(&dx, n * sizeof(T)));
+  CK(cudaMalloc(&dy, n * sizeof(T)));
   auto tu = Clock::now();
   CK(cudaMemcpy(drp, a.rp.data(), (n + 1) * 4, cudaMemcpyHostToDevice));
   CK(cudaMemcpy(dci, a.ci.data(), nnz * 4, cudaMemcpyHostToDevice));
-  CK(cudaMemcpy(dv, a.v.data(), nnz * 4, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(dv, values.data(), nnz * sizeof(T), cudaMemcpyHostToDevice));
   const double upload_ms = ms_since(tu);
-  CK(cudaMemcpy(dx, hx.data(), n * 4, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(dx, hx.data(), n * sizeof(T), cudaMemcpyHostToDevice));
   cusparseSpMatDescr_t A;
   cusparseDnVecDescr_t X, Y;
   CS(cusparseCreateCsr(&A, n, n, nnz, drp, dci, dv, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I,
-                       CUSPARSE_INDEX_BASE_ZERO, CUDA_R_32F));
-  CS(cusparseCreateDnVec(&X, n, dx, CUDA_R_32F));
-  CS(cusparseCreateDnVec(&Y, n, dy, CUDA_R_32F));
-  const float one = 1.0f, zero = 0.0f;
+                       CUSPARSE_INDEX_BASE_ZERO, kCuda));
+  CS(cusparseCreateDnVec(&X, n, dx, kCuda));
+  CS(cusparseCreateDnVec(&Y, n, dy, kCuda));
+  const T one = 1, zero = 0;
   size_t bsz = 0;
-  CS(cusparseSpMV_bufferSize(h, CUSPARSE_OPERATION_NON_TRANSPOSE, &one, A, X, &zero, Y, CUDA_R_32F,
+  CS(cusparseSpMV_bufferSize(h, CUSPARSE_OPERATION_NON_TRANSPOSE, &one, A, X, &zero, Y, kCuda,
                              CUSPARSE_SPMV_ALG_DEFAULT, &bsz));
   void* buf = nullptr;
   CK(cudaMalloc(&buf, std::max<size_t>(bsz, 16)));
@@ -395,15 +406,17 @@ static void compare(const char* label, const Csr& a, bool solve, cusparseHandle_
   };
   const double c_spmv = time_cuda(
       [&] {
-        CS(cusparseSpMV(h, CUSPARSE_OPERATION_NON_TRANSPOSE, &one, A, X, &zero, Y, CUDA_R_32F,
+        CS(cusparseSpMV(h, CUSPARSE_OPERATION_NON_TRANSPOSE, &one, A, X, &zero, Y, kCuda,
                         CUSPARSE_SPMV_ALG_DEFAULT, buf));
       },
       50);
-  const double bytes = nnz * 8.0 + (n + 1) * 4.0 + 2.0 * n * 4;  // values+cols, row_ptr, x, y
+  // values + cols, row_ptr, x, y
+  const double bytes = nnz * (4.0 + sizeof(T)) + (n + 1) * 4.0 + 2.0 * n * sizeof(T);
   char note[1600];
-  std::snprintf(note, sizeof note, "(xhal %.2f TB/s counting nnz*8 + x + y)",
+  std::snprintf(note, sizeof note, "(xhal %.2f TB/s counting values, columns, row_ptr, x, y)",
                 bytes / (x_spmv * 1e-3) / 1e12);
-  report(std::string(label) + " SpMV", x_spmv, c_spmv, note);
+  const std::string name = std::string(label) + (kF64 ? " f64" : "");
+  report(name + " SpMV", x_spmv, c_spmv, note);
   if (solve) {
     for (int tr = 0; tr < 2; ++tr) {
       const auto op = tr ? CUSPARSE_OPERATION_TRANSPOSE : CUSPARSE_OPERATION_NON_TRANSPOSE;
@@ -414,19 +427,17 @@ static void compare(const char* label, const Csr& a, bool solve, cusparseHandle_
       CS(cusparseSpMatSetAttribute(A, CUSPARSE_SPMAT_FILL_MODE, &fill, sizeof fill));
       CS(cusparseSpMatSetAttribute(A, CUSPARSE_SPMAT_DIAG_TYPE, &diag, sizeof diag));
       size_t ssz = 0;
-      CS(cusparseSpSV_bufferSize(h, op, &one, A, X, Y, CUDA_R_32F, CUSPARSE_SPSV_ALG_DEFAULT, sv,
-                                 &ssz));
+      CS(cusparseSpSV_bufferSize(h, op, &one, A, X, Y, kCuda, CUSPARSE_SPSV_ALG_DEFAULT, sv, &ssz));
       void* sbuf;
       CK(cudaMalloc(&sbuf, std::max<size_t>(ssz, 16)));
       CK(cudaDeviceSynchronize());
       auto t = Clock::now();
-      CS(cusparseSpSV_analysis(h, op, &one, A, X, Y, CUDA_R_32F, CUSPARSE_SPSV_ALG_DEFAULT, sv,
-                               sbuf));
+      CS(cusparseSpSV_analysis(h, op, &one, A, X, Y, kCuda, CUSPARSE_SPSV_ALG_DEFAULT, sv, sbuf));
       CK(cudaDeviceSynchronize());
       const double analysis = ms_since(t);
       const double c_solve = time_cuda(
           [&] {
-            CS(cusparseSpSV_solve(h, op, &one, A, X, Y, CUDA_R_32F, CUSPARSE_SPSV_ALG_DEFAULT, sv));
+            CS(cusparseSpSV_solve(h, op, &one, A, X, Y, kCuda, CUSPARSE_SPSV_ALG_DEFAULT, sv));
           },
           100);
       const double xs = tr ? x_solve_t : x_solve;
@@ -436,12 +447,11 @@ static void compare(const char* label, const Csr& a, bool solve, cusparseHandle_
                     "analysis %.1f ms; variants: %s)",
                     xs + create_ms / 100, create_ms, upload_ms, c_solve + analysis / 100, analysis,
                     variant_note[tr].c_str());
-      report(std::string(label) + (tr ? " SpSV A^T" : " SpSV A"), xs, c_solve + analysis / 100,
-             note);
+      report(name + (tr ? " SpSV A^T" : " SpSV A"), xs, c_solve + analysis / 100, note);
       if (tr) {
         std::snprintf(note, sizeof note,
                       "(xhal: gb solve + ga on device; cuSPARSE: A^T SpSV only)");
-        report(std::string(label) + " solve backward", x_bwd, c_solve + analysis / 100, note);
+        report(name + " solve backward", x_bwd, c_solve + analysis / 100, note);
       }
       CS(cusparseSpSV_destroyDescr(sv));
       CK(cudaFree(sbuf));
@@ -453,7 +463,29 @@ static void compare(const char* label, const Csr& a, bool solve, cusparseHandle_
   for (void* p : {(void*)drp, (void*)dci, (void*)dv, (void*)dx, (void*)dy, buf}) CK(cudaFree(p));
 }
 
+template <class T>
+static void compare_all(cusparseHandle_t h) {
+  std::mt19937_64 rng(2026);
+  {
+    Csr r = river(1000000, 50, rng);
+    compare<T>("river 1e6", r, true, h);
+  }
+  {
+    Csr g = random_matrix(1000000, 10, false, rng);
+    compare<T>("random 1e7 nnz", g, false, h);
+  }
+  {
+    Csr l = random_matrix(1000000, 10, true, rng);
+    compare<T>("random lower 1e7 nnz", l, true, h);
+  }
+}
+
 int main(int argc, char** argv) {
+  const bool f64 = argc > 1 && std::strcmp(argv[1], "--f64") == 0;
+  if (f64) {
+    --argc;
+    ++argv;
+  }
   if (const char* o = std::getenv("XHAL_DEVICE_OPTIONS")) g_base_options = o;
   {
     // Names the device, then lets it go: each run below opens it with its options.
@@ -462,19 +494,8 @@ int main(int argc, char** argv) {
   }
   cusparseHandle_t h;
   CS(cusparseCreate(&h));
-  std::mt19937_64 rng(2026);
-  {
-    Csr r = river(1000000, 50, rng);
-    compare("river 1e6", r, true, h);
-  }
-  {
-    Csr g = random_matrix(1000000, 10, false, rng);
-    compare("random 1e7 nnz", g, false, h);
-  }
-  {
-    Csr l = random_matrix(1000000, 10, true, rng);
-    compare("random lower 1e7 nnz", l, true, h);
-  }
+  if (f64) compare_all<double>(h);
+  else compare_all<float>(h);
   if (argc > 1) {
     FILE* f = std::fopen(argv[1], "w");
     std::fprintf(f, "[\n");
