@@ -12,6 +12,7 @@
 // Layout (make_corpus.py mirrors it): matrices = 1 + pick(2), each a
 // description (read_desc); then calls = 1 + pick(10), each op = pick(kOps)
 // and the op's reads.
+#include <cstddef>
 #include <cstring>
 #include <vector>
 
@@ -31,6 +32,7 @@ struct MatrixRecord {
   uint32_t index_bytes;                   // 4 or 8; 8 when unknown (spgemm results)
   std::vector<int64_t> row_ptr, col_idx;  // as created (empty when unknown)
   bool released = false;                  // its handle is stale (and still in play)
+  bool f64 = false;                       // f64 values (xhal_csr_get_values_dtype)
 };
 
 // The host (or device) arrays of one description, kept alive for the call.
@@ -38,6 +40,7 @@ struct DescArrays {
   std::vector<int64_t> row_ptr64, col_idx64;
   std::vector<int32_t> row_ptr32, col_idx32;
   std::vector<float> values;
+  std::vector<double> values64;  // the values widened, for an f64 description
 };
 
 // Builds a description from the input. Modes: 0 a random valid pattern,
@@ -105,6 +108,20 @@ xhal_csr_desc_t read_desc(Input& in, Pool& pool, DescArrays& a, std::vector<xhal
     for (float& v : a.values)
       v = values_choice == 1 ? static_cast<float>(in.range(-4, 4)) : in.f32_bits();
   }
+  // Value dtype: usually left 0 (f32); f64 (the values widened, as
+  // values_data or a buffer of doubles, and now and then `values` as well,
+  // which is refused), or a raw value (refused unless 1 or 7).
+  const uint32_t value_dtype = in.pick(8);
+  bool both_value_pointers = false;
+  if (value_dtype == 1) {
+    desc.values_dtype = XHAL_DTYPE_F64;
+    a.values64.assign(a.values.begin(), a.values.end());
+    both_value_pointers = in.pick(4) == 0;
+  } else if (value_dtype == 2) {
+    const uint32_t raw = in.u32();
+    std::memcpy(&desc.values_dtype, &raw, sizeof raw);
+  }
+  const bool f64 = value_dtype == 1;
   if (mode == 3) {
     // The same arrays in device buffers (possibly too short: the input may
     // trim each buffer by a few bytes).
@@ -119,11 +136,14 @@ xhal_csr_desc_t read_desc(Input& in, Pool& pool, DescArrays& a, std::vector<xhal
     };
     desc.row_ptr_buffer = to_buffer(row_ptr, rp.size() * index_bytes);
     desc.col_idx_buffer = to_buffer(col_idx, ci.size() * index_bytes);
-    if (!a.values.empty()) desc.values_buffer = to_buffer(a.values.data(), a.values.size() * 4);
+    if (!a.values.empty())
+      desc.values_buffer = f64 ? to_buffer(a.values64.data(), a.values64.size() * 8)
+                               : to_buffer(a.values.data(), a.values.size() * 4);
   } else {
     desc.row_ptr = row_ptr;
     desc.col_idx = col_idx;
-    desc.values = a.values.empty() ? nullptr : a.values.data();
+    if (f64) desc.values_data = a.values64.empty() ? nullptr : a.values64.data();
+    if (!f64 || both_value_pointers) desc.values = a.values.empty() ? nullptr : a.values.data();
   }
   // struct_size: usually the full struct, else anything up to it.
   if (in.pick(8) == 0) desc.struct_size = static_cast<size_t>(in.range(0, sizeof desc));
@@ -155,6 +175,19 @@ void create_matrix(Input& in, xhal_device_t dev, Pool& pool, std::vector<MatrixR
   XF_MUST(xhal_csr_get_shape(m, &rows, &cols, &nnz));
   if (rows != r.rows || cols != r.cols || nnz != r.nnz)
     broken("csr_get_shape differs from the description", "xhal_csr_get_shape", XHAL_OK);
+  // The value dtype: f64 only when the description asked for it within its
+  // struct_size.
+  xhal_dtype_t values_dtype = XHAL_DTYPE_INVALID;
+  XF_MUST(xhal_csr_get_values_dtype(m, &values_dtype));
+  uint32_t asked = 0;
+  std::memcpy(&asked, &desc.values_dtype, sizeof asked);
+  const bool has_field =
+      desc.struct_size >= offsetof(xhal_csr_desc_t, values_dtype) + sizeof desc.values_dtype;
+  r.f64 = values_dtype == XHAL_DTYPE_F64;
+  if (r.f64 != (has_field && asked == XHAL_DTYPE_F64) ||
+      (values_dtype != XHAL_DTYPE_F32 && values_dtype != XHAL_DTYPE_F64))
+    broken("csr_get_values_dtype differs from the description", "xhal_csr_get_values_dtype",
+           XHAL_OK);
   mats.push_back(std::move(r));
 }
 
@@ -233,6 +266,10 @@ void run_op(uint32_t op, Input& in, xhal_device_t dev, Pool& pool, std::vector<M
       }
       MatrixRecord rc{c, 0, 0, 0, 8, {}, {}};
       XF_MUST(xhal_csr_get_shape(c, &rc.rows, &rc.cols, &rc.nnz));
+      xhal_dtype_t c_dtype = XHAL_DTYPE_INVALID;
+      XF_MUST(xhal_csr_get_values_dtype(c, &c_dtype));
+      rc.f64 = c_dtype == XHAL_DTYPE_F64;
+      if (rc.f64 != r->f64) broken("spgemm: C's value dtype is not A's", "xhal_spgemm", s);
       if (rc.rows != r->rows || rc.cols != rb->cols)
         broken("spgemm: C is not A.rows x B.cols", "xhal_spgemm", s);
       mats.push_back(std::move(rc));
@@ -246,13 +283,22 @@ void run_op(uint32_t op, Input& in, xhal_device_t dev, Pool& pool, std::vector<M
       // Sized for 8-byte indices, whatever the matrix holds (no getter
       // tells the index dtype of a spgemm result, issue 9 defect 9).
       std::vector<int64_t> rp(r->rows + 1, -7), ci(r->nnz, -7);
-      std::vector<float> values(r->nnz);
+      std::vector<float> values(r->nnz + 1);  // never NULL, even for nnz 0
       const uint32_t which = in.pick(8);
       const xhal_status_t s =
           XF_CALL(xhal_csr_read(m, which & 1 ? rp.data() : nullptr, which & 2 ? ci.data() : nullptr,
                                 which & 4 ? values.data() : nullptr));
       if (r->released) {
         if (s != XHAL_INVALID_ARGUMENT) broken("csr_read of a released matrix", "xhal_csr_read", s);
+        break;
+      }
+      // csr_read's values are f32: an f64 matrix refuses them (and then
+      // xhal_csr_read_values gives them in f64).
+      if (r->f64 && (which & 4)) {
+        if (s != XHAL_INVALID_ARGUMENT)
+          broken("csr_read of f32 values from an f64 matrix", "xhal_csr_read", s);
+        std::vector<double> values64(r->nnz);
+        XF_MUST(xhal_csr_read_values(m, XHAL_DTYPE_F64, values64.data()));
         break;
       }
       if (s != XHAL_OK) broken("csr_read of a live matrix failed", "xhal_csr_read", s);
@@ -265,9 +311,16 @@ void run_op(uint32_t op, Input& in, xhal_device_t dev, Pool& pool, std::vector<M
       std::vector<float> values(r ? r->nnz : 0);
       for (float& v : values) v = in.flag() ? static_cast<float>(in.range(-4, 4)) : in.f32_bits();
       const auto before = pool.snapshot();
+      const bool null_values = in.pick(16) == 0;
       const xhal_status_t s =
-          XF_CALL(xhal_csr_set_values(m, in.pick(16) == 0 ? nullptr : values.data()));
+          XF_CALL(xhal_csr_set_values(m, null_values ? nullptr : values.data()));
       if (s != XHAL_OK) pool.expect_unchanged(before, "xhal_csr_set_values", s);
+      if (r && r->f64 && !r->released) {  // the typed call takes them, widened
+        if (s != XHAL_INVALID_ARGUMENT)
+          broken("csr_set_values (f32) on an f64 matrix", "xhal_csr_set_values", s);
+        const std::vector<double> wide(values.begin(), values.end());
+        XF_CALL(xhal_csr_set_values_typed(m, XHAL_DTYPE_F64, null_values ? nullptr : wide.data()));
+      }
       break;
     }
     case 7: {  // csr_set_values_tensor

@@ -405,8 +405,9 @@ def pattern_bits(rows, cols, fn):
 
 
 def desc(s, mode, rows, cols, masks=None, triangle=0, dtype="i64", values="ints", nnz_values=None,
-         trims=(0, 0, 0), raw=None):
-    """read_desc(): mode 0 valid, 1 triangular, 2 raw, 3 device buffers."""
+         trims=(0, 0, 0), raw=None, value_dtype="f32", both_values=False):
+    """read_desc(): mode 0 valid, 1 triangular, 2 raw, 3 device buffers;
+    value_dtype "f32" (the field left 0), "f64" or an int (raw)."""
     s.pick(mode, 4)
     if mode == 2:
         s.range(rows, -2, 24)
@@ -443,6 +444,14 @@ def desc(s, mode, rows, cols, masks=None, triangle=0, dtype="i64", values="ints"
             s.range(((k * 5 + 2) % 9) - 4 or 1, -4, 4)
         else:
             s.f32_bits(1.0 + k / 8.0)
+    if value_dtype == "f32":
+        s.pick(0, 8)
+    elif value_dtype == "f64":
+        s.pick(1, 8)
+        s.pick(0 if both_values else 1, 4)
+    else:
+        s.pick(2, 8)
+        s.u32(value_dtype)
     if mode == 3:
         s.range(trims[0], 0, 2)
         s.range(trims[1], 0, 2)
@@ -557,6 +566,41 @@ def sparse_seeds():
         op(s, 7, 0, 3)
         tensor_exact(s, pool, [nnz_a])
         seeds[f"rect_{rows}x{cols}_{dtype}"] = s
+    # f64 matrices (docs/semantics.md 7.3): a triangular one with f32
+    # operands (refused), csr_read (f32 values refused) and set_values (the
+    # f32 call refused, the typed one taken); two rectangular ones and their
+    # spgemm; a description with both value pointers, and one with a raw
+    # value dtype (both refused).
+    s = begin(1, 0)
+    pool = PoolModel()
+    masks = pattern_bits(6, 6, lambda i, j: (i + j) % 3 == 0)
+    nnz = desc(s, 1, 6, 6, masks, triangle=0, value_dtype="f64")
+    s.pick(3, 10)  # 4 calls
+    solve(s, pool, 0, 1, 0, 0, 0, 6, None, False)
+    spmv(s, pool, 0, 1, 0, 6, 6)
+    read(s, 0, 1)
+    op(s, 6, 0, 1)
+    for k in range(nnz):
+        s.flag(True)
+        s.range(k % 9 - 4, -4, 4)
+    s.pick(1, 16)
+    seeds["f64_triangular_6"] = s
+    s = begin(2, 0)
+    pool = PoolModel()
+    desc(s, 0, 5, 4, pattern_bits(5, 4, lambda i, j: (i + j) % 2 == 0), value_dtype="f64")
+    desc(s, 3, 4, 3, pattern_bits(4, 3, lambda i, j: i >= j), value_dtype="f64")
+    s.pick(1, 10)  # 2 calls
+    op(s, 4, 0, 2)
+    s.pick(1, 3)
+    read(s, 2, 3)
+    seeds["f64_rect_spgemm"] = s
+    for name, vd, both in [("f64_both_value_pointers", "f64", True), ("raw_value_dtype_5", 5, False)]:
+        s = begin(1, 0)
+        pool = PoolModel()
+        desc(s, 0, 3, 3, pattern_bits(3, 3, lambda i, j: i == j), value_dtype=vd, both_values=both)
+        s.pick(0, 10)
+        spmv(s, pool, 0, 0, 0, 1, 1)
+        seeds[name] = s
     # The pattern from device buffers (one trimmed short), values none.
     for trims, values in [((0, 0, 0), "ints"), ((1, 0, 0), "ints"), ((0, 2, 0), "none"), ((0, 0, 1), "bits")]:
         s = begin(1, 0)
@@ -856,8 +900,11 @@ def main():
                            ("plugin_table", plugin_seeds())):
         folder = os.path.join(out, harness)
         os.makedirs(folder, exist_ok=True)
+        # Generated seeds are rewritten; inputs a fuzzer found (named with
+        # hyphens, as in findings/) stay in the corpus that replays them.
         for old in os.listdir(folder):
-            os.remove(os.path.join(folder, old))
+            if "-" not in old:
+                os.remove(os.path.join(folder, old))
         for name, seed in seeds.items():
             data = seed.data()
             with open(os.path.join(folder, name), "wb") as f:
