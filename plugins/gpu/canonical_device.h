@@ -4,6 +4,7 @@
 // not depend on compiler flags.
 #pragma once
 
+#include "exp64.h"
 #include "gpu_port.h"
 
 namespace xhal::gpu {
@@ -55,35 +56,54 @@ __device__ __forceinline__ float canonical_exp(float x) {
   return xmul(p, __int_as_float((__float_as_int(kb) + 127) << 23));
 }
 
+// xhal_exp64 (7.3), exp64.h: the same two forms in binary64.
+__device__ __forceinline__ double canonical_exp(double x) { return f64::exp64(x); }
+
+// -inf of the compute type A (float, or double for f64).
+template <class A = float>
+__device__ __forceinline__ A neg_inf() {
+  return static_cast<A>(__int_as_float(0xff800000));
+}
+
 // max of section 1: NaN if either operand is NaN (fmaxf would drop it).
-__device__ __forceinline__ float nan_max(float a, float b) {
+template <class A>
+__device__ __forceinline__ A nan_max(A a, A b) {
   if (a != a) return a;
   if (b != b) return b;
   return a > b ? a : b;
 }
 
-// Softmax chunk statistics (m, s) and the (+) operator of section 3.3.
-struct MaxSum {
-  float m, s;
+// Softmax chunk statistics (m, s) and the (+) operator of section 3.3, in
+// the compute type A.
+template <class A>
+struct MaxSumT {
+  A m, s;
 };
-__device__ __forceinline__ MaxSum maxsum_identity() { return {__int_as_float(0xff800000), 0.0f}; }
-__device__ __forceinline__ MaxSum maxsum_combine(MaxSum a, MaxSum b) {
-  float M = nan_max(a.m, b.m);
-  if (M == __int_as_float(0xff800000)) return {M, 0.0f};
+using MaxSum = MaxSumT<float>;
+template <class A>
+__device__ __forceinline__ MaxSumT<A> maxsum_identity() {
+  return {neg_inf<A>(), A(0)};
+}
+template <class A>
+__device__ __forceinline__ MaxSumT<A> maxsum_combine(MaxSumT<A> a, MaxSumT<A> b) {
+  A M = nan_max(a.m, b.m);
+  if (M == neg_inf<A>()) return {M, A(0)};
   return {M, xadd(xmul(a.s, canonical_exp(xsub(a.m, M))), xmul(b.s, canonical_exp(xsub(b.m, M))))};
 }
 
 // The last 5 levels of the pairwise tree (section 3.1) over the 32 lanes of
 // a logical warp: lane i adds lane i + d. Lane 0 holds the tree sum; the
 // result is broadcast so every lane returns it.
-__device__ __forceinline__ float warp_tree_sum(float v) {
+template <class A>
+__device__ __forceinline__ A warp_tree_sum(A v) {
 #pragma unroll
   for (int d = 1; d < 32; d <<= 1) v = xadd(v, xhal_shfl_down(v, d));
   return xhal_shfl(v, 0);
 }
 
 // Any-order NaN-propagating max over a logical warp, broadcast.
-__device__ __forceinline__ float warp_max(float v) {
+template <class A>
+__device__ __forceinline__ A warp_max(A v) {
 #pragma unroll
   for (int d = 1; d < 32; d <<= 1) v = nan_max(v, xhal_shfl_down(v, d));
   return xhal_shfl(v, 0);

@@ -14,9 +14,10 @@ namespace xhal::gpu {
 // dy * xh, and with layer_norm dbeta from dy. dgamma may equal dbeta (only
 // dbeta wanted: the dbeta tree runs last). x and dy are of x_dtype (f32,
 // bf16 or f16, widened on load); the sums are f32 and dgamma/dbeta are
-// written in out_dtype (f32, or x's narrow dtype: one rounding, 7.2).
+// written in out_dtype (f32, or x's narrow dtype: one rounding, 7.2). For
+// f64 x, mean, rstd, the sums and dgamma/dbeta are all f64 (7.3).
 xhal_status_t colsums(Device* d, bool layer_norm, const void* x, const void* dy,
-                      xhal_dtype_t x_dtype, const float* mean, const float* rstd, int64_t rows,
+                      xhal_dtype_t x_dtype, const void* mean, const void* rstd, int64_t rows,
                       int64_t n, void* dgamma, void* dbeta, xhal_dtype_t out_dtype);
 
 // Stage 2 alone: out[j] = tree over b of p[b * n + j], b < nb, written in

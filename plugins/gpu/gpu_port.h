@@ -58,6 +58,8 @@ inline bool xhal_is_device_memory(const gpuPointerAttributes_t& a) {
 // 64-wide wavefront working as two independent 32-lane halves.
 __device__ __forceinline__ float xhal_shfl_down(float v, int d) { return __shfl_down(v, d, 32); }
 __device__ __forceinline__ float xhal_shfl(float v, int src) { return __shfl(v, src, 32); }
+__device__ __forceinline__ double xhal_shfl_down(double v, int d) { return __shfl_down(v, d, 32); }
+__device__ __forceinline__ double xhal_shfl(double v, int src) { return __shfl(v, src, 32); }
 __device__ __forceinline__ void xhal_warp_sync() {}
 
 #else  // CUDA
@@ -114,6 +116,12 @@ __device__ __forceinline__ float xhal_shfl_down(float v, int d) {
 __device__ __forceinline__ float xhal_shfl(float v, int src) {
   return __shfl_sync(0xffffffffu, v, src, 32);
 }
+__device__ __forceinline__ double xhal_shfl_down(double v, int d) {
+  return __shfl_down_sync(0xffffffffu, v, d, 32);
+}
+__device__ __forceinline__ double xhal_shfl(double v, int src) {
+  return __shfl_sync(0xffffffffu, v, src, 32);
+}
 __device__ __forceinline__ void xhal_warp_sync() { __syncwarp(); }
 #endif
 
@@ -124,3 +132,10 @@ __device__ __forceinline__ float xsub(float a, float b) { return __fsub_rn(a, b)
 __device__ __forceinline__ float xmul(float a, float b) { return __fmul_rn(a, b); }
 __device__ __forceinline__ float xdiv(float a, float b) { return __fdiv_rn(a, b); }
 __device__ __forceinline__ float xsqrt(float a) { return __fsqrt_rn(a); }
+// The same in binary64 (7.3); overloads, so a kernel templated over its
+// compute type writes xadd(a, b) for both, and mixing the two is an error.
+__device__ __forceinline__ double xadd(double a, double b) { return __dadd_rn(a, b); }
+__device__ __forceinline__ double xsub(double a, double b) { return __dsub_rn(a, b); }
+__device__ __forceinline__ double xmul(double a, double b) { return __dmul_rn(a, b); }
+__device__ __forceinline__ double xdiv(double a, double b) { return __ddiv_rn(a, b); }
+__device__ __forceinline__ double xsqrt(double a) { return __dsqrt_rn(a); }

@@ -12,15 +12,22 @@ namespace {
 
 // Kernels work on storage units U of 4 columns per thread (float4, or a
 // Quad of bf16/f16, when the row width and the pointers allow) or of one
-// column; w counts units. Sums are in V = f32_of_t<U> (float4 or float):
+// column; w counts units. Sums are in V = value_t<U> (float4 or float):
 // sources are widened on load and dst is narrowed once at the end (7.2).
+// f64 (7.3) runs with U = V = double, one column per thread: a unit of
+// four doubles would double the registers of the 32-partial tree kernel.
 // Each component is its own canonical sum.
 __device__ __forceinline__ float vadd(float a, float b) { return xadd(a, b); }
+__device__ __forceinline__ double vadd(double a, double b) { return xadd(a, b); }
 __device__ __forceinline__ float4 vadd(float4 a, float4 b) {
   return make_float4(xadd(a.x, b.x), xadd(a.y, b.y), xadd(a.z, b.z), xadd(a.w, b.w));
 }
 __device__ __forceinline__ float vaxpy(float d, float alpha, float s) {
   return xadd(d, xmul(alpha, s));
+}
+// f64: alpha (the call's float) widened exactly (7.3).
+__device__ __forceinline__ double vaxpy(double d, float alpha, double s) {
+  return xadd(d, xmul(static_cast<double>(alpha), s));
 }
 __device__ __forceinline__ float4 vaxpy(float4 d, float alpha, float4 s) {
   return make_float4(vaxpy(d.x, alpha, s.x), vaxpy(d.y, alpha, s.y), vaxpy(d.z, alpha, s.z),
@@ -28,11 +35,11 @@ __device__ __forceinline__ float4 vaxpy(float4 d, float alpha, float4 s) {
 }
 template <class V>
 __device__ __forceinline__ V vzero() {
-  if constexpr (sizeof(V) == 16) return make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-  else return 0.0f;
+  if constexpr (std::is_same_v<V, float4>) return make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  else return V(0);
 }
 
-template <class U, class V = f32_of_t<U>>
+template <class U, class V = value_t<U>>
 __global__ void add_long_apply_kernel(const V* __restrict__ total_buf, U* __restrict__ dst,
                                       const int64_t* __restrict__ rows,
                                       const int64_t* __restrict__ base, int64_t num, int64_t w,
@@ -42,7 +49,7 @@ __global__ void add_long_apply_kernel(const V* __restrict__ total_buf, U* __rest
        it += int64_t{gridDim.x} * blockDim.x) {
     const int64_t k = it / w, j = it - k * w;
     const int64_t r = rows[k];
-    dst[r * w + j] = narrow_to<U>(vaxpy(to_f32(dst[r * w + j]), alpha, total_buf[base[k] * w + j]));
+    dst[r * w + j] = to_unit<U>(vaxpy(widen(dst[r * w + j]), alpha, total_buf[base[k] * w + j]));
   }
 }
 
@@ -76,12 +83,12 @@ __device__ __forceinline__ V add_sources(V s, const U* __restrict__ src,
       if (e + q < end) t[q] = src[sources[e + q] * w + j];
 #pragma unroll
     for (int q = 0; q < kB; ++q)
-      if (e + q < end) s = vadd(s, to_f32(t[q]));
+      if (e + q < end) s = vadd(s, widen(t[q]));
   }
   return s;
 }
 
-template <class U, class V = f32_of_t<U>>
+template <class U, class V = value_t<U>>
 __global__ void add_direct_rec_kernel(const U* __restrict__ src, U* __restrict__ dst,
                                       const DirectRow* __restrict__ rows,
                                       const int64_t* __restrict__ sources, int64_t num_rows,
@@ -92,14 +99,14 @@ __global__ void add_direct_rec_kernel(const U* __restrict__ src, U* __restrict__
     int64_t k, j;
     split_item(it, w, k, j);
     const DirectRow d = rows[k];
-    const V old = to_f32(dst[d.r * w + j]);
-    V s = vadd(vzero<V>(), to_f32(src[d.first * w + j]));
+    const V old = widen(dst[d.r * w + j]);
+    V s = vadd(vzero<V>(), widen(src[d.first * w + j]));
     s = add_sources<4>(s, src, sources, d.e0 + 1, d.e0 + d.m, w, j);
-    dst[d.r * w + j] = narrow_to<U>(vaxpy(old, alpha, s));
+    dst[d.r * w + j] = to_unit<U>(vaxpy(old, alpha, s));
   }
 }
 
-template <class U, class V = f32_of_t<U>>
+template <class U, class V = value_t<U>>
 __global__ void add_chunks_batched_kernel(const U* __restrict__ src, V* __restrict__ partial,
                                           const int64_t* __restrict__ chunk_begin,
                                           const int32_t* __restrict__ chunk_len,
@@ -144,7 +151,7 @@ __global__ void add_groups_kernel(const V* __restrict__ in, V* __restrict__ out,
 template <class U>
 xhal_status_t run_index_add(Device* d, const Plan* p, float alpha, const U* s, U* o, int64_t w,
                             int* launches) {
-  using V = f32_of_t<U>;
+  using V = value_t<U>;
   if (p->num_direct) {
     add_direct_rec_kernel<U><<<grid_for(p->num_direct * w, 256), 256, 0, d->stream>>>(
         s, o, p->direct, p->row_sources, p->num_direct, w, alpha);
@@ -186,15 +193,19 @@ xhal_status_t index_add(void* device, void* plan, float alpha, const xhal_plugin
   int launches = 0;
   xhal_status_t st;
   const auto run = [&](auto unit) {
-    using S = decltype(unit);  // element storage: float, Bf16, F16
+    using S = decltype(unit);  // element storage: float, Bf16, F16, double
     const S* s = tensor_as<S>(src);
     S* o = tensor_as<S>(dst);
-    if (w % 4 == 0 && unit_aligned(s) && unit_aligned(o))
-      return run_index_add(d, p, alpha, reinterpret_cast<const unit4_t<S>*>(s),
-                           reinterpret_cast<unit4_t<S>*>(o), w / 4, &launches);
+    if constexpr (!std::is_same_v<S, double>)
+      if (w % 4 == 0 && unit_aligned(s) && unit_aligned(o))
+        return run_index_add(d, p, alpha, reinterpret_cast<const unit4_t<S>*>(s),
+                             reinterpret_cast<unit4_t<S>*>(o), w / 4, &launches);
     return run_index_add(d, p, alpha, s, o, w, &launches);
   };
   switch (dst->dtype) {
+    case XHAL_DTYPE_F64:
+      st = run(double{});
+      break;
     case XHAL_DTYPE_BF16:
       st = run(Bf16{});
       break;

@@ -7,7 +7,10 @@
 // partials held in registers (the same thread owns the same columns on every
 // row), so x and dy are read once. With PF the next row's loads are issued
 // before the current row is reduced. W == 1 blocks hold RB independent warps
-// (RB colsum blocks); W > 1 needs RB == 1.
+// (RB colsum blocks); W > 1 needs RB == 1. f32 compute only (f32, bf16
+// and f16 storage): an f64 walk would hold twice the registers (row,
+// prefetched row and partials) and spill, so f64 takes the separate
+// colsum, which gives the same bits.
 #pragma once
 
 #include "colsum.h"
@@ -20,6 +23,7 @@ template <class B, int W, int RB, bool VEC, bool PF>
 __global__ void __launch_bounds__(W* RB * 32)
     norm_bwd_fused_kernel(B body, int64_t rows, int64_t n, float* pg, float* pb) {
   static_assert(W == 1 || RB == 1, "one block tree per block");
+  static_assert(std::is_same_v<typename B::A, float>, "f32 compute only");
   using Op = typename B::Op;
   using T = typename Op::T;
   __shared__ T sh[W + 2];
@@ -34,7 +38,7 @@ __global__ void __launch_bounds__(W* RB * 32)
     const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 #pragma unroll
     for (int t = 0; t < 8; ++t) ag[t] = ab[t] = zero;
-    auto load = [&](ChunkRegs& r, int64_t row) {
+    auto load = [&](ChunkRegs<float>& r, int64_t row) {
 #pragma unroll
       for (int k = 0; k < B::kInputs; ++k) {
         const auto* base = body.input(k) + row * n;
@@ -43,7 +47,7 @@ __global__ void __launch_bounds__(W* RB * 32)
           r.in[k][t] = load4<VEC>(base, i0 + t * 128 + 4 * lane, n, B::pad(k));
       }
     };
-    ChunkRegs cur, nxt;
+    ChunkRegs<float> cur, nxt;
     load(cur, r0);
     for (int64_t row = r0; row < r1; ++row) {
       if (PF && row + 1 < r1) load(nxt, row + 1);
@@ -97,8 +101,8 @@ void launch_fused_w(Device* d, const B& body, int64_t rows, int64_t n, float* pg
 // block.
 // dgamma and dbeta are written in out_dtype (f32 or x's narrow dtype, 7.2).
 template <class B>
-bool try_fused_norm_bwd(Device* d, const B& body, int64_t rows, int64_t n, bool vec, void* dgamma,
-                        void* dbeta, xhal_dtype_t out_dtype, xhal_status_t* st) {
+bool fused_norm_bwd(Device* d, const B& body, int64_t rows, int64_t n, bool vec, void* dgamma,
+                    void* dbeta, xhal_dtype_t out_dtype, xhal_status_t* st) {
   const int64_t nb = (rows + 31) / 32;
   if (rows == 0 || n == 0 || n > int64_t{kBigW<B>} * kChunk) return false;
   if (nb < (d->options.norm_backward_fused_from_rows + 31) / 32) return false;
@@ -121,6 +125,16 @@ bool try_fused_norm_bwd(Device* d, const B& body, int64_t rows, int64_t n, bool 
   }
   *st = check_launch(d, "norm backward (fused colsum)", launches);
   return true;
+}
+
+// f64 (compute type double) never takes it (see the top of this file).
+template <class B>
+bool try_fused_norm_bwd(Device* d, const B& body, int64_t rows, int64_t n, bool vec, void* dgamma,
+                        void* dbeta, xhal_dtype_t out_dtype, xhal_status_t* st) {
+  if constexpr (std::is_same_v<typename B::A, float>)
+    return fused_norm_bwd(d, body, rows, n, vec, dgamma, dbeta, out_dtype, st);
+  else
+    return false;
 }
 
 }  // namespace

@@ -96,12 +96,14 @@ xhal_status_t device_get_info(void* context, uint32_t index, xhal_plugin_device_
   for (int op = 0; op < XHAL_OP_COUNT_; ++op) info->op_dtypes[op] = f32;
   info->op_dtypes[XHAL_OP_INDEX_SELECT] = any;
   info->op_dtypes[XHAL_OP_PERMUTE] = any;
-  // bf16/f16 storage with f32 arithmetic (docs/semantics.md 7.2).
-  const uint32_t narrow = f32 | (1u << XHAL_DTYPE_F16) | (1u << XHAL_DTYPE_BF16);
+  // bf16/f16 storage with f32 arithmetic (docs/semantics.md 7.2), and f64
+  // with binary64 arithmetic throughout (7.3).
+  const uint32_t dense = f32 | (1u << XHAL_DTYPE_F16) | (1u << XHAL_DTYPE_BF16) |
+                         (1u << XHAL_DTYPE_F64);
   for (int op : {XHAL_OP_INDEX_ADD, XHAL_OP_SOFTMAX_FORWARD, XHAL_OP_SOFTMAX_BACKWARD,
                  XHAL_OP_RMS_NORM_FORWARD, XHAL_OP_RMS_NORM_BACKWARD, XHAL_OP_LAYER_NORM_FORWARD,
                  XHAL_OP_LAYER_NORM_BACKWARD})
-    info->op_dtypes[op] = narrow;
+    info->op_dtypes[op] = dense;
   return XHAL_OK;
 }
 

@@ -6,88 +6,92 @@
 namespace xhal::gpu {
 namespace {
 
+// A: f32, or f64 for f64 x (7.3: gamma and the saved rstd f64 too, eps
+// widened exactly, n as (double)n).
 template <class S>
 struct RmsFwd {
-  using Op = SumOp;
+  using A = acc_t<S>;
+  using Op = SumOpT<A>;
   static constexpr int kPhases = 1, kInputs = 1;
   const S* x;
   ColVals<S> gamma;
-  float eps;
+  A eps;
   S* y;
-  float* rstd;
+  A* rstd;
   __device__ const S* input(int) const { return x; }
-  __device__ static float pad(int) { return 0.0f; }
-  __device__ float chunk_stat(int, const ChunkRegs& r, const float*, int64_t, int64_t,
-                              int64_t) const {
+  __device__ static A pad(int) { return A(0); }
+  __device__ A chunk_stat(int, const ChunkRegs<A>& r, const A*, int64_t, int64_t, int64_t) const {
     return chunk_sum_of(
         [&](int t, int q) { return xmul(comp(r.in[0][t], q), comp(r.in[0][t], q)); });
   }
-  __device__ float rs(const float* tot, int64_t n) const {
-    return xdiv(1.0f, xsqrt(xadd(xdiv(tot[0], static_cast<float>(n)), eps)));
+  __device__ A rs(const A* tot, int64_t n) const {
+    return xdiv(A(1), xsqrt(xadd(xdiv(tot[0], static_cast<A>(n)), eps)));
   }
-  __device__ void apply(ChunkRegs& r, const float* tot, int64_t, int64_t n, int64_t i0,
-                        float4* out) const {
-    const float s = rs(tot, n);
+  __device__ void apply(ChunkRegs<A>& r, const A* tot, int64_t, int64_t n, int64_t i0,
+                        vec4_t<A>* out) const {
+    const A s = rs(tot, n);
 #pragma unroll
     for (int t = 0; t < 8; ++t) {
-      const float4 g = col4(gamma, elem(i0, t), n);
+      const vec4_t<A> g = col4(gamma, elem(i0, t), n);
 #pragma unroll
       for (int q = 0; q < 4; ++q) comp(out[t], q) = xmul(xmul(comp(r.in[0][t], q), s), comp(g, q));
     }
   }
   __device__ S* output() const { return y; }
-  __device__ void row_out(int64_t row, const float* tot, int64_t n) const {
+  __device__ void row_out(int64_t row, const A* tot, int64_t n) const {
     rstd[row] = rs(tot, n);
   }
 };
 
 template <class S>
 struct RmsBwd {
-  using Op = SumOp;
+  using A = acc_t<S>;
+  using Op = SumOpT<A>;
   static constexpr int kPhases = 1, kInputs = 2;
   const S* x;
   const S* dy;
   ColVals<S> gamma;
-  const float* rstd;
+  const A* rstd;
   S* dx;
   __device__ const S* input(int i) const { return i == 0 ? x : dy; }
-  __device__ static float pad(int) { return 0.0f; }
-  __device__ float chunk_stat(int, const ChunkRegs& r, const float*, int64_t row, int64_t n,
-                              int64_t i0) const {
-    const float s = rstd[row];
-    float4 gm[8];
+  __device__ static A pad(int) { return A(0); }
+  __device__ A chunk_stat(int, const ChunkRegs<A>& r, const A*, int64_t row, int64_t n,
+                          int64_t i0) const {
+    const A s = rstd[row];
+    vec4_t<A> gm[8];
 #pragma unroll
     for (int t = 0; t < 8; ++t) gm[t] = col4(gamma, elem(i0, t), n);
     return chunk_sum_of([&](int t, int q) {
-      const float xh = xmul(comp(r.in[0][t], q), s);
-      const float g = xmul(comp(r.in[1][t], q), comp(gm[t], q));
+      const A xh = xmul(comp(r.in[0][t], q), s);
+      const A g = xmul(comp(r.in[1][t], q), comp(gm[t], q));
       return xmul(g, xh);
     });
   }
-  __device__ void apply(ChunkRegs& r, const float* tot, int64_t row, int64_t n, int64_t i0,
-                        float4* out) const {
-    const float s = rstd[row];
-    const float c = xdiv(tot[0], static_cast<float>(n));
+  __device__ void apply(ChunkRegs<A>& r, const A* tot, int64_t row, int64_t n, int64_t i0,
+                        vec4_t<A>* out) const {
+    const A s = rstd[row];
+    const A c = xdiv(tot[0], static_cast<A>(n));
 #pragma unroll
     for (int t = 0; t < 8; ++t) {
-      const float4 gm = col4(gamma, elem(i0, t), n);
+      const vec4_t<A> gm = col4(gamma, elem(i0, t), n);
 #pragma unroll
       for (int q = 0; q < 4; ++q) {
-        const float xh = xmul(comp(r.in[0][t], q), s);
-        const float g = xmul(comp(r.in[1][t], q), comp(gm, q));
+        const A xh = xmul(comp(r.in[0][t], q), s);
+        const A g = xmul(comp(r.in[1][t], q), comp(gm, q));
         comp(out[t], q) = xmul(xsub(g, xmul(xh, c)), s);
       }
     }
   }
   // colsum stage 1 terms of step t (3.4, 3.5): dgamma += dy * xh.
-  __device__ void col_terms(const ChunkRegs& r, int64_t row, int t, float4& pg, float4&) const {
-    const float s = rstd[row];
+  __device__ void col_terms(const ChunkRegs<A>& r, int64_t row, int t, vec4_t<A>& pg,
+                            vec4_t<A>&) const {
+    const A s = rstd[row];
 #pragma unroll
     for (int q = 0; q < 4; ++q)
       comp(pg, q) = xadd(comp(pg, q), xmul(comp(r.in[1][t], q), xmul(comp(r.in[0][t], q), s)));
   }
   __device__ S* output() const { return dx; }
-  __device__ void row_out(int64_t, const float*, int64_t) const {}
+  __device__ void row_out(int64_t, const A*, int64_t) const {}
 };
 
 template <class S>
@@ -95,7 +99,9 @@ xhal_status_t forward_as(Device* d, const xhal_plugin_tensor_t* x,
                          const xhal_plugin_tensor_t* gamma, float eps,
                          const xhal_plugin_tensor_t* y, const xhal_plugin_tensor_t* rstd) {
   auto [rows, n] = shape_of(x);
-  RmsFwd<S> b{tensor_as<S>(x), col_vals<S>(gamma), eps, tensor_as<S>(y), tensor_f32(rstd)};
+  using A = acc_t<S>;
+  RmsFwd<S> b{tensor_as<S>(x), col_vals<S>(gamma), static_cast<A>(eps), tensor_as<S>(y),
+              tensor_as<A>(rstd)};
   return run_rows(d, b, rows, n, units_aligned(b.x, b.y), "rms_norm_forward");
 }
 
@@ -105,7 +111,7 @@ xhal_status_t backward_as(Device* d, const xhal_plugin_tensor_t* x,
                           const xhal_plugin_tensor_t* dy, const xhal_plugin_tensor_t* dx,
                           const xhal_plugin_tensor_t* dgamma) {
   auto [rows, n] = shape_of(x);
-  RmsBwd<S> b{tensor_as<S>(x), tensor_as<S>(dy), col_vals<S>(gamma), tensor_f32(rstd),
+  RmsBwd<S> b{tensor_as<S>(x), tensor_as<S>(dy), col_vals<S>(gamma), tensor_as<acc_t<S>>(rstd),
               tensor_as<S>(dx)};
   const bool vec = units_aligned(b.x, b.dy, b.dx);
   void* dg = dgamma ? tensor_ptr(dgamma) : nullptr;

@@ -13,24 +13,28 @@ namespace xhal::gpu {
 
 constexpr int kChunk = 1024;
 
-__device__ __forceinline__ float neg_inf() { return __int_as_float(0xff800000); }
-
-struct SumOp {
-  using T = float;
-  __device__ static float identity() { return 0.0f; }
-  __device__ static float combine(float a, float b) { return xadd(a, b); }
-  __device__ static float shfl_down(float v, int d) { return xhal_shfl_down(v, d); }
-  __device__ static float shfl(float v, int s) { return xhal_shfl(v, s); }
+// The canonical combiners in the compute type A (float, or double for f64
+// storage, docs/semantics.md 7.3). SumOp and MaxSumOp are the f32 ones.
+template <class A>
+struct SumOpT {
+  using T = A;
+  __device__ static A identity() { return A(0); }
+  __device__ static A combine(A a, A b) { return xadd(a, b); }
+  __device__ static A shfl_down(A v, int d) { return xhal_shfl_down(v, d); }
+  __device__ static A shfl(A v, int s) { return xhal_shfl(v, s); }
 };
-struct MaxSumOp {
-  using T = MaxSum;
-  __device__ static MaxSum identity() { return maxsum_identity(); }
-  __device__ static MaxSum combine(MaxSum a, MaxSum b) { return maxsum_combine(a, b); }
-  __device__ static MaxSum shfl_down(MaxSum v, int d) {
+using SumOp = SumOpT<float>;
+template <class A>
+struct MaxSumOpT {
+  using T = MaxSumT<A>;
+  __device__ static T identity() { return maxsum_identity<A>(); }
+  __device__ static T combine(T a, T b) { return maxsum_combine(a, b); }
+  __device__ static T shfl_down(T v, int d) {
     return {xhal_shfl_down(v.m, d), xhal_shfl_down(v.s, d)};
   }
-  __device__ static MaxSum shfl(MaxSum v, int s) { return {xhal_shfl(v.m, s), xhal_shfl(v.s, s)}; }
+  __device__ static T shfl(T v, int s) { return {xhal_shfl(v.m, s), xhal_shfl(v.s, s)}; }
 };
+using MaxSumOp = MaxSumOpT<float>;
 
 // Pairwise tree over the 32 lanes' values (lanes past `count` hold the
 // identity), result broadcast. Padding past the next power of two of the
@@ -43,14 +47,14 @@ __device__ __forceinline__ typename Op::T warp_tree(typename Op::T v) {
   return Op::shfl(v, 0);
 }
 
-// Four consecutive elements from i, widened to f32 (pad past n).
+// Four consecutive elements from i, widened to the compute type (pad past n).
 template <bool VEC, class S>
-__device__ __forceinline__ float4 load4(const S* p, int64_t i, int64_t n, float pad) {
+__device__ __forceinline__ vec4_t<acc_t<S>> load4(const S* p, int64_t i, int64_t n,
+                                                  acc_t<S> pad) {
   if (VEC)
-    return i < n ? to_f32(*reinterpret_cast<const unit4_t<S>*>(p + i))
-                 : make_float4(pad, pad, pad, pad);
-  return make_float4(i < n ? to_f32(p[i]) : pad, i + 1 < n ? to_f32(p[i + 1]) : pad,
-                     i + 2 < n ? to_f32(p[i + 2]) : pad, i + 3 < n ? to_f32(p[i + 3]) : pad);
+    return i < n ? widen(*reinterpret_cast<const unit4_t<S>*>(p + i)) : make4(pad, pad, pad, pad);
+  return make4(i < n ? widen(p[i]) : pad, i + 1 < n ? widen(p[i + 1]) : pad,
+               i + 2 < n ? widen(p[i + 2]) : pad, i + 3 < n ? widen(p[i + 3]) : pad);
 }
 
 // Combines the W warps' values of a block by the pairwise tree; every

@@ -7,7 +7,9 @@
 // scratch memory between launches (one launch per sequential reduction,
 // then one that applies).
 //
-// A body provides: Op (the statistic), kPhases (sequential reductions),
+// A body provides: A (its compute type, acc_t of its storage: float, or
+// double for f64, docs/semantics.md 7.3), Op (the statistic), kPhases
+// (sequential reductions),
 // kInputs, input(k) (row-major [rows, n]), pad(k), chunk_stat(phase, ...),
 // apply(...), output() and row_out(...); the norm backwards also
 // col_terms(...) for the fused dgamma/dbeta (norm_backward.h).
@@ -24,16 +26,20 @@ namespace {
 
 constexpr int kMaxInputs = 2;
 
-// Registers of one warp's chunk: up to kMaxInputs inputs, 8 float4 each.
+// Registers of one warp's chunk: up to kMaxInputs inputs, 8 units of four
+// values of the compute type A each.
+template <class A>
 struct ChunkRegs {
-  float4 in[kMaxInputs][8];
-  float chunk_max;  // softmax: m[c], with in[0] replaced by e[i]
+  vec4_t<A> in[kMaxInputs][8];
+  A chunk_max;  // softmax: m[c], with in[0] replaced by e[i]
 };
 
-// rowsum of one chunk from a term function term(t, component, element).
+// rowsum of one chunk from a term function term(t, component), in the
+// term's type.
 template <class F>
-__device__ __forceinline__ float chunk_sum_of(F term) {
-  float a[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+__device__ __forceinline__ auto chunk_sum_of(F term) {
+  using A = decltype(term(0, 0));
+  A a[4] = {A(0), A(0), A(0), A(0)};
 #pragma unroll
   for (int t = 0; t < 8; ++t)
 #pragma unroll
@@ -47,22 +53,28 @@ __device__ __forceinline__ float comp(const float4& v, int q) {
 __device__ __forceinline__ float& comp(float4& v, int q) {
   return q == 0 ? v.x : q == 1 ? v.y : q == 2 ? v.z : v.w;
 }
+__device__ __forceinline__ double comp(const Dbl4& v, int q) {
+  return q == 0 ? v.x : q == 1 ? v.y : q == 2 ? v.z : v.w;
+}
+__device__ __forceinline__ double& comp(Dbl4& v, int q) {
+  return q == 0 ? v.x : q == 1 ? v.y : q == 2 ? v.z : v.w;
+}
 
-// A lane's 8 float4 of a 1024-element chunk (the load4 layout) into a row
+// A lane's 8 units of a 1024-element chunk (the load4 layout) into a row
 // of n, narrowed to S (7.1): unit stores when the row allows, else element
 // by element.
 template <bool VEC, class S>
 __device__ __forceinline__ void store_chunk(S* orow, int64_t i0, int lane, int64_t n,
-                                            const float4 (&out)[8]) {
+                                            const vec4_t<acc_t<S>> (&out)[8]) {
 #pragma unroll
   for (int t = 0; t < 8; ++t) {
     const int64_t i = i0 + t * 128 + 4 * lane;
     if (VEC) {
-      if (i < n) *reinterpret_cast<unit4_t<S>*>(orow + i) = unit4_from_f32<S>(out[t]);
+      if (i < n) *reinterpret_cast<unit4_t<S>*>(orow + i) = to_unit4<S>(out[t]);
     } else {
 #pragma unroll
       for (int q = 0; q < 4; ++q)
-        if (i + q < n) orow[i + q] = from_f32<S>(comp(out[t], q));
+        if (i + q < n) orow[i + q] = to_storage<S>(comp(out[t], q));
     }
   }
 }
@@ -71,26 +83,32 @@ __device__ __forceinline__ void store_chunk(S* orow, int64_t i0, int lane, int64
 // 0 past n; these stay in L1/L2, so they are re-read rather than held in
 // registers.
 template <class G>
-__device__ __forceinline__ float4 col4_of(const G* p, int64_t i, int64_t n) {
+__device__ __forceinline__ vec4_t<acc_t<G>> col4_of(const G* p, int64_t i, int64_t n) {
+  using A = acc_t<G>;
   if (i + 3 < n && (reinterpret_cast<uintptr_t>(p + i) % (4 * sizeof(G))) == 0)
-    return to_f32(*reinterpret_cast<const unit4_t<G>*>(p + i));
-  return make_float4(i < n ? to_f32(p[i]) : 0.0f, i + 1 < n ? to_f32(p[i + 1]) : 0.0f,
-                     i + 2 < n ? to_f32(p[i + 2]) : 0.0f, i + 3 < n ? to_f32(p[i + 3]) : 0.0f);
+    return widen(*reinterpret_cast<const unit4_t<G>*>(p + i));
+  return make4(i < n ? widen(p[i]) : A(0), i + 1 < n ? widen(p[i + 1]) : A(0),
+               i + 2 < n ? widen(p[i + 2]) : A(0), i + 3 < n ? widen(p[i + 3]) : A(0));
 }
 
 // gamma or beta of a norm on x stored as S: in S or in f32 (7.2), decided
 // at run time (one branch, the same for the whole grid) rather than by a
-// second template parameter, which would double the kernels built.
+// second template parameter, which would double the kernels built. f64 x
+// takes f64 gamma/beta only (7.3).
 template <class S>
 struct ColVals {
   const void* p;
   bool narrow;  // in S (only meaningful when S is bf16 or f16)
 };
 template <class S>
-__device__ __forceinline__ float4 col4(ColVals<S> c, int64_t i, int64_t n) {
-  if constexpr (sizeof(S) != 4)
-    if (c.narrow) return col4_of(static_cast<const S*>(c.p), i, n);
-  return col4_of(static_cast<const float*>(c.p), i, n);
+__device__ __forceinline__ vec4_t<acc_t<S>> col4(ColVals<S> c, int64_t i, int64_t n) {
+  if constexpr (std::is_same_v<S, double>) {
+    return col4_of(static_cast<const double*>(c.p), i, n);
+  } else {
+    if constexpr (is_narrow<S>)
+      if (c.narrow) return col4_of(static_cast<const S*>(c.p), i, n);
+    return col4_of(static_cast<const float*>(c.p), i, n);
+  }
 }
 template <class S>
 ColVals<S> col_vals(const xhal_plugin_tensor_t* t) {
@@ -121,7 +139,7 @@ __global__ void __launch_bounds__(W * 32)
   for (int64_t row = blockIdx.x / per_row; row < rows; row += step) {
     const int64_t chunk = static_cast<int64_t>(seg) * W + warp;
     const int64_t i0 = chunk * kChunk;
-    ChunkRegs r;
+    ChunkRegs<typename B::A> r;
 #pragma unroll
     for (int k = 0; k < B::kInputs; ++k) {
       const auto* base = body.input(k) + row * n;
@@ -146,7 +164,7 @@ __global__ void __launch_bounds__(W * 32)
       }
       if constexpr (kStatInApply<B>) body.chunk_stat(0, r, tot, row, n, i0);
     }
-    float4 out[8];
+    vec4_t<typename B::A> out[8];
     body.apply(r, tot, row, n, i0, out);
     store_chunk<VEC>(body.output() + row * n, i0, lane, n, out);
     if (seg == 0 && threadIdx.x == 0) body.row_out(row, tot, n);
@@ -164,9 +182,11 @@ void launch_rows(Device* d, const B& body, int64_t rows, int64_t n, int split, i
 }
 
 // Widest block: one input row in registers allows 1024 threads (32 floats
-// each); two inputs need 64 floats per thread, so blocks of 256.
+// each); two inputs need 64 floats per thread, so blocks of 256. f64 rows
+// take twice the registers per element, so half the warps (the block size
+// only picks which aligned subtrees a block computes, never the bits).
 template <class B>
-constexpr int kBigW = B::kInputs >= 2 ? 8 : 32;
+constexpr int kBigW = (B::kInputs >= 2 ? 8 : 32) / (sizeof(typename B::A) / sizeof(float));
 
 template <class B, bool VEC>
 void launch_rows_w(Device* d, const B& body, int64_t rows, int64_t n, int split, int phase,
@@ -210,10 +230,12 @@ xhal_status_t run_rows(Device* d, const B& body, int64_t rows, int64_t n, bool v
   return check_launch(d, op, B::kPhases + 1);
 }
 
-// Calls f(S{}) with x's element storage: float, Bf16 or F16.
+// Calls f(S{}) with x's element storage: float, Bf16, F16 or double.
 template <class F>
 xhal_status_t with_storage(const xhal_plugin_tensor_t* x, F&& f) {
   switch (x->dtype) {
+    case XHAL_DTYPE_F64:
+      return f(double{});
     case XHAL_DTYPE_BF16:
       return f(Bf16{});
     case XHAL_DTYPE_F16:

@@ -8,72 +8,79 @@ namespace {
 // Softmax forward, 3.3 as amended: one xhal_exp per element. chunk_stat
 // turns the chunk's x into e[i] = xhal_exp(x[i] - m[c]) in registers (all +0
 // when m[c] = -inf) and keeps m[c]; apply writes y[i] = e[i] * r[c] with
-// r[c] = xhal_exp(m[c] - M) * (1 / S).
+// r[c] = xhal_exp(m[c] - M) * (1 / S). In f64 (7.3) the same in binary64
+// with xhal_exp64.
+__device__ __forceinline__ float any_max(float a, float b) { return fmaxf(a, b); }
+__device__ __forceinline__ double any_max(double a, double b) { return fmax(a, b); }
+
 template <class S>
 struct SoftmaxFwd {
-  using Op = MaxSumOp;
+  using A = acc_t<S>;
+  using Op = MaxSumOpT<A>;
+  using Stat = MaxSumT<A>;
   static constexpr int kPhases = 1, kInputs = 1;
   static constexpr bool kStatInApply = true;  // split form: the apply pass rebuilds e
   const S* x;
   S* y;
   __device__ const S* input(int) const { return x; }
-  __device__ static float pad(int) { return neg_inf(); }
-  __device__ MaxSum chunk_stat(int, ChunkRegs& r, const MaxSum*, int64_t, int64_t, int64_t) const {
-    float4(&v)[8] = r.in[0];
-    // fmaxf drops NaN; a NaN element still turns e and s into NaN through
+  __device__ static A pad(int) { return neg_inf<A>(); }
+  __device__ Stat chunk_stat(int, ChunkRegs<A>& r, const Stat*, int64_t, int64_t, int64_t) const {
+    vec4_t<A>(&v)[8] = r.in[0];
+    // fmax drops NaN; a NaN element still turns e and s into NaN through
     // xhal_exp(NaN - m), except when m would be -inf, checked below.
-    float m = neg_inf();
+    A m = neg_inf<A>();
 #pragma unroll
-    for (int t = 0; t < 8; ++t) m = fmaxf(fmaxf(m, fmaxf(v[t].x, v[t].y)), fmaxf(v[t].z, v[t].w));
+    for (int t = 0; t < 8; ++t)
+      m = any_max(any_max(m, any_max(v[t].x, v[t].y)), any_max(v[t].z, v[t].w));
     m = warp_max(m);
-    if (m == neg_inf()) {
+    if (m == neg_inf<A>()) {
       bool nan = false;
 #pragma unroll
       for (int t = 0; t < 8; ++t)
         nan |= (v[t].x != v[t].x) | (v[t].y != v[t].y) | (v[t].z != v[t].z) | (v[t].w != v[t].w);
-      if (warp_max(nan ? 1.0f : 0.0f) != 0.0f) m = __int_as_float(0x7fffffff);
+      if (warp_max(nan ? 1.0f : 0.0f) != 0.0f) m = static_cast<A>(__int_as_float(0x7fffffff));
     }
     r.chunk_max = m;
-    const bool all_neg_inf = m == neg_inf();
-    float a[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    const bool all_neg_inf = m == neg_inf<A>();
+    A a[4] = {A(0), A(0), A(0), A(0)};
 #pragma unroll
     for (int t = 0; t < 8; ++t)
 #pragma unroll
       for (int q = 0; q < 4; ++q) {
-        const float e = all_neg_inf ? 0.0f : canonical_exp(xsub(comp(v[t], q), m));
+        const A e = all_neg_inf ? A(0) : canonical_exp(xsub(comp(v[t], q), m));
         comp(v[t], q) = e;
         a[q] = xadd(a[q], e);  // padding: e = xhal_exp(-inf) = +0 adds nothing
       }
     return {m, warp_tree_sum(xadd(xadd(a[0], a[1]), xadd(a[2], a[3])))};
   }
-  __device__ void apply(ChunkRegs& r, const MaxSum* tot, int64_t, int64_t, int64_t,
-                        float4* out) const {
-    const float rc = xmul(canonical_exp(xsub(r.chunk_max, tot[0].m)), xdiv(1.0f, tot[0].s));
+  __device__ void apply(ChunkRegs<A>& r, const Stat* tot, int64_t, int64_t, int64_t,
+                        vec4_t<A>* out) const {
+    const A rc = xmul(canonical_exp(xsub(r.chunk_max, tot[0].m)), xdiv(A(1), tot[0].s));
 #pragma unroll
     for (int t = 0; t < 8; ++t)
 #pragma unroll
       for (int q = 0; q < 4; ++q) comp(out[t], q) = xmul(comp(r.in[0][t], q), rc);
   }
   __device__ S* output() const { return y; }
-  __device__ void row_out(int64_t, const MaxSum*, int64_t) const {}
+  __device__ void row_out(int64_t, const Stat*, int64_t) const {}
 };
 
 template <class S>
 struct SoftmaxBwd {
-  using Op = SumOp;
+  using A = acc_t<S>;
+  using Op = SumOpT<A>;
   static constexpr int kPhases = 1, kInputs = 2;
   const S* y;
   const S* dy;
   S* dx;
   __device__ const S* input(int i) const { return i == 0 ? y : dy; }
-  __device__ static float pad(int) { return 0.0f; }
-  __device__ float chunk_stat(int, const ChunkRegs& r, const float*, int64_t, int64_t,
-                              int64_t) const {
+  __device__ static A pad(int) { return A(0); }
+  __device__ A chunk_stat(int, const ChunkRegs<A>& r, const A*, int64_t, int64_t, int64_t) const {
     return chunk_sum_of(
         [&](int t, int q) { return xmul(comp(r.in[0][t], q), comp(r.in[1][t], q)); });
   }
-  __device__ void apply(ChunkRegs& r, const float* tot, int64_t, int64_t, int64_t,
-                        float4* out) const {
+  __device__ void apply(ChunkRegs<A>& r, const A* tot, int64_t, int64_t, int64_t,
+                        vec4_t<A>* out) const {
 #pragma unroll
     for (int t = 0; t < 8; ++t)
 #pragma unroll
@@ -81,7 +88,7 @@ struct SoftmaxBwd {
         comp(out[t], q) = xmul(comp(r.in[0][t], q), xsub(comp(r.in[1][t], q), tot[0]));
   }
   __device__ S* output() const { return dx; }
-  __device__ void row_out(int64_t, const float*, int64_t) const {}
+  __device__ void row_out(int64_t, const A*, int64_t) const {}
 };
 
 template <class S>
@@ -105,28 +112,14 @@ xhal_status_t softmax_forward(void* device, const xhal_plugin_tensor_t* x,
                               const xhal_plugin_tensor_t* y) {
   Device* d = enter(device);
   std::lock_guard lock(d->mutex);
-  switch (x->dtype) {
-    case XHAL_DTYPE_BF16:
-      return forward_as<Bf16>(d, x, y);
-    case XHAL_DTYPE_F16:
-      return forward_as<F16>(d, x, y);
-    default:
-      return forward_as<float>(d, x, y);
-  }
+  return with_storage(x, [&](auto s) { return forward_as<decltype(s)>(d, x, y); });
 }
 
 xhal_status_t softmax_backward(void* device, const xhal_plugin_tensor_t* y,
                                const xhal_plugin_tensor_t* dy, const xhal_plugin_tensor_t* dx) {
   Device* d = enter(device);
   std::lock_guard lock(d->mutex);
-  switch (y->dtype) {
-    case XHAL_DTYPE_BF16:
-      return backward_as<Bf16>(d, y, dy, dx);
-    case XHAL_DTYPE_F16:
-      return backward_as<F16>(d, y, dy, dx);
-    default:
-      return backward_as<float>(d, y, dy, dx);
-  }
+  return with_storage(y, [&](auto s) { return backward_as<decltype(s)>(d, y, dy, dx); });
 }
 
 }  // namespace xhal::gpu
