@@ -3,6 +3,7 @@
 // validated arrays of csr_create and uploaded once (one staging transfer);
 // values stay in the core's values buffer and are read at op time.
 #include <algorithm>
+#include <cstdint>
 #include <new>
 #include <vector>
 
@@ -42,8 +43,12 @@ struct Matrix {
   Buffer* values = nullptr;  // owned by the core
   uint64_t row_idx_at = 0;
   Pattern a, at;
-  uint64_t addr(uint64_t at_elem) const { return mem.address + at_elem * 8; }
+  // 4: the upload holds int32 (every value fits; the _i32 shaders read it),
+  // 8: int64.
+  uint64_t index_bytes = 8;
+  uint64_t addr(uint64_t at_elem) const { return mem.address + at_elem * index_bytes; }
   uint64_t values_addr() const { return values ? values->mem.address : 0; }
+  bool narrow() const { return index_bytes == 4; }
 };
 
 Device* dev(void* d) { return static_cast<Device*>(d); }
@@ -169,6 +174,7 @@ struct GradPush {
 };
 struct SpgemmPush {
   uint64_t a_row_ptr, a_col, a_val, b_row_ptr, b_col, b_val, c_row, c_col, c_val, nnz;
+  uint32_t narrow;  // bits 0, 1, 2: A's, B's, C's upload is int32
 };
 static_assert(fits_push<SpmvPush>() && fits_push<SolvePush>() && fits_push<GradPush>() &&
               fits_push<SpgemmPush>());
@@ -207,9 +213,19 @@ xhal_status_t csr_create(void* device, const xhal_plugin_csr_desc_t* desc, void*
         build_walk(all, m->at, desc->t_row_ptr, desc->t_col_idx, desc->t_perm, asc);
       }
     }
-    const uint64_t bytes = all.size() * sizeof(int64_t);
+    // int32 when every value fits: half the index bytes each op reads.
+    std::vector<int32_t> all32;
+    if (!d->options.sparse_index64 && std::all_of(all.begin(), all.end(), [](int64_t v) {
+          return v >= INT32_MIN && v <= INT32_MAX;
+        })) {
+      all32.assign(all.begin(), all.end());
+      std::vector<int64_t>().swap(all);
+      m->index_bytes = 4;
+    }
+    const uint64_t bytes = m->narrow() ? all32.size() * 4 : all.size() * 8;
+    const void* upload = m->narrow() ? static_cast<const void*>(all32.data()) : all.data();
     xhal_status_t s = mem_create(*d->gpu, bytes, false, &m->mem);
-    if (s == XHAL_OK && bytes) s = d->upload(m->mem, 0, all.data(), bytes);
+    if (s == XHAL_OK && bytes) s = d->upload(m->mem, 0, upload, bytes);
     if (s != XHAL_OK) {
       mem_destroy(*d->gpu, m->mem);
       delete m;
@@ -240,7 +256,9 @@ xhal_status_t multiply(Device* d, const Matrix& m, xhal_transpose_t trans, float
                        const xhal_plugin_tensor_t* x, float beta, const xhal_plugin_tensor_t* y) {
   std::lock_guard lock(d->mutex);
   VkPipeline p[2];
-  XHAL_VK_TRY(pipelines(d, {xhal_spirv::spmv_short, xhal_spirv::spmv_long}, p));
+  if (m.narrow())
+    XHAL_VK_TRY(pipelines(d, {xhal_spirv::spmv_short_i32, xhal_spirv::spmv_long_i32}, p));
+  else XHAL_VK_TRY(pipelines(d, {xhal_spirv::spmv_short, xhal_spirv::spmv_long}, p));
   const bool t = trans == XHAL_TRANSPOSE;
   const Pattern& pat = t ? m.at : m.a;
   const uint64_t k = columns(y);
@@ -291,10 +309,17 @@ uint32_t run_size(const Device* d) {
   return want;
 }
 
-ShaderId run_shader(uint32_t size) {
+ShaderId run_shader(uint32_t size, bool narrow) {
+  if (narrow)
+    return size == 1024  ? xhal_spirv::solve_run1024_i32
+           : size == 256 ? xhal_spirv::solve_run256_i32
+                         : xhal_spirv::solve_run64_i32;
   return size == 1024  ? xhal_spirv::solve_run1024
          : size == 256 ? xhal_spirv::solve_run256
                        : xhal_spirv::solve_run64;
+}
+ShaderId level_shader(bool narrow) {
+  return narrow ? xhal_spirv::solve_level_i32 : xhal_spirv::solve_level;
 }
 
 // Records the solve of op(A) x = b along walk w: runs of narrow levels in
@@ -404,7 +429,7 @@ xhal_status_t csr_solve(void* device, void* a, xhal_transpose_t trans, xhal_tria
   const auto& m = *static_cast<Matrix*>(a);
   const uint32_t size = run_size(d);
   VkPipeline p[2];
-  XHAL_VK_TRY(pipelines(d, {run_shader(size), xhal_spirv::solve_level}, p));
+  XHAL_VK_TRY(pipelines(d, {run_shader(size, m.narrow()), level_shader(m.narrow())}, p));
   const uint64_t k = columns(x);
   if (m.rows == 0 || k == 0) return XHAL_OK;
   XHAL_VK_TRY(solve_scratch(d, walk_for(m, trans, triangle), k));
@@ -427,7 +452,10 @@ xhal_status_t csr_solve_backward(void* device, void* a, xhal_transpose_t trans,
   const auto& m = *static_cast<Matrix*>(a);
   const uint32_t size = run_size(d);
   VkPipeline p[3];
-  XHAL_VK_TRY(pipelines(d, {run_shader(size), xhal_spirv::solve_level, xhal_spirv::solve_grad}, p));
+  XHAL_VK_TRY(pipelines(d,
+                        {run_shader(size, m.narrow()), level_shader(m.narrow()),
+                         m.narrow() ? xhal_spirv::solve_grad_i32 : xhal_spirv::solve_grad},
+                        p));
   const uint64_t k = columns(x);
   // gb = solve(op(A)^T, dx): the other transpose, same stored triangle.
   const xhal_transpose_t flipped = trans == XHAL_TRANSPOSE ? XHAL_TRANSPOSE_NONE : XHAL_TRANSPOSE;
@@ -466,10 +494,18 @@ xhal_status_t spgemm_numeric(void* device, void* a, void* b, void* c) {
   if (mc.nnz == 0) return XHAL_OK;
   VkPipeline p[1];
   XHAL_VK_TRY(pipelines(d, {xhal_spirv::spgemm}, p));
-  const SpgemmPush push{ma.addr(ma.a.row_ptr_at),     ma.addr(ma.a.col_at), ma.values_addr(),
-                        mb.addr(mb.a.row_ptr_at),     mb.addr(mb.a.col_at), mb.values_addr(),
-                        mc.addr(mc.row_idx_at),       mc.addr(mc.a.col_at), mc.values_addr(),
-                        static_cast<uint64_t>(mc.nnz)};
+  const SpgemmPush push{
+      ma.addr(ma.a.row_ptr_at),
+      ma.addr(ma.a.col_at),
+      ma.values_addr(),
+      mb.addr(mb.a.row_ptr_at),
+      mb.addr(mb.a.col_at),
+      mb.values_addr(),
+      mc.addr(mc.row_idx_at),
+      mc.addr(mc.a.col_at),
+      mc.values_addr(),
+      static_cast<uint64_t>(mc.nnz),
+      (ma.narrow() ? 1u : 0u) | (mb.narrow() ? 2u : 0u) | (mc.narrow() ? 4u : 0u)};
   XHAL_VK_TRY(d->begin());
   d->dispatch(p[0], &push, sizeof push, d->groups_for(push.nnz, 256));
   return d->submit();

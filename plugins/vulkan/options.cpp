@@ -106,6 +106,13 @@ bool parse_options(const char* text, Options* out, std::string* error) {
         return false;
       }
       o.solve_narrow = v;
+    } else if (name == "sparse_index") {
+      if (value == "auto") o.sparse_index64 = false;
+      else if (value == "64") o.sparse_index64 = true;
+      else {
+        *error = "option 'sparse_index' has value '" + value + "'; expected auto or 64";
+        return false;
+      }
     } else if (name == "rows") {
       if (value == "v1") o.rows = 1;
       else if (value == "v2") o.rows = 2;
@@ -124,7 +131,8 @@ bool parse_options(const char* text, Options* out, std::string* error) {
     } else {
       *error = "unknown option '" + name +
                "'; the vulkan plugin knows: alloc, copy, profile, queue, rows, solve_ahead, "
-               "solve_narrow, solve_run, transpose, validation, wait, wait_spin_us";
+               "solve_narrow, solve_run, sparse_index, transpose, validation, wait, "
+               "wait_spin_us";
       return false;
     }
   }
@@ -150,7 +158,8 @@ std::string format_options(const Options& o) {
                         : "v2row") +
          ",solve_ahead=" + (o.solve_ahead ? "on" : "off") +
          ",solve_narrow=" + std::to_string(o.solve_narrow) +
-         ",solve_run=" + std::to_string(o.solve_run) + ",transpose=" + transpose +
+         ",solve_run=" + std::to_string(o.solve_run) +
+         ",sparse_index=" + (o.sparse_index64 ? "64" : "auto") + ",transpose=" + transpose +
          ",validation=" + validation + ",wait=" + (o.fence_wait ? "fence" : "timeline") +
          ",wait_spin_us=" + std::to_string(o.wait_spin_us);
 }

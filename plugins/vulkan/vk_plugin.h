@@ -131,6 +131,10 @@ struct Options {
   // solve_ahead=on|off: the runs load each row's x-independent inputs
   // levels ahead (solve.comp).
   bool solve_ahead = true;
+  // sparse_index=auto|64: a matrix's uploaded pattern, lists and schedules
+  // as int32 when every value fits (auto), or int64 always (the large-matrix
+  // path, for checking and A/B).
+  bool sparse_index64 = false;
 };
 bool parse_options(const char* text, Options* out, std::string* error);
 // Fills `g` for a usable physical device; else returns why it is not usable
