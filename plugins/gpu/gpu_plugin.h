@@ -52,6 +52,8 @@ inline void use_device(int ordinal) {
 
 // Sets the plugin message through the host (printf-style) and returns st.
 xhal_status_t fail(xhal_status_t st, const char* fmt, ...);
+// The loading core's plugin ABI minor (fields a desc has: docs/abi.md).
+uint32_t core_abi_minor();
 // Maps a runtime error of `what` to a status with a message.
 xhal_status_t runtime_error(gpuError_t e, const char* what);
 // After launches: reports a launch failure as XHAL_PLUGIN_ERROR.

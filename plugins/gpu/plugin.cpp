@@ -104,6 +104,10 @@ xhal_status_t device_get_info(void* context, uint32_t index, xhal_plugin_device_
                  XHAL_OP_RMS_NORM_FORWARD, XHAL_OP_RMS_NORM_BACKWARD, XHAL_OP_LAYER_NORM_FORWARD,
                  XHAL_OP_LAYER_NORM_BACKWARD})
     info->op_dtypes[op] = dense;
+  // f64 matrices (7.3; the solves over level batches, sparse_matrix.h).
+  for (int op : {XHAL_OP_SPMV, XHAL_OP_SPMM, XHAL_OP_CSR_SOLVE, XHAL_OP_CSR_SOLVE_BACKWARD,
+                 XHAL_OP_SPGEMM})
+    info->op_dtypes[op] = f32 | (1u << XHAL_DTYPE_F64);
   return XHAL_OK;
 }
 
@@ -217,6 +221,7 @@ xhal_status_t fail(xhal_status_t st, const char* fmt, ...) {
   return st;
 }
 
+uint32_t core_abi_minor() { return g_host ? g_host->abi_minor : 0; }
 }  // namespace xhal::gpu
 
 namespace {

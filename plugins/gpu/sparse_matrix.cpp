@@ -77,6 +77,9 @@ xhal_status_t csr_create(void* device, const xhal_plugin_csr_desc_t* desc, void*
   m->cols = desc->cols;
   m->nnz = desc->nnz;
   m->values = static_cast<Buffer*>(desc->values_buffer);
+  // values_dtype exists in the descs of 1.6 cores and later.
+  m->values_dtype = core_abi_minor() >= 6 && desc->values_dtype == XHAL_DTYPE_F64 ? XHAL_DTYPE_F64
+                                                                                  : XHAL_DTYPE_F32;
   const bool trace = d->options.trace;
   auto t0 = std::chrono::steady_clock::now();
   auto lap = [&](const char* what) {
@@ -101,7 +104,9 @@ xhal_status_t csr_create(void* device, const xhal_plugin_csr_desc_t* desc, void*
   const bool square = desc->rows == desc->cols;
   // ROCm has only the level batches (the options parser refuses syncfree
   // there); on CUDA the sync-free schedule is built on the device below.
-  const bool host_levels = square && d->options.solve_schedule == SolveSchedule::kLevels;
+  // f64 matrices too: the sync-free solve is f32 only (sparse_matrix.h).
+  const bool host_levels = square && (d->options.solve_schedule == SolveSchedule::kLevels ||
+                                      m->values_dtype == XHAL_DTYPE_F64);
   lap("narrowing to 32-bit");
   xhal_status_t st = build_pattern(d, m, rp, col, nullptr, desc->rows, host_levels, &m->a);
   lap("pattern of A (upload)");

@@ -41,6 +41,10 @@ struct Pattern {
 
 struct Matrix {
   int64_t rows = 0, cols = 0, nnz = 0;
+  // f32, or f64 (ABI 1.6): the value type the ops instantiate. An f64
+  // matrix solves over level batches (the sync-free solve publishes x as
+  // 32 bits beside its epoch in one 64-bit word).
+  xhal_dtype_t values_dtype = XHAL_DTYPE_F32;
   Pattern a, at;
   I* row_idx = nullptr;
   SyncFreeState sf;
@@ -58,8 +62,9 @@ xhal_status_t up(Device* d, Matrix* m, const std::vector<T>& v, T** out) {
   return st;
 }
 
-inline PatternView view(const Pattern& p, const Matrix* m) {
-  return {p.row_ptr, p.col, p.perm, static_cast<const float*>(m->values->ptr)};
+template <class T = float>
+inline PatternViewT<T> view(const Pattern& p, const Matrix* m) {
+  return {p.row_ptr, p.col, p.perm, static_cast<const T*>(m->values->ptr)};
 }
 
 // The level batches of rows [0, rows) of a pattern walked ascending or
@@ -69,15 +74,19 @@ xhal_status_t build_level_schedule(Device* d, Matrix* m, const std::vector<I>& r
                                    const std::vector<I>& col, int64_t rows, bool ascending,
                                    LevelSchedule* s);
 
-// Solves op(A) x = b over level batches (the pattern p of op(A)).
+// Solves op(A) x = b over level batches (the pattern p of op(A)); T is the
+// matrix's value type (instantiated for float and double).
+template <class T>
 xhal_status_t level_solve(Device* d, const Matrix* m, const Pattern& p, const LevelSchedule& sc,
-                          Cols b, Cols x, bool ascending, bool unit, bool transposed,
+                          ColsT<T> b, ColsT<T> x, bool ascending, bool unit, bool transposed,
                           int* launches);
 
-// Solves op(A) x = b with the schedule the pattern has (sync-free or level
-// batches); XHAL_INVALID_STRUCTURE when the pattern is not in `triangle`.
+// Solves op(A) x = b with the schedule the pattern has (sync-free for f32 on
+// CUDA, or level batches); XHAL_INVALID_STRUCTURE when the pattern is not in
+// `triangle`.
+template <class T>
 xhal_status_t run_solve(Device* d, const Matrix* m, xhal_transpose_t trans,
-                        xhal_triangle_t triangle, xhal_diagonal_t diagonal, Cols b, Cols x,
+                        xhal_triangle_t triangle, xhal_diagonal_t diagonal, ColsT<T> b, ColsT<T> x,
                         const char* op, int* launches);
 
 }  // namespace xhal::gpu

@@ -1,12 +1,14 @@
 // csr_solve (docs/semantics.md "Sparse (CSR)"): the sync-free solve on CUDA
 // (sparse_solve_syncfree.cpp), the level batches on ROCm and with
 // solve.schedule=levels (sparse_solve_levels.cpp). Both give the same bits.
-#include "sparse_matrix.h"
+#include <type_traits>
 
+#include "sparse_matrix.h"
 namespace xhal::gpu {
 
+template <class T>
 xhal_status_t run_solve(Device* d, const Matrix* m, xhal_transpose_t trans,
-                        xhal_triangle_t triangle, xhal_diagonal_t diagonal, Cols b, Cols x,
+                        xhal_triangle_t triangle, xhal_diagonal_t diagonal, ColsT<T> b, ColsT<T> x,
                         const char* op, int* launches) {
   const bool transposed = trans == XHAL_TRANSPOSE;
   const bool ascending = (triangle == XHAL_TRIANGLE_LOWER) != transposed;
@@ -27,11 +29,19 @@ xhal_status_t run_solve(Device* d, const Matrix* m, xhal_transpose_t trans,
   if (x.n == 0 || x.k == 0) return XHAL_OK;
   const bool unit = diagonal == XHAL_DIAGONAL_UNIT;
 #if !defined(XHAL_GPU_HIP)
-  if (use_syncfree)
-    return syncfree_solve(d, &const_cast<Matrix*>(m)->sf, sf, view(p, m), b, x, unit, launches);
+  if constexpr (std::is_same_v<T, float>) {
+    if (use_syncfree)
+      return syncfree_solve(d, &const_cast<Matrix*>(m)->sf, sf, view(p, m), b, x, unit, launches);
+  }
 #endif
-  return level_solve(d, m, p, sc, b, x, ascending, unit, transposed, launches);
+  return level_solve<T>(d, m, p, sc, b, x, ascending, unit, transposed, launches);
 }
+template xhal_status_t run_solve<float>(Device*, const Matrix*, xhal_transpose_t, xhal_triangle_t,
+                                        xhal_diagonal_t, ColsT<float>, ColsT<float>, const char*,
+                                        int*);
+template xhal_status_t run_solve<double>(Device*, const Matrix*, xhal_transpose_t, xhal_triangle_t,
+                                         xhal_diagonal_t, ColsT<double>, ColsT<double>, const char*,
+                                         int*);
 
 xhal_status_t csr_solve(void* device, void* a, xhal_transpose_t trans, xhal_triangle_t triangle,
                         xhal_diagonal_t diagonal, const xhal_plugin_tensor_t* b,
@@ -39,8 +49,12 @@ xhal_status_t csr_solve(void* device, void* a, xhal_transpose_t trans, xhal_tria
   Device* d = enter(device);
   std::lock_guard lock(d->mutex);
   int launches = 0;
-  xhal_status_t st = run_solve(d, static_cast<const Matrix*>(a), trans, triangle, diagonal,
-                               cols_of(b), cols_of(x), "csr_solve", &launches);
+  const Matrix* m = static_cast<const Matrix*>(a);
+  xhal_status_t st = with_value_type(m->values_dtype, [&](auto t) {
+    using T = decltype(t);
+    return run_solve<T>(d, m, trans, triangle, diagonal, cols_of<T>(b), cols_of<T>(x), "csr_solve",
+                        &launches);
+  });
   if (st != XHAL_OK) return st;
   return check_launch(d, "csr_solve", launches);
 }

@@ -48,15 +48,18 @@ bool build_levels(const std::vector<I>& rp, const std::vector<I>& col, int64_t r
 constexpr int64_t kOneBlockWidth = 2048;  // rows x RHS a single block takes per level
 
 // ---- the level-batch kernels ----
+// T: the matrix's value type (float, or double for f64 matrices).
+template <class T>
 struct SolveArgs {
-  PatternView a;
+  PatternViewT<T> a;
   const I* order;
   const I* level_off;
-  Cols b, x;
+  ColsT<T> b, x;
   bool ascending, unit;
 };
 
-__device__ void solve_row(const SolveArgs& s, int64_t k, int64_t c) {
+template <class T>
+__device__ void solve_row(const SolveArgs<T>& s, int64_t k, int64_t c) {
   I rb = s.a.row_ptr[k], re = s.a.row_ptr[k + 1];
   I diag = -1;
   if (s.ascending) {
@@ -64,16 +67,17 @@ __device__ void solve_row(const SolveArgs& s, int64_t k, int64_t c) {
   } else {
     if (re > rb && s.a.col[rb] == k) diag = rb++;
   }
-  const float dv = s.unit ? 1.0f : (diag >= 0 ? s.a.value(diag) : 0.0f);
-  const float sum = thread_segsum(
+  const T dv = s.unit ? T(1) : (diag >= 0 ? s.a.value(diag) : T(0));
+  const T sum = thread_segsum<T>(
       [&](int64_t i) { return xmul(s.a.value(rb + i), s.x.at(s.a.col[rb + i], c)); }, re - rb);
-  const float r = xsub(s.b.at(k, c), sum);
+  const T r = xsub(s.b.at(k, c), sum);
   s.x.at(k, c) = s.unit ? r : xdiv(r, dv);
 }
 
 // Levels [lbeg, lend): with one block, a barrier separates levels; with a
 // grid (one wide level) the launch boundary does.
-__global__ void __launch_bounds__(1024) solve_levels_kernel(SolveArgs s, int lbeg, int lend) {
+template <class T>
+__global__ void __launch_bounds__(1024) solve_levels_kernel(SolveArgs<T> s, int lbeg, int lend) {
   const int64_t nthreads = int64_t{gridDim.x} * blockDim.x;
   const int64_t tid = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   const int64_t k = s.x.k;
@@ -89,16 +93,18 @@ __global__ void __launch_bounds__(1024) solve_levels_kernel(SolveArgs s, int lbe
 // does not depend on earlier levels, so it is loaded for level l+1 while
 // level l computes; after the barrier only the x loads remain.
 constexpr int kPre = 4;
+template <class T>
 struct Prefetched {
   I k, rb, re;
-  float bk, dv;
+  T bk, dv;
   I col[kPre];
-  float val[kPre];
+  T val[kPre];
   bool valid;
 };
 
-__device__ __forceinline__ void prefetch(const SolveArgs& s, const RowRec* recs, int64_t pos,
-                                         int64_t end, Prefetched& it) {
+template <class T>
+__device__ __forceinline__ void prefetch(const SolveArgs<T>& s, const RowRec* recs, int64_t pos,
+                                         int64_t end, Prefetched<T>& it) {
   it.valid = pos < end;
   if (!it.valid) return;
   const RowRec r = recs[pos];
@@ -106,7 +112,7 @@ __device__ __forceinline__ void prefetch(const SolveArgs& s, const RowRec* recs,
   it.rb = r.rb;
   it.re = r.re;
   it.bk = s.b.at(r.k, 0);  // only row k writes x[k] (= b[k] in place)
-  it.dv = s.unit ? 1.0f : (r.diag >= 0 ? s.a.value(r.diag) : 0.0f);
+  it.dv = s.unit ? T(1) : (r.diag >= 0 ? s.a.value(r.diag) : T(0));
 #pragma unroll
   for (int q = 0; q < kPre; ++q)
     if (r.rb + q < r.re) {
@@ -115,28 +121,30 @@ __device__ __forceinline__ void prefetch(const SolveArgs& s, const RowRec* recs,
     }
 }
 
-__device__ __forceinline__ void finish_row(const SolveArgs& s, const Prefetched& it) {
+template <class T>
+__device__ __forceinline__ void finish_row(const SolveArgs<T>& s, const Prefetched<T>& it) {
   if (!it.valid) return;
   const I m = it.re - it.rb;
-  float sum = 0.0f;
+  T sum = T(0);
   if (m <= kPre) {
 #pragma unroll
     for (int q = 0; q < kPre; ++q)
       if (q < m) sum = xadd(sum, xmul(it.val[q], s.x.at(it.col[q], 0)));
   } else {
-    sum = thread_segsum(
+    sum = thread_segsum<T>(
         [&](int64_t i) { return xmul(s.a.value(it.rb + i), s.x.at(s.a.col[it.rb + i], 0)); }, m);
   }
-  const float r = xsub(it.bk, sum);
+  const T r = xsub(it.bk, sum);
   s.x.at(it.k, 0) = s.unit ? r : xdiv(r, it.dv);
 }
 
+template <class T>
 __global__ void __launch_bounds__(1024)
-    solve_batch_kernel(SolveArgs s, const RowRec* recs, int lbeg, int lend) {
+    solve_batch_kernel(SolveArgs<T> s, const RowRec* recs, int lbeg, int lend) {
   __shared__ I off[kMaxBatchLevels + 1];
   for (int i = threadIdx.x; i <= lend - lbeg; i += blockDim.x) off[i] = s.level_off[lbeg + i];
   __syncthreads();
-  Prefetched cur[2], nxt[2];
+  Prefetched<T> cur[2], nxt[2];
 #pragma unroll
   for (int j = 0; j < 2; ++j) prefetch(s, recs, off[0] + threadIdx.x + j * 1024, off[1], cur[j]);
   for (int l = 0; l < lend - lbeg; ++l) {
@@ -155,7 +163,8 @@ __global__ void __launch_bounds__(1024)
 
 // Transposed values in the transposed pattern's order (values may change
 // between solves, so this runs per solve).
-__global__ void gather_values_kernel(const float* v, const I* perm, int64_t nnz, float* out) {
+template <class T>
+__global__ void gather_values_kernel(const T* v, const I* perm, int64_t nnz, T* out) {
   for (int64_t e = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; e < nnz;
        e += int64_t{gridDim.x} * blockDim.x)
     out[e] = v[perm[e]];
@@ -203,33 +212,40 @@ xhal_status_t build_level_schedule(Device* d, Matrix* m, const std::vector<I>& r
   return st;
 }
 
+template <class T>
 xhal_status_t level_solve(Device* d, const Matrix* m, const Pattern& p, const LevelSchedule& sc,
-                          Cols b, Cols x, bool ascending, bool unit, bool transposed,
+                          ColsT<T> b, ColsT<T> x, bool ascending, bool unit, bool transposed,
                           int* launches) {
-  SolveArgs s{view(p, m), sc.order, sc.level_off, b, x, ascending, unit};
+  SolveArgs<T> s{view<T>(p, m), sc.order, sc.level_off, b, x, ascending, unit};
   if (x.k == 1 && transposed && m->nnz) {
     // Let the one-block batches read A^T's values without the perm hop.
     void* tv = nullptr;
-    xhal_status_t st = scratch(d, sizeof(float) * m->nnz, &tv);
+    xhal_status_t st = scratch(d, sizeof(T) * m->nnz, &tv);
     if (st != XHAL_OK) return st;
-    gather_values_kernel<<<grid_for(m->nnz, 256), 256, 0, d->stream>>>(s.a.values, p.perm, m->nnz,
-                                                                       static_cast<float*>(tv));
+    gather_values_kernel<T><<<grid_for(m->nnz, 256), 256, 0, d->stream>>>(
+        s.a.values, p.perm, m->nnz, static_cast<T*>(tv));
     ++*launches;
-    s.a.values = static_cast<const float*>(tv);
+    s.a.values = static_cast<const T*>(tv);
     s.a.perm = nullptr;
   }
   for (const auto& bt : sc.batches) {
     if (bt.one_block && x.k == 1) {
-      solve_batch_kernel<<<1, 1024, 0, d->stream>>>(s, sc.recs, bt.begin, bt.end);
+      solve_batch_kernel<T><<<1, 1024, 0, d->stream>>>(s, sc.recs, bt.begin, bt.end);
     } else if (bt.one_block) {
-      solve_levels_kernel<<<1, 1024, 0, d->stream>>>(s, bt.begin, bt.end);
+      solve_levels_kernel<T><<<1, 1024, 0, d->stream>>>(s, bt.begin, bt.end);
     } else {
-      solve_levels_kernel<<<grid_for(bt.width * x.k, 256), 256, 0, d->stream>>>(s, bt.begin,
-                                                                                bt.end);
+      solve_levels_kernel<T>
+          <<<grid_for(bt.width * x.k, 256), 256, 0, d->stream>>>(s, bt.begin, bt.end);
     }
     ++*launches;
   }
   return XHAL_OK;
 }
+template xhal_status_t level_solve<float>(Device*, const Matrix*, const Pattern&,
+                                          const LevelSchedule&, ColsT<float>, ColsT<float>, bool,
+                                          bool, bool, int*);
+template xhal_status_t level_solve<double>(Device*, const Matrix*, const Pattern&,
+                                           const LevelSchedule&, ColsT<double>, ColsT<double>, bool,
+                                           bool, bool, int*);
 
 }  // namespace xhal::gpu

@@ -6,12 +6,13 @@
 namespace xhal::gpu {
 namespace {
 
-__global__ void spgemm_kernel(PatternView a, PatternView b, const I* c_row, const I* c_col,
-                              int64_t nnz, float* c_values) {
+template <class T>
+__global__ void spgemm_kernel(PatternViewT<T> a, PatternViewT<T> b, const I* c_row, const I* c_col,
+                              int64_t nnz, T* c_values) {
   for (int64_t e = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; e < nnz;
        e += int64_t{gridDim.x} * blockDim.x) {
     const I i = c_row[e], j = c_col[e];
-    float s = 0.0f;
+    T s = T(0);
     for (I ea = a.row_ptr[i]; ea < a.row_ptr[i + 1]; ++ea) {
       const I k = a.col[ea];
       I lo = b.row_ptr[k], hi = b.row_ptr[k + 1];
@@ -35,9 +36,14 @@ xhal_status_t spgemm_numeric(void* device, void* a, void* b, void* c) {
   const Matrix* mb = static_cast<const Matrix*>(b);
   const Matrix* mc = static_cast<const Matrix*>(c);
   if (mc->nnz == 0) return XHAL_OK;
-  spgemm_kernel<<<grid_for(mc->nnz, 256), 256, 0, d->stream>>>(
-      view(ma->a, ma), view(mb->a, mb), mc->row_idx, mc->a.col, mc->nnz,
-      static_cast<float*>(mc->values->ptr));
+  // The core gives A, B and C one value dtype.
+  with_value_type(mc->values_dtype, [&](auto t) {
+    using T = decltype(t);
+    spgemm_kernel<T><<<grid_for(mc->nnz, 256), 256, 0, d->stream>>>(
+        view<T>(ma->a, ma), view<T>(mb->a, mb), mc->row_idx, mc->a.col, mc->nnz,
+        static_cast<T*>(mc->values->ptr));
+    return 0;
+  });
   return check_launch(d, "spgemm");
 }
 

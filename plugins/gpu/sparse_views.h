@@ -16,14 +16,18 @@ struct RowRec {
   I k, rb, re, diag;
 };
 
-// A strided [n, k] view of a float tensor (rank 1: k = 1).
-struct Cols {
-  float* p;
+// A strided [n, k] view of a tensor of T, the matrix's value type (f32, or
+// f64 for an f64 matrix; rank 1: k = 1).
+template <class T>
+struct ColsT {
+  T* p;
   int64_t n, k, rs, cs;
-  __device__ float& at(int64_t i, int64_t c) const { return p[i * rs + c * cs]; }
+  __device__ T& at(int64_t i, int64_t c) const { return p[i * rs + c * cs]; }
 };
-inline Cols cols_of(const xhal_plugin_tensor_t* t) {
-  Cols c{tensor_f32(t), t->rank ? t->shape[0] : 1, 1, t->rank ? t->strides[0] : 1, 0};
+using Cols = ColsT<float>;
+template <class T = float>
+inline ColsT<T> cols_of(const xhal_plugin_tensor_t* t) {
+  ColsT<T> c{tensor_as<T>(t), t->rank ? t->shape[0] : 1, 1, t->rank ? t->strides[0] : 1, 0};
   if (t->rank >= 2) {
     c.k = t->shape[1];
     c.cs = t->strides[1];
@@ -31,12 +35,22 @@ inline Cols cols_of(const xhal_plugin_tensor_t* t) {
   return c;
 }
 
-struct PatternView {
+template <class T>
+struct PatternViewT {
   const I* row_ptr;
   const I* col;
   const I* perm;  // transposed pattern: index into A's values; null for A
-  const float* values;
-  __device__ float value(int64_t e) const { return perm ? values[perm[e]] : values[e]; }
+  const T* values;
+  __device__ T value(int64_t e) const { return perm ? values[perm[e]] : values[e]; }
 };
+using PatternView = PatternViewT<float>;
+
+// Calls f(T{}) with T the value type of a matrix of `dtype` (f32 or f64):
+// the op entry points instantiate their kernels for both.
+template <class F>
+inline decltype(auto) with_value_type(xhal_dtype_t dtype, F&& f) {
+  if (dtype == XHAL_DTYPE_F64) return f(double{});
+  return f(float{});
+}
 
 }  // namespace xhal::gpu

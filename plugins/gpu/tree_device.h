@@ -3,7 +3,6 @@
 #pragma once
 
 #include "row_common.h"
-
 namespace xhal::gpu {
 
 // Tree of a power-of-two aligned range [base, base + len) of f(i) (values
@@ -38,13 +37,15 @@ __device__ __forceinline__ typename Op::T warp_tree_of(F f, int64_t m) {
 
 // segsum (3.7) of term(0..m) by one warp: lane c sums chunk c (32 terms,
 // left to right from +0); chunk sums are combined by the tree. With more
-// than 32 chunks a lane walks an aligned power-of-two group of chunks.
-template <class F>
-__device__ __forceinline__ float warp_segsum(F term, int64_t m) {
+// than 32 chunks a lane walks an aligned power-of-two group of chunks. A:
+// the terms' type (float, or double for f64 matrices; named, not deduced
+// from the lambda, which HIP cannot do in a signature).
+template <class A = float, class F>
+__device__ __forceinline__ A warp_segsum(F term, int64_t m) {
   const int64_t chunks = (m + 31) / 32;
-  return warp_tree_of<SumOp>(
+  return warp_tree_of<SumOpT<A>>(
       [&](int64_t c) {
-        float s = 0.0f;
+        A s = A(0);
         const int64_t end = c * 32 + 32 < m ? c * 32 + 32 : m;
 #pragma unroll 4
         for (int64_t k = c * 32; k < end; ++k) s = xadd(s, term(k));
@@ -55,10 +56,10 @@ __device__ __forceinline__ float warp_segsum(F term, int64_t m) {
 
 // segsum by one thread (used where m is known to be small, or as a simple
 // fallback): chunk sums, then their tree.
-template <class F>
-__device__ __forceinline__ float thread_segsum(F term, int64_t m) {
+template <class A = float, class F>
+__device__ __forceinline__ A thread_segsum(F term, int64_t m) {
   if (m <= 32) {
-    float s = 0.0f;
+    A s = A(0);
 #pragma unroll 4
     for (int64_t k = 0; k < m; ++k) s = xadd(s, term(k));
     return s;
@@ -66,9 +67,9 @@ __device__ __forceinline__ float thread_segsum(F term, int64_t m) {
   const int64_t chunks = (m + 31) / 32;
   int64_t p = 1;
   while (p < chunks) p <<= 1;
-  return serial_tree<SumOp>(
+  return serial_tree<SumOpT<A>>(
       [&](int64_t c) {
-        float s = 0.0f;
+        A s = A(0);
         const int64_t end = c * 32 + 32 < m ? c * 32 + 32 : m;
 #pragma unroll 4
         for (int64_t k = c * 32; k < end; ++k) s = xadd(s, term(k));
