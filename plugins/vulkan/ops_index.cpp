@@ -188,21 +188,32 @@ xhal_status_t index_add(void* device, void* plan, float alpha, const xhal_plugin
   const auto* p = static_cast<const IndexPlan*>(plan);
   const uint64_t w = static_cast<uint64_t>(src->shape[1]);
   if (p->touched == 0 || w == 0) return XHAL_OK;
-  // Rows of a multiple of 4 floats on 16-byte aligned addresses move as
-  // vec4 (index_add_vec4.comp; the same additions per column).
+  // Rows of a multiple of 4 elements on addresses aligned to 4 elements move
+  // as one vec4 (f32) or uvec2 (f16/bf16) per item (index_add_vec4.comp; the
+  // same additions per column). Narrow src/dst are widened on load (chunk
+  // sums and T stay f32) and dst narrowed once (docs/semantics.md 7.2).
   if (p->chunks) XHAL_VK_TRY(d->need_scratch(p->chunks * w * sizeof(float)));
-  const bool vec4 = w % 4 == 0 && address_of(src) % 16 == 0 && address_of(dst) % 16 == 0 &&
+  const xhal_dtype_t t = src->dtype;
+  const uint64_t four = 4 * dtype_size(t);
+  const bool vec4 = w % 4 == 0 && address_of(src) % four == 0 && address_of(dst) % four == 0 &&
                     (!p->chunks || d->scratch.address % 16 == 0);
   const uint64_t per_item = vec4 ? 4 : 1;
+  using namespace xhal_spirv;
+  auto pick = [t](ShaderId f32, ShaderId f16, ShaderId bf16) {
+    return t == XHAL_DTYPE_F16 ? f16 : t == XHAL_DTYPE_BF16 ? bf16 : f32;
+  };
   VkPipeline pl[3];
   if (vec4)
     XHAL_VK_TRY(pipelines(
         d,
-        {xhal_spirv::index_add4_chunks, xhal_spirv::index_add4_tree, xhal_spirv::index_add4_apply},
+        {pick(index_add4_chunks, index_add4_chunks_f16, index_add4_chunks_bf16), index_add4_tree,
+         pick(index_add4_apply, index_add4_apply_f16, index_add4_apply_bf16)},
         pl));
   else
     XHAL_VK_TRY(pipelines(
-        d, {xhal_spirv::index_add_chunks, xhal_spirv::index_add_tree, xhal_spirv::index_add_apply},
+        d,
+        {pick(index_add_chunks, index_add_chunks_f16, index_add_chunks_bf16), index_add_tree,
+         pick(index_add_apply, index_add_apply_f16, index_add_apply_bf16)},
         pl));
   IndexAddPush push{};
   push.src = address_of(src);

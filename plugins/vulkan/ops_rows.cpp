@@ -2,8 +2,11 @@
 // 3.2-3.6): one workgroup per row, of 32 invocations per chunk of 1024 with
 // four canonical lanes each (rows=v2, shaders/rows2.glsl, the default) or of
 // 128 per chunk with one lane each (rows=v1, shaders/rows.glsl); dgamma/dbeta
-// in the two colsum stages of 3.5 through scratch memory.
+// in the two colsum stages of 3.5 through scratch memory. f16/bf16 tensors
+// (docs/semantics.md 7.2) take the v2 kernels' narrow variants whatever the
+// rows option: the same f32 orders, widened on load and narrowed on store.
 #include <initializer_list>
+#include <utility>
 
 #include "vk_plugin.h"
 
@@ -27,6 +30,7 @@ struct NormPush {
   float nf, eps;
   uint32_t vec, phase;
   uint64_t scratch;
+  uint32_t params_narrow, pad;  // narrow x: gamma/beta in x's dtype (1) or f32 (0)
 };
 constexpr uint32_t kNormPushV1 = 9 * sizeof(uint64_t) + 2 * sizeof(float);
 struct ColsumPush {
@@ -54,6 +58,18 @@ ShaderId row_variant2(ShaderId c1, uint64_t n) {
 
 bool v2(const Device* d) { return d->options.rows != 1; }
 
+bool is_narrow(xhal_dtype_t t) { return t == XHAL_DTYPE_F16 || t == XHAL_DTYPE_BF16; }
+
+// A shader family's variant for a tensor's storage dtype (f32, f16, bf16).
+ShaderId by_dtype(xhal_dtype_t t, ShaderId f32, ShaderId f16, ShaderId bf16) {
+  return t == XHAL_DTYPE_F16 ? f16 : t == XHAL_DTYPE_BF16 ? bf16 : f32;
+}
+
+// The v2 row kernels of one op: f32, f16 and bf16 (each c1 of five widths).
+struct RowIds {
+  ShaderId v1, f32, f16, bf16;
+};
+
 // rows=v2 splits rows of more than one group (CPG = 16 chunks) over one
 // workgroup per (row, group): the groups of a row in that many dispatches
 // (phases), partials in scratch (2 floats per item).
@@ -80,29 +96,35 @@ void record_rows(Device* d, VkPipeline p, Push push, uint32_t bytes, uint64_t gr
 
 uint64_t align256(uint64_t b) { return (b + 255) / 256 * 256; }
 
-// The v2 kernels move vec4s when every row starts 16-byte aligned: n % 4 == 0
-// and each address (a tensor's buffer address plus its byte offset) % 16 == 0.
-uint32_t vec_ok(uint64_t n, std::initializer_list<uint64_t> addrs) {
+// The v2 kernels move four elements at once (a vec4 of f32, a uvec2 of
+// f16/bf16) when every row starts aligned to that size: n % 4 == 0 and each
+// address (a tensor's buffer address plus its byte offset) a multiple of
+// four elements of its dtype. Unused tensors are address 0.
+uint32_t vec_ok(uint64_t n, std::initializer_list<std::pair<uint64_t, xhal_dtype_t>> addrs) {
   if (n % 4 != 0) return 0;
-  for (uint64_t a : addrs)
-    if (a % 16 != 0) return 0;
+  for (auto [a, t] : addrs)
+    if (a % (is_narrow(t) ? 8 : 16) != 0) return 0;
   return 1;
 }
 
 uint64_t rows_of(const xhal_plugin_tensor_t* x) { return static_cast<uint64_t>(x->shape[0]); }
 uint64_t cols_of(const xhal_plugin_tensor_t* x) { return static_cast<uint64_t>(x->shape[1]); }
 uint64_t addr(const xhal_plugin_tensor_t* t) { return t ? address_of(t) : 0; }
+xhal_dtype_t dtype(const xhal_plugin_tensor_t* t) { return t ? t->dtype : XHAL_DTYPE_F32; }
 
-xhal_status_t softmax(Device* d, ShaderId id, ShaderId id2, const xhal_plugin_tensor_t* a,
+xhal_status_t softmax(Device* d, RowIds ids, const xhal_plugin_tensor_t* a,
                       const xhal_plugin_tensor_t* b, const xhal_plugin_tensor_t* out) {
   std::lock_guard lock(d->mutex);
-  const bool second = v2(d);
+  const xhal_dtype_t t = a->dtype;
+  const bool second = v2(d) || is_narrow(t);
   VkPipeline p[1];
-  XHAL_VK_TRY(
-      pipelines(d, {second ? row_variant2(id2, cols_of(a)) : row_variant(id, cols_of(a))}, p));
+  XHAL_VK_TRY(pipelines(d,
+                        {second ? row_variant2(by_dtype(t, ids.f32, ids.f16, ids.bf16), cols_of(a))
+                                : row_variant(ids.v1, cols_of(a))},
+                        p));
   SoftmaxPush push{address_of(a), addr(b), address_of(out), rows_of(a), cols_of(a), 0, 0, 0};
   if (push.rows == 0 || push.n == 0) return XHAL_OK;
-  push.vec = vec_ok(push.n, {push.a, push.b, push.out});
+  push.vec = vec_ok(push.n, {{push.a, t}, {push.b, t}, {push.out, t}});
   const uint64_t groups = split_groups(d, push.n);
   if (groups) XHAL_VK_TRY(d->need_scratch(push.rows * groups * 2 * sizeof(float)));
   push.scratch = groups ? d->scratch.address : 0;
@@ -113,20 +135,28 @@ xhal_status_t softmax(Device* d, ShaderId id, ShaderId id2, const xhal_plugin_te
 
 // The row kernel of a norm; for the backward ops first colsum stage 1 (it
 // reads dy, which dx may overwrite in place), then the rows, then stage 2.
-xhal_status_t norm(Device* d, ShaderId row_id, ShaderId row_id2, bool layer, bool backward,
-                   NormPush push, const xhal_plugin_tensor_t* dgamma,
+// xt: x's dtype (also y, dy, dx); gt: gamma's (also beta, dgamma, dbeta).
+xhal_status_t norm(Device* d, RowIds ids, bool layer, bool backward, NormPush push,
+                   xhal_dtype_t xt, xhal_dtype_t gt, const xhal_plugin_tensor_t* dgamma,
                    const xhal_plugin_tensor_t* dbeta) {
   std::lock_guard lock(d->mutex);
-  const bool second = v2(d);
+  const bool second = v2(d) || is_narrow(xt);
+  using namespace xhal_spirv;
+  const ShaderId col1 = layer ? by_dtype(xt, colsum1_ln, colsum1_ln_f16, colsum1_ln_bf16)
+                              : by_dtype(xt, colsum1_rms, colsum1_rms_f16, colsum1_rms_bf16);
+  const ShaderId col2 = layer ? by_dtype(gt, colsum2_ln, colsum2_ln_f16, colsum2_ln_bf16)
+                              : by_dtype(gt, colsum2_rms, colsum2_rms_f16, colsum2_rms_bf16);
   VkPipeline p[3];
   XHAL_VK_TRY(pipelines(d,
-                        {second ? row_variant2(row_id2, push.n) : row_variant(row_id, push.n),
-                         layer ? xhal_spirv::colsum1_ln : xhal_spirv::colsum1_rms,
-                         layer ? xhal_spirv::colsum2_ln : xhal_spirv::colsum2_rms},
+                        {second ? row_variant2(by_dtype(xt, ids.f32, ids.f16, ids.bf16), push.n)
+                                : row_variant(ids.v1, push.n),
+                         col1, col2},
                         p));
   push.nf = static_cast<float>(push.n);
+  push.params_narrow = is_narrow(gt) ? 1 : 0;
   // (mean and rstd are read and written as scalars; the unused addresses are 0.)
-  push.vec = vec_ok(push.n, {push.x, push.gamma, push.beta, push.dy, push.out});
+  push.vec = vec_ok(push.n,
+                    {{push.x, xt}, {push.gamma, gt}, {push.beta, gt}, {push.dy, xt}, {push.out, xt}});
   const uint32_t push_bytes = second ? uint32_t{sizeof push} : kNormPushV1;
   // LayerNorm forward stays one workgroup per row: its split needs three
   // dispatches, and on the H200 it was 2.3x slower than the unsplit kernel
@@ -201,13 +231,18 @@ xhal_status_t norm(Device* d, ShaderId row_id, ShaderId row_id2, bool layer, boo
 
 xhal_status_t softmax_forward(void* device, const xhal_plugin_tensor_t* x,
                               const xhal_plugin_tensor_t* y) {
-  return softmax(dev(device), xhal_spirv::softmax_fwd_c1, xhal_spirv::softmax2_fwd_c1, x, nullptr,
-                 y);
+  using namespace xhal_spirv;
+  return softmax(dev(device),
+                 {softmax_fwd_c1, softmax2_fwd_c1, softmax2_fwd_f16_c1, softmax2_fwd_bf16_c1}, x,
+                 nullptr, y);
 }
 
 xhal_status_t softmax_backward(void* device, const xhal_plugin_tensor_t* y,
                                const xhal_plugin_tensor_t* dy, const xhal_plugin_tensor_t* dx) {
-  return softmax(dev(device), xhal_spirv::softmax_bwd_c1, xhal_spirv::softmax2_bwd_c1, y, dy, dx);
+  using namespace xhal_spirv;
+  return softmax(dev(device),
+                 {softmax_bwd_c1, softmax2_bwd_c1, softmax2_bwd_f16_c1, softmax2_bwd_bf16_c1}, y,
+                 dy, dx);
 }
 
 xhal_status_t rms_norm_forward(void* device, const xhal_plugin_tensor_t* x,
@@ -221,8 +256,9 @@ xhal_status_t rms_norm_forward(void* device, const xhal_plugin_tensor_t* x,
   push.rows = rows_of(x);
   push.n = cols_of(x);
   push.eps = eps;
-  return norm(dev(device), xhal_spirv::rms_fwd_c1, xhal_spirv::rms2_fwd_c1, false, false, push,
-              nullptr, nullptr);
+  using namespace xhal_spirv;
+  return norm(dev(device), {rms_fwd_c1, rms2_fwd_c1, rms2_fwd_f16_c1, rms2_fwd_bf16_c1}, false,
+              false, push, x->dtype, gamma->dtype, nullptr, nullptr);
 }
 
 xhal_status_t rms_norm_backward(void* device, const xhal_plugin_tensor_t* x,
@@ -237,8 +273,9 @@ xhal_status_t rms_norm_backward(void* device, const xhal_plugin_tensor_t* x,
   push.out = address_of(dx);
   push.rows = rows_of(x);
   push.n = cols_of(x);
-  return norm(dev(device), xhal_spirv::rms_bwd_c1, xhal_spirv::rms2_bwd_c1, false, true, push,
-              dgamma, nullptr);
+  using namespace xhal_spirv;
+  return norm(dev(device), {rms_bwd_c1, rms2_bwd_c1, rms2_bwd_f16_c1, rms2_bwd_bf16_c1}, false,
+              true, push, x->dtype, gamma->dtype, dgamma, nullptr);
 }
 
 xhal_status_t layer_norm_forward(void* device, const xhal_plugin_tensor_t* x,
@@ -256,8 +293,9 @@ xhal_status_t layer_norm_forward(void* device, const xhal_plugin_tensor_t* x,
   push.rows = rows_of(x);
   push.n = cols_of(x);
   push.eps = eps;
-  return norm(dev(device), xhal_spirv::ln_fwd_c1, xhal_spirv::ln2_fwd_c1, true, false, push,
-              nullptr, nullptr);
+  using namespace xhal_spirv;
+  return norm(dev(device), {ln_fwd_c1, ln2_fwd_c1, ln2_fwd_f16_c1, ln2_fwd_bf16_c1}, true, false,
+              push, x->dtype, gamma->dtype, nullptr, nullptr);
 }
 
 xhal_status_t layer_norm_backward(void* device, const xhal_plugin_tensor_t* x,
@@ -276,8 +314,9 @@ xhal_status_t layer_norm_backward(void* device, const xhal_plugin_tensor_t* x,
   push.out = address_of(dx);
   push.rows = rows_of(x);
   push.n = cols_of(x);
-  return norm(dev(device), xhal_spirv::ln_bwd_c1, xhal_spirv::ln2_bwd_c1, true, true, push, dgamma,
-              dbeta);
+  using namespace xhal_spirv;
+  return norm(dev(device), {ln_bwd_c1, ln2_bwd_c1, ln2_bwd_f16_c1, ln2_bwd_bf16_c1}, true, true,
+              push, x->dtype, gamma->dtype, dgamma, dbeta);
 }
 
 }  // namespace xhal::vk

@@ -34,7 +34,9 @@ std::string format_uuid(const uint8_t* u) {
 }
 
 // Which dtypes each op supports on this plugin (every op is implemented;
-// moves by element size take every dtype, arithmetic is f32).
+// moves by element size take every dtype, arithmetic is f32; index_add and
+// the row ops also take f16/bf16 storage, docs/semantics.md 7.2, converted
+// in the shaders without 16-bit device features: shaders/narrow.glsl).
 void fill_op_dtypes(xhal_plugin_device_info_t* info) {
   uint32_t all = 0;
   for (int d = XHAL_DTYPE_F32; d < XHAL_DTYPE_COUNT_; ++d) all |= 1u << d;
@@ -42,6 +44,11 @@ void fill_op_dtypes(xhal_plugin_device_info_t* info) {
   for (int op = 0; op < XHAL_OP_COUNT_; ++op) info->op_dtypes[op] = f32;
   info->op_dtypes[XHAL_OP_INDEX_SELECT] = all;
   info->op_dtypes[XHAL_OP_PERMUTE] = all;
+  const uint32_t narrow = f32 | (1u << XHAL_DTYPE_F16) | (1u << XHAL_DTYPE_BF16);
+  for (int op : {XHAL_OP_INDEX_ADD, XHAL_OP_SOFTMAX_FORWARD, XHAL_OP_SOFTMAX_BACKWARD,
+                 XHAL_OP_RMS_NORM_FORWARD, XHAL_OP_RMS_NORM_BACKWARD, XHAL_OP_LAYER_NORM_FORWARD,
+                 XHAL_OP_LAYER_NORM_BACKWARD})
+    info->op_dtypes[op] = narrow;
 }
 
 // Checks what the plugin needs, creates the VkDevice. Returns "" or why the

@@ -2,15 +2,18 @@
 // dgamma / dbeta (docs/semantics.md 3.5), two stages, no atomics.
 // STAGE 1: per block b of 32 rows and column j, p[b][j] = +0 then + term(r, j)
 //   for r ascending (LN: also the dbeta terms into q[b][j]).
+//   x and dy in the storage type (STORAGE_F16/BF16: widened on load).
 // STAGE 2: per column, the pairwise tree over the blocks' partials, in
 //   passes: each pass stacks groups of 64 consecutive partials (common.glsl)
 //   into one (an aligned subtree of 3.1; the last group padded with +0,
 //   which these sums, never -0, are unchanged by) until one is left, which
-//   the last pass writes to dgamma/dbeta. Short serial chains, and no
+//   the last pass writes to dgamma/dbeta (narrowed once when STORAGE_* is
+//   defined: the variant for a gamma in x's narrow dtype). Short serial chains, and no
 //   invocation loops long (lavapipe's loop limiter).
 #extension GL_GOOGLE_include_directive : require
 layout(local_size_x = 256) in;
 #include "common.glsl"
+#include "narrow.glsl"
 
 layout(push_constant) uniform Params {
   uint64_t x;
@@ -37,12 +40,12 @@ void main() {
     float p = 0.0, q = 0.0;
     for (uint64_t r = 32ul * b; r < end; ++r) {
       uint64_t at = r * pc.n + j;
-      float dy = ldf(pc.dy, at);
+      float dy = lde(pc.dy, at);
 #if LN
-      float xh = xmul(xsub(ldf(pc.x, at), ldf(pc.mean, r)), ldf(pc.rstd, r));
+      float xh = xmul(xsub(lde(pc.x, at), ldf(pc.mean, r)), ldf(pc.rstd, r));
       q = xadd(q, dy);
 #else
-      float xh = xmul(ldf(pc.x, at), ldf(pc.rstd, r));
+      float xh = xmul(lde(pc.x, at), ldf(pc.rstd, r));
 #endif
       p = xadd(p, xmul(dy, xh));
     }
@@ -60,11 +63,13 @@ void main() {
     bool last = groups == 1ul;
     st_reset();
     for (uint64_t b = 64ul * grp; b < end; ++b) st_push(ldf(pc.p, b * pc.n + j));
-    stf(last ? pc.dgamma : pc.p_out, last ? j : g, st_finish());
+    if (last) ste(pc.dgamma, j, st_finish());
+    else stf(pc.p_out, g, st_finish());
 #if LN
     st_reset();
     for (uint64_t b = 64ul * grp; b < end; ++b) st_push(ldf(pc.q, b * pc.n + j));
-    stf(last ? pc.dbeta : pc.q_out, last ? j : g, st_finish());
+    if (last) ste(pc.dbeta, j, st_finish());
+    else stf(pc.q_out, g, st_finish());
 #endif
   }
 #endif

@@ -8,13 +8,16 @@
 //     (partner missing: the value stays, as padding with +0 would leave it);
 //   3 apply:  per touched row and column, T (a short row sums its m <= 32
 //     sources from +0 here; a long row takes its tree root) and the update.
+// src and dst are f32 or, with STORAGE_F16/BF16, narrow (narrow.glsl):
+// widened on load; chunk sums and T stay f32 and dst is narrowed once.
 #extension GL_GOOGLE_include_directive : require
 layout(local_size_x = 256) in;
 #include "common.glsl"
+#include "narrow.glsl"
 
 layout(push_constant) uniform Params {
-  uint64_t src;      // [count, w] f32
-  uint64_t dst;      // [num_rows, w] f32
+  uint64_t src;      // [count, w] f32 or narrow
+  uint64_t dst;      // [num_rows, w] as src
   uint64_t plan;     // int64 arrays, offsets below in elements
   uint64_t partial;  // [chunks, w] f32 scratch
   uint64_t w;
@@ -50,7 +53,7 @@ void main() {
     float s = 0.0;
     for (uint64_t k = 0ul; k < len; ++k) {
       uint64_t i = uint64_t(plan_at(pc.sources_at, start + k));
-      s = xadd(s, ldf(pc.src, i * pc.w + j));
+      s = xadd(s, lde(pc.src, i * pc.w + j));
     }
     stf(pc.partial, a * pc.w + j, s);
 #elif STAGE == 2
@@ -71,12 +74,12 @@ void main() {
       t = 0.0;
       for (uint64_t k = b; k < e; ++k) {
         uint64_t i = uint64_t(plan_at(pc.sources_at, k));
-        t = xadd(t, ldf(pc.src, i * pc.w + j));
+        t = xadd(t, lde(pc.src, i * pc.w + j));
       }
     }
     uint64_t row = uint64_t(plan_at(pc.rows_at, a));
     uint64_t at = row * pc.w + j;
-    stf(pc.dst, at, xadd(ldf(pc.dst, at), xmul(pc.alpha, t)));
+    ste(pc.dst, at, xadd(lde(pc.dst, at), xmul(pc.alpha, t)));
 #endif
   }
 }
@@ -112,12 +115,12 @@ void main() {
     d[k] = 0.0;
     if (base + uint64_t(k * 256u) >= pc.items) continue;
     uint64_t at = uint64_t(rec[k].x) * pc.w + col[k];
-    d[k] = ldf(pc.dst, at);
+    d[k] = lde(pc.dst, at);
     if (rec[k].w >= 0l) {
       t[k] = ldf(pc.partial, uint64_t(rec[k].w) * pc.w + col[k]);
     } else {
       uint64_t i = uint64_t(plan_at(pc.sources_at, uint64_t(rec[k].y)));
-      t[k] = xadd(0.0, ldf(pc.src, i * pc.w + col[k]));
+      t[k] = xadd(0.0, lde(pc.src, i * pc.w + col[k]));
     }
   }
   [[unroll]] for (uint k = 0u; k < 4u; ++k) {
@@ -125,10 +128,10 @@ void main() {
     if (rec[k].w < 0l) {  // the rest of a short row's sources, in order
       for (int64_t s = 1l; s < rec[k].z; ++s) {
         uint64_t i = uint64_t(plan_at(pc.sources_at, uint64_t(rec[k].y + s)));
-        t[k] = xadd(t[k], ldf(pc.src, i * pc.w + col[k]));
+        t[k] = xadd(t[k], lde(pc.src, i * pc.w + col[k]));
       }
     }
-    stf(pc.dst, uint64_t(rec[k].x) * pc.w + col[k], xadd(d[k], xmul(pc.alpha, t[k])));
+    ste(pc.dst, uint64_t(rec[k].x) * pc.w + col[k], xadd(d[k], xmul(pc.alpha, t[k])));
   }
 }
 #endif

@@ -4,14 +4,17 @@
 // scratch addresses are 16-byte aligned: one item is four consecutive
 // columns of a row, moved as one vec4. Every column gets exactly the
 // additions of index_add.comp in the same order (componentwise, from +0),
-// so the bits are the same; only the loads are wider.
+// so the bits are the same; only the loads are wider. With STORAGE_F16/BF16
+// src and dst are narrow: four elements as one uvec2 (8-byte aligned
+// addresses), widened to the same vec4; partials stay f32.
 #extension GL_GOOGLE_include_directive : require
 layout(local_size_x = 256) in;
 #include "common.glsl"
+#include "narrow.glsl"
 
 layout(push_constant) uniform Params {
-  uint64_t src;      // [count, w] f32
-  uint64_t dst;      // [num_rows, w] f32
+  uint64_t src;      // [count, w] f32 or narrow
+  uint64_t dst;      // [num_rows, w] as src
   uint64_t plan;     // int64 arrays, offsets below in elements
   uint64_t partial;  // [chunks, w] f32 scratch
   uint64_t w;
@@ -27,6 +30,14 @@ layout(buffer_reference, std430, buffer_reference_align = 32) readonly buffer Re
 
 vec4 ldv(uint64_t base, uint64_t i) { return V4Ref(base + i * 4ul).v; }  // i: a float index
 void stv(uint64_t base, uint64_t i, vec4 v) { V4Ref(base + i * 4ul).v = v; }
+// src and dst elements in the storage type (partials are always f32).
+#if defined(STORAGE_F16) || defined(STORAGE_BF16)
+vec4 lde4(uint64_t base, uint64_t i) { return ldn4(base + i * 2ul); }
+void ste4(uint64_t base, uint64_t i, vec4 v) { stn4(base + i * 2ul, v); }
+#else
+#define lde4 ldv
+#define ste4 stv
+#endif
 vec4 vadd(vec4 a, vec4 b) { precise vec4 r = a + b; return r; }
 vec4 vscale(float a, vec4 b) { precise vec4 r = a * b; return r; }
 int64_t plan_at(uint64_t base, uint64_t i) { return ldi64(pc.plan, base + i); }
@@ -56,7 +67,7 @@ void main() {
     vec4 s = vec4(0.0);
     for (uint64_t k = 0ul; k < len; ++k) {
       uint64_t i = uint64_t(plan_at(pc.sources_at, start + k));
-      s = vadd(s, ldv(pc.src, i * pc.w + j));
+      s = vadd(s, lde4(pc.src, i * pc.w + j));
     }
     stv(pc.partial, a * pc.w + j, s);
 #else
@@ -79,7 +90,7 @@ void main() {
   split(g, a, j);
   i64vec4 rec = Record(pc.plan + 8ul * (pc.long_at + 4ul * a)).r;
   uint64_t at = uint64_t(rec.x) * pc.w + j;
-  vec4 d = ldv(pc.dst, at);
+  vec4 d = lde4(pc.dst, at);
   vec4 t;
   if (rec.w >= 0l) {
     t = ldv(pc.partial, uint64_t(rec.w) * pc.w + j);
@@ -87,9 +98,9 @@ void main() {
     t = vec4(0.0);
     for (int64_t s = 0l; s < rec.z; ++s) {
       uint64_t i = uint64_t(plan_at(pc.sources_at, uint64_t(rec.y + s)));
-      t = vadd(t, ldv(pc.src, i * pc.w + j));
+      t = vadd(t, lde4(pc.src, i * pc.w + j));
     }
   }
-  stv(pc.dst, at, vadd(d, vscale(pc.alpha, t)));
+  ste4(pc.dst, at, vadd(d, vscale(pc.alpha, t)));
 }
 #endif

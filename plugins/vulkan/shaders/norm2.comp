@@ -9,6 +9,7 @@
 #extension GL_GOOGLE_include_directive : require
 layout(local_size_x = 32 * CPG) in;
 #include "common.glsl"
+#include "narrow.glsl"
 #include "rows2.glsl"
 
 layout(push_constant) uniform Params {
@@ -26,6 +27,7 @@ layout(push_constant) uniform Params {
   uint vec;          // 1: every row and gamma/beta 16-byte aligned, n % 4 == 0
   uint phase;        // 0: a workgroup per row; 1, 2, 3: split rows
   uint64_t scratch;  // split rows: 2 floats per (row, group)
+  uint params_narrow;  // narrow x: 1 if gamma and beta are in x's dtype, 0 if f32
 } pc;
 
 vec4 v[8];  // x of this invocation's elements in the current group
@@ -34,15 +36,23 @@ vec4 w[8];  // dy (backward)
 void load_group(uint64_t rx, uint64_t rdy, uint64_t cb, uint lim) {
   bool vec = pc.vec != 0u;
   [[unroll]] for (uint k = 0u; k < 8u; ++k) {
-    v[k] = ld4(rx + cb * 4ul, r_off(k), lim, vec, 0.0);
+    v[k] = ld4(rx + cb * ESZ, r_off(k), lim, vec, 0.0);
 #if RMS_BWD || LN_BWD
-    w[k] = ld4(rdy + cb * 4ul, r_off(k), lim, vec, 0.0);
+    w[k] = ld4(rdy + cb * ESZ, r_off(k), lim, vec, 0.0);
 #endif
   }
 }
 
 bool valid(uint k, uint j, uint lim) { return r_off(k) + j < lim; }
-vec4 gamma4(uint64_t cb, uint k, uint lim) { return ld4(pc.gamma + cb * 4ul, r_off(k), lim, pc.vec != 0u, 0.0); }
+// gamma and beta: f32, or for narrow x either f32 or x's dtype (a uniform
+// branch only in the narrow variants).
+vec4 param4(uint64_t base, uint64_t cb, uint k, uint lim) {
+#if defined(STORAGE_F16) || defined(STORAGE_BF16)
+  if (pc.params_narrow != 0u) return ld4n(base + cb * 2ul, r_off(k), lim, pc.vec != 0u, 0.0);
+#endif
+  return ld4f(base + cb * 4ul, r_off(k), lim, pc.vec != 0u, 0.0);
+}
+vec4 gamma4(uint64_t cb, uint k, uint lim) { return param4(pc.gamma, cb, k, lim); }
 
 // This invocation's lane sums of the group's terms, folded to its subtree.
 #if RMS_FWD
@@ -58,7 +68,7 @@ void outputs(uint64_t ro, uint64_t cb, uint lim, float rs) {
   [[unroll]] for (uint k = 0u; k < 8u; ++k) {
     vec4 g = gamma4(cb, k, lim), y;
     [[unroll]] for (uint j = 0u; j < 4u; ++j) y[j] = xmul(xmul(v[k][j], rs), g[j]);
-    st4(ro + cb * 4ul, r_off(k), lim, pc.vec != 0u, y);
+    st4(ro + cb * ESZ, r_off(k), lim, pc.vec != 0u, y);
   }
 }
 #elif LN_FWD
@@ -82,10 +92,10 @@ float terms_d(uint lim, float mean) {
 float finish(float sv) { return xdiv(1.0, xsqrt(xadd(xdiv(sv, pc.nf), pc.eps))); }
 void outputs(uint64_t ro, uint64_t cb, uint lim, float mean, float rs) {
   [[unroll]] for (uint k = 0u; k < 8u; ++k) {
-    vec4 g = gamma4(cb, k, lim), b = ld4(pc.beta + cb * 4ul, r_off(k), lim, pc.vec != 0u, 0.0), y;
+    vec4 g = gamma4(cb, k, lim), b = param4(pc.beta, cb, k, lim), y;
     [[unroll]] for (uint j = 0u; j < 4u; ++j)
       y[j] = xadd(xmul(xmul(xsub(v[k][j], mean), rs), g[j]), b[j]);
-    st4(ro + cb * 4ul, r_off(k), lim, pc.vec != 0u, y);
+    st4(ro + cb * ESZ, r_off(k), lim, pc.vec != 0u, y);
   }
 }
 #elif RMS_BWD
@@ -106,7 +116,7 @@ void outputs(uint64_t ro, uint64_t cb, uint lim, float rs, float c) {
       float xh = xmul(v[k][j], rs);
       y[j] = xmul(xsub(g, xmul(xh, c)), rs);
     }
-    st4(ro + cb * 4ul, r_off(k), lim, pc.vec != 0u, y);
+    st4(ro + cb * ESZ, r_off(k), lim, pc.vec != 0u, y);
   }
 }
 #elif LN_BWD
@@ -132,7 +142,7 @@ void outputs(uint64_t ro, uint64_t cb, uint lim, float mean, float rs, float a, 
       float xh = xmul(xsub(v[k][j], mean), rs);
       y[j] = xmul(xsub(xsub(g, a), xmul(xh, b)), rs);
     }
-    st4(ro + cb * 4ul, r_off(k), lim, pc.vec != 0u, y);
+    st4(ro + cb * ESZ, r_off(k), lim, pc.vec != 0u, y);
   }
 }
 #endif
@@ -143,7 +153,7 @@ void split_main() {
   uint64_t n = pc.n, groups = r_groups(n), sc = pc.scratch;
   for (uint64_t item = first_row(); item < pc.rows * groups; item += row_step()) {
     uint64_t row = item / groups, q = item - row * groups;
-    uint64_t rx = pc.x + row * n * 4ul, rdy = pc.dy + row * n * 4ul, ro = pc.out_addr + row * n * 4ul;
+    uint64_t rx = pc.x + row * n * ESZ, rdy = pc.dy + row * n * ESZ, ro = pc.out_addr + row * n * ESZ;
     uint64_t cb = r_cbase(q);
     uint lim = r_lim(n, cb);
     load_group(rx, rdy, cb, lim);
@@ -212,7 +222,7 @@ void main() {
   uint64_t n = pc.n, groups = r_groups(n);
   bool one = groups == 1ul;
   for (uint64_t row = first_row(); row < pc.rows; row += row_step()) {
-    uint64_t rx = pc.x + row * n * 4ul, rdy = pc.dy + row * n * 4ul, ro = pc.out_addr + row * n * 4ul;
+    uint64_t rx = pc.x + row * n * ESZ, rdy = pc.dy + row * n * ESZ, ro = pc.out_addr + row * n * ESZ;
 #if RMS_FWD
     if (t == 0u) st_reset();
     float ss = 0.0;

@@ -45,7 +45,7 @@ uint64_t r_groups(uint64_t n) { return (n + uint64_t(CPG) * 1024ul - 1ul) / (uin
 // Vector k of a chunk at byte address ca: its elements at or past lim are
 // `pad`. vec: ca is 16-byte aligned and lim a multiple of 4 (the host checks
 // the addresses and n % 4).
-vec4 ld4(uint64_t ca, uint off, uint lim, bool vec, float pad) {
+vec4 ld4f(uint64_t ca, uint off, uint lim, bool vec, float pad) {
   vec4 r = vec4(pad);
   if (vec) {
     if (off < lim) r = V4Ref(ca + uint64_t(off) * 4ul).v;
@@ -56,7 +56,7 @@ vec4 ld4(uint64_t ca, uint off, uint lim, bool vec, float pad) {
   return r;
 }
 
-void st4(uint64_t ca, uint off, uint lim, bool vec, vec4 x) {
+void st4f(uint64_t ca, uint off, uint lim, bool vec, vec4 x) {
   if (vec) {
     if (off < lim) V4Ref(ca + uint64_t(off) * 4ul).v = x;
   } else {
@@ -64,6 +64,45 @@ void st4(uint64_t ca, uint off, uint lim, bool vec, vec4 x) {
       if (off + j < lim) F32Ref(ca + uint64_t(off + j) * 4ul).v = x[j];
   }
 }
+
+// The row tensors' storage (STORAGE_F16, STORAGE_BF16: narrow.glsl; else
+// f32) and its element size ESZ in bytes. Narrow vectors are the same four
+// elements widened from one uvec2 (vec: ca 8-byte aligned, lim a multiple
+// of 4), else element by element; either way the lanes and their order are
+// the f32 kernel's, and every value is f32 from load to store.
+#if defined(STORAGE_F16) || defined(STORAGE_BF16)
+#define ESZ 2ul
+// (The bits are gathered first and converted once, so each vector has one
+// copy of the conversions: less code for the driver to compile.)
+vec4 ld4n(uint64_t ca, uint off, uint lim, bool vec, float pad) {
+  uvec4 b = uvec4(0u);
+  if (vec) {
+    if (off < lim) b = ldn4_bits(ca + uint64_t(off) * 2ul);
+  } else {
+    [[unroll]] for (uint j = 0u; j < 4u; ++j)
+      if (off + j < lim) b[j] = ldn_bits(ca + uint64_t(off + j) * 2ul);
+  }
+  vec4 r;
+  [[unroll]] for (uint j = 0u; j < 4u; ++j) r[j] = off + j < lim ? widen(b[j]) : pad;
+  return r;
+}
+void st4n(uint64_t ca, uint off, uint lim, bool vec, vec4 x) {
+  uvec4 h;
+  [[unroll]] for (uint j = 0u; j < 4u; ++j) h[j] = narrow(x[j]);
+  if (vec) {
+    if (off < lim) stn4_bits(ca + uint64_t(off) * 2ul, h);
+  } else {
+    [[unroll]] for (uint j = 0u; j < 4u; ++j)
+      if (off + j < lim) stn_bits(ca + uint64_t(off + j) * 2ul, h[j]);
+  }
+}
+#define ld4 ld4n
+#define st4 st4n
+#else
+#define ESZ 4ul
+#define ld4 ld4f
+#define st4 st4f
+#endif
 
 // Tree levels 1 and 2 over this invocation's four lanes.
 float lanes4(vec4 a) { return xadd(xadd(a.x, a.y), xadd(a.z, a.w)); }

@@ -9,6 +9,7 @@
 #extension GL_GOOGLE_include_directive : require
 layout(local_size_x = 32 * CPG) in;
 #include "common.glsl"
+#include "narrow.glsl"
 #include "rows2.glsl"
 
 layout(push_constant) uniform Params {
@@ -99,10 +100,10 @@ void load_group(uint64_t ra, uint64_t rb, uint64_t cb, uint lim) {
   bool vec = pc.vec != 0u;
   [[unroll]] for (uint k = 0u; k < 8u; ++k) {
 #if FORWARD
-    v[k] = ld4(ra + cb * 4ul, r_off(k), lim, vec, kNegInf);
+    v[k] = ld4(ra + cb * ESZ, r_off(k), lim, vec, kNegInf);
 #else
-    v[k] = ld4(ra + cb * 4ul, r_off(k), lim, vec, 0.0);
-    w[k] = ld4(rb + cb * 4ul, r_off(k), lim, vec, 0.0);
+    v[k] = ld4(ra + cb * ESZ, r_off(k), lim, vec, 0.0);
+    w[k] = ld4(rb + cb * ESZ, r_off(k), lim, vec, 0.0);
 #endif
   }
 }
@@ -113,7 +114,7 @@ void split_main() {
   uint64_t n = pc.n, groups = r_groups(n), sc = pc.scratch;
   for (uint64_t item = first_row(); item < pc.rows * groups; item += row_step()) {
     uint64_t row = item / groups, q = item - row * groups;
-    uint64_t ra = pc.a + row * n * 4ul, rb = pc.b + row * n * 4ul, ro = pc.out_addr + row * n * 4ul;
+    uint64_t ra = pc.a + row * n * ESZ, rb = pc.b + row * n * ESZ, ro = pc.out_addr + row * n * ESZ;
     uint64_t cb = r_cbase(q);
     uint lim = r_lim(n, cb);
     load_group(ra, rb, cb, lim);
@@ -155,7 +156,7 @@ void split_main() {
       [[unroll]] for (uint k = 0u; k < 8u; ++k) {
         vec4 y;
         [[unroll]] for (uint j = 0u; j < 4u; ++j) y[j] = xmul(v[k][j], r);
-        st4(ro + cb * 4ul, r_off(k), lim, pc.vec != 0u, y);
+        st4(ro + cb * ESZ, r_off(k), lim, pc.vec != 0u, y);
       }
     }
 #else
@@ -171,7 +172,7 @@ void split_main() {
       [[unroll]] for (uint k = 0u; k < 8u; ++k) {
         vec4 y;
         [[unroll]] for (uint j = 0u; j < 4u; ++j) y[j] = xmul(v[k][j], xsub(w[k][j], d));
-        st4(ro + cb * 4ul, r_off(k), lim, pc.vec != 0u, y);
+        st4(ro + cb * ESZ, r_off(k), lim, pc.vec != 0u, y);
       }
     }
 #endif
@@ -188,7 +189,7 @@ void main() {
   uint64_t n = pc.n, groups = r_groups(n);
   bool one = groups == 1ul;
   for (uint64_t row = first_row(); row < pc.rows; row += row_step()) {
-    uint64_t ra = pc.a + row * n * 4ul, rb = pc.b + row * n * 4ul, ro = pc.out_addr + row * n * 4ul;
+    uint64_t ra = pc.a + row * n * ESZ, rb = pc.b + row * n * ESZ, ro = pc.out_addr + row * n * ESZ;
 #if FORWARD
     if (t == 0u) {
       ms_top = 0;
@@ -238,7 +239,7 @@ void main() {
       [[unroll]] for (uint k = 0u; k < 8u; ++k) {
         vec4 y;
         [[unroll]] for (uint j = 0u; j < 4u; ++j) y[j] = xmul(v[k][j], r);
-        st4(ro + cb * 4ul, r_off(k), lim, vec, y);
+        st4(ro + cb * ESZ, r_off(k), lim, vec, y);
       }
     }
     if (!one) barrier();  // s_chunk_max is rewritten by the next row
@@ -264,7 +265,7 @@ void main() {
       [[unroll]] for (uint k = 0u; k < 8u; ++k) {
         vec4 y;
         [[unroll]] for (uint j = 0u; j < 4u; ++j) y[j] = xmul(v[k][j], xsub(w[k][j], d));
-        st4(ro + cb * 4ul, r_off(k), lim, vec, y);
+        st4(ro + cb * ESZ, r_off(k), lim, vec, y);
       }
     }
 #endif
