@@ -1,5 +1,6 @@
 #version 460
-// dgamma / dbeta (docs/semantics.md 3.5), two stages, no atomics.
+// dgamma / dbeta (docs/semantics.md 3.5), two stages, no atomic sums (a
+// narrow dgamma/dbeta element is stored with atomics on its half-word only).
 // STAGE 1: per block b of 32 rows and column j, p[b][j] = +0 then + term(r, j)
 //   for r ascending (LN: also the dbeta terms into q[b][j]).
 //   x and dy in the storage type (STORAGE_F16/BF16: widened on load).
