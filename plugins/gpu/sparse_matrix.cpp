@@ -104,9 +104,7 @@ xhal_status_t csr_create(void* device, const xhal_plugin_csr_desc_t* desc, void*
   const bool square = desc->rows == desc->cols;
   // ROCm has only the level batches (the options parser refuses syncfree
   // there); on CUDA the sync-free schedule is built on the device below.
-  // f64 matrices too: the sync-free solve is f32 only (sparse_matrix.h).
-  const bool host_levels = square && (d->options.solve_schedule == SolveSchedule::kLevels ||
-                                      m->values_dtype == XHAL_DTYPE_F64);
+  const bool host_levels = square && d->options.solve_schedule == SolveSchedule::kLevels;
   lap("narrowing to 32-bit");
   xhal_status_t st = build_pattern(d, m, rp, col, nullptr, desc->rows, host_levels, &m->a);
   lap("pattern of A (upload)");
@@ -116,7 +114,9 @@ xhal_status_t csr_create(void* device, const xhal_plugin_csr_desc_t* desc, void*
   lap("row indices (upload)");
 #if !defined(XHAL_GPU_HIP)
   if (st == XHAL_OK && square && !host_levels && desc->rows > 0) {
-    st = syncfree_init(d, desc->rows, &m->sf, &m->allocations);
+    // f64 values publish in two words (syncfree_device.h, TwoWords).
+    st = syncfree_init(d, desc->rows, m->values_dtype == XHAL_DTYPE_F64 ? 2 : 1, &m->sf,
+                       &m->allocations);
     // A lower pattern has an ascending schedule, its transpose a descending
     // one (and the reverse for upper); a pattern with no off-diagonal entry
     // is both, and one schedule serves both walks.

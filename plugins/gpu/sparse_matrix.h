@@ -41,9 +41,8 @@ struct Pattern {
 
 struct Matrix {
   int64_t rows = 0, cols = 0, nnz = 0;
-  // f32, or f64 (ABI 1.6): the value type the ops instantiate. An f64
-  // matrix solves over level batches (the sync-free solve publishes x as
-  // 32 bits beside its epoch in one 64-bit word).
+  // f32, or f64 (ABI 1.6): the value type the ops instantiate (the
+  // sync-free solve publishes an f64 x in two words, syncfree_device.h).
   xhal_dtype_t values_dtype = XHAL_DTYPE_F32;
   Pattern a, at;
   I* row_idx = nullptr;

@@ -1,9 +1,8 @@
 // csr_solve (docs/semantics.md "Sparse (CSR)"): the sync-free solve on CUDA
 // (sparse_solve_syncfree.cpp), the level batches on ROCm and with
 // solve.schedule=levels (sparse_solve_levels.cpp). Both give the same bits.
-#include <type_traits>
-
 #include "sparse_matrix.h"
+
 namespace xhal::gpu {
 
 template <class T>
@@ -29,10 +28,9 @@ xhal_status_t run_solve(Device* d, const Matrix* m, xhal_transpose_t trans,
   if (x.n == 0 || x.k == 0) return XHAL_OK;
   const bool unit = diagonal == XHAL_DIAGONAL_UNIT;
 #if !defined(XHAL_GPU_HIP)
-  if constexpr (std::is_same_v<T, float>) {
-    if (use_syncfree)
-      return syncfree_solve(d, &const_cast<Matrix*>(m)->sf, sf, view(p, m), b, x, unit, launches);
-  }
+  if (use_syncfree)
+    return syncfree_solve<T>(d, &const_cast<Matrix*>(m)->sf, sf, view<T>(p, m), b, x, unit,
+                             launches);
 #endif
   return level_solve<T>(d, m, p, sc, b, x, ascending, unit, transposed, launches);
 }

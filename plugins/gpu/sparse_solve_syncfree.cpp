@@ -10,15 +10,31 @@
 
 #if !defined(XHAL_GPU_HIP)
 #include <algorithm>
-
+#include <type_traits>
 namespace xhal::gpu {
 namespace {
 
+// T: the matrix's value type. f32 values are published in one word, f64
+// values in two (syncfree_device.h, OneWord / TwoWords).
+template <class T>
+using WordsOf = std::conditional_t<std::is_same_v<T, float>, OneWord, TwoWords>;
+__device__ __forceinline__ float from_payload(unsigned bits, float) {
+  return __uint_as_float(bits);
+}
+__device__ __forceinline__ double from_payload(unsigned long long bits, double) {
+  return __longlong_as_double(static_cast<long long>(bits));
+}
+__device__ __forceinline__ unsigned to_payload(float x) { return __float_as_uint(x); }
+__device__ __forceinline__ unsigned long long to_payload(double x) {
+  return static_cast<unsigned long long>(__double_as_longlong(x));
+}
+
+template <class T>
 struct SolveArgs {
   const RowRec* recs;
   const unsigned* positions;  // warps' worth of positions (written at creation)
-  PatternView a;
-  Cols b, x;
+  PatternViewT<T> a;
+  ColsT<T> b, x;
   unsigned long long* xs;
   Tickets tickets;
   unsigned epoch;
@@ -26,18 +42,23 @@ struct SolveArgs {
   bool unit;
 };
 
-__device__ __forceinline__ void finish_row(const SolveArgs& s, I k, float bk, float dv, float sum);
+template <class T>
+__device__ __forceinline__ void finish_row(const SolveArgs<T>& s, I k, T bk, T dv, T sum);
 
 // A lane's sequential sum from +0 of its terms; with k >= 0 it finishes row
 // k as soon as the sum is complete.
+template <class T>
 struct SumTerms {
-  const SolveArgs* s;
+  using Value = T;
+  const SolveArgs<T>* s;
   I k;
-  float bk, dv;
-  float acc = 0.0f;
+  T bk, dv;
+  T acc = T(0);
   __device__ I col(int64_t e) const { return s->a.col[e]; }
-  __device__ float value(int64_t e) const { return s->a.value(e); }
-  __device__ void add(float v, unsigned bits) { acc = xadd(acc, xmul(v, __uint_as_float(bits))); }
+  __device__ T value(int64_t e) const { return s->a.value(e); }
+  __device__ void add(T v, typename WordsOf<T>::Payload bits) {
+    acc = xadd(acc, xmul(v, from_payload(bits, T())));
+  }
   __device__ void done() const {
     if (k >= 0) finish_row(*s, k, bk, dv, acc);
   }
@@ -45,17 +66,17 @@ struct SumTerms {
 
 // Converged walk of at most 32 terms per lane, in 16-term rounds or all 32
 // at once (Wide).
-template <bool Wide, class P>
-__device__ __forceinline__ void walk(const SolveArgs& s, int64_t b, int64_t e, P& p) {
-  if constexpr (Wide) converged_walk32(s.xs, s.epoch, s.sleep_ns, b, e, p);
-  else converged_walk(s.xs, s.epoch, s.sleep_ns, b, e, p);
+template <bool Wide, class T, class P>
+__device__ __forceinline__ void walk(const SolveArgs<T>& s, int64_t b, int64_t e, P& p) {
+  if constexpr (Wide) converged_walk32<WordsOf<T>>(s.xs, s.epoch, s.sleep_ns, b, e, p);
+  else converged_walk<WordsOf<T>>(s.xs, s.epoch, s.sleep_ns, b, e, p);
 }
 
 // Sequential sum from +0 of each lane's terms [b, e) (at most 32), the
 // whole warp polling together.
-template <bool Wide>
-__device__ __forceinline__ float warp_walk_sum(const SolveArgs& s, int64_t b, int64_t e) {
-  SumTerms t{&s, -1, 0.0f, 0.0f};
+template <bool Wide, class T>
+__device__ __forceinline__ T warp_walk_sum(const SolveArgs<T>& s, int64_t b, int64_t e) {
+  SumTerms<T> t{&s, -1, T(0), T(0)};
   walk<Wide>(s, b, e, t);
   return t.acc;
 }
@@ -63,11 +84,13 @@ __device__ __forceinline__ float warp_walk_sum(const SolveArgs& s, int64_t b, in
 // Sequential sum from +0 of the terms [b, e) (at most one 32-term chunk).
 // The next group's columns and values load while this group's words are
 // awaited, so only the waits themselves sit on the critical path.
-__device__ __forceinline__ float chunk_sum(const SolveArgs& s, int64_t b, int64_t e) {
-  float acc = 0.0f;
+template <class T>
+__device__ __forceinline__ T chunk_sum(const SolveArgs<T>& s, int64_t b, int64_t e) {
+  using W = WordsOf<T>;
+  T acc = T(0);
   I j[kGroup], jn[kGroup];
-  float v[kGroup], vn[kGroup];
-  auto load = [&](int64_t g, I* jj, float* vv) {
+  T v[kGroup], vn[kGroup];
+  auto load = [&](int64_t g, I* jj, T* vv) {
 #pragma unroll
     for (int q = 0; q < kGroup; ++q)
       if (g + q < e) {
@@ -78,19 +101,19 @@ __device__ __forceinline__ float chunk_sum(const SolveArgs& s, int64_t b, int64_
   load(b, j, v);
   for (int64_t g = b; g < e; g += kGroup) {
     const int n = static_cast<int>(e - g < kGroup ? e - g : kGroup);
-    unsigned long long w[kGroup];
+    typename W::Got w[kGroup];
 #pragma unroll
     for (int q = 0; q < kGroup; ++q)
-      if (q < n) w[q] = load_word(s.xs + j[q]);
+      if (q < n) w[q] = W::load(s.xs, j[q]);
     if (g + kGroup < e) load(g + kGroup, jn, vn);
 #pragma unroll
     for (int q = 0; q < kGroup; ++q) {
       if (q >= n) break;
-      while (static_cast<unsigned>(w[q] >> 32) != s.epoch) {
+      while (!W::ready(w[q], s.epoch)) {
         if (s.sleep_ns) __nanosleep(s.sleep_ns);
-        w[q] = load_word(s.xs + j[q]);
+        w[q] = W::load(s.xs, j[q]);
       }
-      acc = xadd(acc, xmul(v[q], __uint_as_float(static_cast<unsigned>(w[q]))));
+      acc = xadd(acc, xmul(v[q], from_payload(W::payload(w[q]), T())));
     }
 #pragma unroll
     for (int q = 0; q < kGroup; ++q) {
@@ -103,15 +126,16 @@ __device__ __forceinline__ float chunk_sum(const SolveArgs& s, int64_t b, int64_
 
 // b[k] and the diagonal were loaded before the wait: only row k reads b[k]
 // and writes x[k] (b may be x).
-__device__ __forceinline__ void finish_row(const SolveArgs& s, I k, float bk, float dv, float sum) {
-  const float t = xsub(bk, sum);
-  const float xk = s.unit ? t : xdiv(t, dv);
+template <class T>
+__device__ __forceinline__ void finish_row(const SolveArgs<T>& s, I k, T bk, T dv, T sum) {
+  const T t = xsub(bk, sum);
+  const T xk = s.unit ? t : xdiv(t, dv);
   s.x.at(k, 0) = xk;
-  store_word(s.xs + k, word(s.epoch, __float_as_uint(xk)));
+  WordsOf<T>::store(s.xs, k, s.epoch, to_payload(xk));
 }
 
-template <bool Converged, bool Wide>
-__global__ void __launch_bounds__(256) solve_kernel(SolveArgs s) {
+template <class T, bool Converged, bool Wide>
+__global__ void __launch_bounds__(256) solve_kernel(SolveArgs<T> s) {
   const int lane = threadIdx.x & 31;
   const unsigned warps = *s.positions;
   for (;;) {
@@ -124,10 +148,10 @@ __global__ void __launch_bounds__(256) solve_kernel(SolveArgs s) {
     }
     const RowRec r = s.recs[int64_t{t} * 32 + lane];
     const int64_t m = r.k >= 0 ? int64_t{r.re} - r.rb : -1;
-    float bk = 0.0f, dv = 1.0f;
+    T bk = T(0), dv = T(1);
     if (m >= 0) {
       bk = s.b.at(r.k, 0);
-      if (!s.unit) dv = r.diag >= 0 ? s.a.value(r.diag) : 0.0f;
+      if (!s.unit) dv = r.diag >= 0 ? s.a.value(r.diag) : T(0);
     }
     // Rows of more than one chunk: the warp takes them one by one, lane c
     // summing chunk c, the chunk sums combined by the tree (3.7).
@@ -137,7 +161,7 @@ __global__ void __launch_bounds__(256) solve_kernel(SolveArgs s) {
       const I rb = __shfl_sync(0xffffffffu, r.rb, src);
       const I re = __shfl_sync(0xffffffffu, r.re, src);
       const int64_t chunks = (int64_t{re} - rb + 31) / 32;
-      float sum;
+      T sum;
       if constexpr (Converged) {
         // Lane l sums chunks [l * per, (l + 1) * per) serially as subtrees
         // (serial_tree's stack), then the warp tree joins the lanes; chunks
@@ -145,7 +169,7 @@ __global__ void __launch_bounds__(256) solve_kernel(SolveArgs s) {
         int64_t p2 = 1;
         while (p2 < chunks) p2 <<= 1;
         const int64_t per = p2 > 32 ? p2 / 32 : 1;
-        float stack[34];
+        T stack[34];
         int top = 0;
         for (int64_t i = 0; i < per; ++i) {
           const int64_t c = lane * per + i;
@@ -154,9 +178,9 @@ __global__ void __launch_bounds__(256) solve_kernel(SolveArgs s) {
           for (int64_t h = i; h & 1; h >>= 1, --top)
             stack[top - 2] = xadd(stack[top - 2], stack[top - 1]);
         }
-        sum = warp_tree<SumOp>(stack[0]);
+        sum = warp_tree<SumOpT<T>>(stack[0]);
       } else {
-        sum = warp_tree_of<SumOp>(
+        sum = warp_tree_of<SumOpT<T>>(
             [&](int64_t c) {
               const int64_t cb = rb + c * 32;
               return chunk_sum(s, cb, cb + 32 < re ? cb + 32 : re);
@@ -167,7 +191,7 @@ __global__ void __launch_bounds__(256) solve_kernel(SolveArgs s) {
     }
     const bool short_row = m >= 0 && m <= 32;
     if constexpr (Converged) {
-      SumTerms t{&s, short_row ? r.k : -1, bk, dv};
+      SumTerms<T> t{&s, short_row ? r.k : -1, bk, dv};
       walk<Wide>(s, short_row ? r.rb : 0, short_row ? r.re : 0, t);
     } else if (short_row) {
       finish_row(s, r.k, bk, dv, chunk_sum(s, r.rb, r.re));
@@ -177,8 +201,10 @@ __global__ void __launch_bounds__(256) solve_kernel(SolveArgs s) {
 
 }  // namespace
 
+template <class T>
 xhal_status_t syncfree_solve(Device* d, SyncFreeState* st, const SyncFreeSchedule& sc,
-                             const PatternView& a, Cols b, Cols x, bool unit, int* launches) {
+                             const PatternViewT<T>& a, ColsT<T> b, ColsT<T> x, bool unit,
+                             int* launches) {
   // "auto" picks per schedule, from the H200 sweeps (docs/performance.md):
   // with long rows, 32-term rounds and four blocks of warps per SM;
   // otherwise 16-term rounds and one block per SM; rows of one dependency
@@ -195,19 +221,25 @@ xhal_status_t syncfree_solve(Device* d, SyncFreeState* st, const SyncFreeSchedul
       (sc.max_warps + warps_per_block - 1) / warps_per_block, int64_t{per_sm} * st->sms));
   for (int64_t c = 0; c < x.k; ++c) {
     next_epoch(d, st);
-    Cols bc = b, xc = x;
+    ColsT<T> bc = b, xc = x;
     bc.p += c * b.cs;
     xc.p += c * x.cs;
     bc.k = xc.k = 1;
-    SolveArgs s{sc.recs,   sc.warps, a,   bc, xc, st->xs, {st->ticket, grid * warps_per_block},
-                st->epoch, sleep_ns, unit};
-    if (!converged) solve_kernel<false, false><<<grid, block, 0, d->stream>>>(s);
-    else if (wide) solve_kernel<true, true><<<grid, block, 0, d->stream>>>(s);
-    else solve_kernel<true, false><<<grid, block, 0, d->stream>>>(s);
+    SolveArgs<T> s{sc.recs,   sc.warps, a,   bc, xc, st->xs, {st->ticket, grid * warps_per_block},
+                   st->epoch, sleep_ns, unit};
+    if (!converged) solve_kernel<T, false, false><<<grid, block, 0, d->stream>>>(s);
+    else if (wide) solve_kernel<T, true, true><<<grid, block, 0, d->stream>>>(s);
+    else solve_kernel<T, true, false><<<grid, block, 0, d->stream>>>(s);
     ++*launches;
   }
   return XHAL_OK;
 }
+template xhal_status_t syncfree_solve<float>(Device*, SyncFreeState*, const SyncFreeSchedule&,
+                                             const PatternViewT<float>&, ColsT<float>, ColsT<float>,
+                                             bool, int*);
+template xhal_status_t syncfree_solve<double>(Device*, SyncFreeState*, const SyncFreeSchedule&,
+                                              const PatternViewT<double>&, ColsT<double>,
+                                              ColsT<double>, bool, int*);
 
 }  // namespace xhal::gpu
 #endif

@@ -23,7 +23,7 @@ struct SyncFreeSchedule {
 
 // Per-matrix state shared by its analyses and solves (one stream, in order).
 struct SyncFreeState {
-  unsigned long long* xs = nullptr;  // [len]: epoch << 32 | payload
+  unsigned long long* xs = nullptr;  // [len]: epoch << 32 | payload (one or two words per x)
   int64_t len = 0;
   unsigned* ticket = nullptr;  // [2]: next ticket, takers gone (zero between launches)
   unsigned epoch = 0;
@@ -31,8 +31,9 @@ struct SyncFreeState {
 };
 
 #if !defined(XHAL_GPU_HIP)
-// Allocates the state for an n x n matrix (kept in `allocations`).
-xhal_status_t syncfree_init(Device* d, int64_t n, SyncFreeState* st,
+// Allocates the state for an n x n matrix whose x takes `words` words
+// each (1 for f32, 2 for f64; kept in `allocations`).
+xhal_status_t syncfree_init(Device* d, int64_t n, int words, SyncFreeState* st,
                             std::vector<void*>* allocations);
 
 // The schedule of a pattern (device copies of row_ptr and col) that lies in
@@ -45,9 +46,12 @@ xhal_status_t syncfree_analyse(Device* d, SyncFreeState* st, const I* row_ptr, c
                                SyncFreeSchedule* out, std::vector<void*>* allocations);
 
 // Solves every column of x (k launches); b may be x. The launch shape and
-// polling form follow d->options (solve.*).
+// polling form follow d->options (solve.*). T: float or double (the state
+// then holds two words per x).
+template <class T>
 xhal_status_t syncfree_solve(Device* d, SyncFreeState* st, const SyncFreeSchedule& sc,
-                             const PatternView& a, Cols b, Cols x, bool unit, int* launches);
+                             const PatternViewT<T>& a, ColsT<T> b, ColsT<T> x, bool unit,
+                             int* launches);
 #endif
 
 }  // namespace xhal::gpu

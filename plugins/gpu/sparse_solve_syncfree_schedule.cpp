@@ -28,6 +28,7 @@ struct LevelArgs {
 // Row order is topological here (lower: ascending), so warp tickets in row
 // order keep every wait on an earlier position.
 struct LevelTerms {
+  using Value = float;  // unused: the words carry levels
   const LevelArgs* s;
   I k;
   unsigned lv = 0;
@@ -120,18 +121,19 @@ __global__ void place_kernel(const I* row_ptr, const I* col, const I* level, int
 
 }  // namespace
 
-xhal_status_t syncfree_init(Device* d, int64_t n, SyncFreeState* st,
+xhal_status_t syncfree_init(Device* d, int64_t n, int words, SyncFreeState* st,
                             std::vector<void*>* allocations) {
   void* f = nullptr;
-  const size_t bytes = sizeof(unsigned long long) * (n + 1);  // + the two ticket counters
+  const int64_t len = n * words;
+  const size_t bytes = sizeof(unsigned long long) * (len + 1);  // + the two ticket counters
   gpuError_t e = gpuMalloc(&f, bytes);
   if (e != gpuSuccess) return runtime_error(e, "allocating solve state");
   allocations->push_back(f);
   e = gpuMemsetAsync(f, 0, bytes, d->stream);
   if (e != gpuSuccess) return runtime_error(e, "clearing solve state");
   st->xs = static_cast<unsigned long long*>(f);
-  st->len = n;
-  st->ticket = reinterpret_cast<unsigned*>(st->xs + n);
+  st->len = len;
+  st->ticket = reinterpret_cast<unsigned*>(st->xs + len);
   cudaDeviceGetAttribute(&st->sms, cudaDevAttrMultiProcessorCount, d->ordinal);
   return XHAL_OK;
 }

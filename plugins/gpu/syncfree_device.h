@@ -35,22 +35,59 @@ __device__ __forceinline__ unsigned long long word(unsigned epoch, unsigned payl
 // Dependency loads a lane keeps in flight together.
 constexpr int kGroup = 16;
 
+// How x[j] is published and read. OneWord (f32 values, the analysis'
+// levels): xs[j] = epoch << 32 | 32-bit payload. TwoWords (f64 values):
+// xs[2j] = epoch << 32 | high half, xs[2j + 1] = epoch << 32 | low half.
+// Each word is single-copy atomic and carries the epoch, so a reader that
+// sees the epoch in both words has both halves of this pass's x[j]; no
+// fence orders them.
+struct OneWord {
+  using Got = unsigned long long;
+  using Payload = unsigned;
+  __device__ static Got load(const unsigned long long* xs, I j) { return load_word(xs + j); }
+  __device__ static bool ready(Got g, unsigned epoch) {
+    return static_cast<unsigned>(g >> 32) == epoch;
+  }
+  __device__ static Payload payload(Got g) { return static_cast<unsigned>(g); }
+  __device__ static void store(unsigned long long* xs, I k, unsigned epoch, Payload p) {
+    store_word(xs + k, word(epoch, p));
+  }
+};
+struct TwoWords {
+  struct Got {
+    unsigned long long hi, lo;
+  };
+  using Payload = unsigned long long;
+  __device__ static Got load(const unsigned long long* xs, I j) {
+    return {load_word(xs + 2 * int64_t{j}), load_word(xs + 2 * int64_t{j} + 1)};
+  }
+  __device__ static bool ready(Got g, unsigned epoch) {
+    return static_cast<unsigned>(g.hi >> 32) == epoch && static_cast<unsigned>(g.lo >> 32) == epoch;
+  }
+  __device__ static Payload payload(Got g) { return (g.hi << 32) | (g.lo & 0xffffffffull); }
+  __device__ static void store(unsigned long long* xs, I k, unsigned epoch, Payload p) {
+    store_word(xs + 2 * int64_t{k}, word(epoch, static_cast<unsigned>(p >> 32)));
+    store_word(xs + 2 * int64_t{k} + 1, word(epoch, static_cast<unsigned>(p)));
+  }
+};
+
 // One polling round of a lane over terms [q, n) of its current group of G:
 // asks for every word not yet seen, then consumes the ready ones in order.
-template <int G, class P>
+// P::Value is the terms' value type, P::add(value, payload) takes one.
+template <class W, int G, class P>
 __device__ __forceinline__ bool poll_round(const unsigned long long* xs, unsigned epoch,
-                                           const I (&j)[G], const float (&v)[G], int& q, int n,
-                                           P& p) {
-  unsigned long long w[G];
+                                           const I (&j)[G], const typename P::Value (&v)[G], int& q,
+                                           int n, P& p) {
+  typename W::Got w[G];
 #pragma unroll
   for (int i = 0; i < G; ++i)
-    if (i >= q && i < n) w[i] = load_word(xs + j[i]);
+    if (i >= q && i < n) w[i] = W::load(xs, j[i]);
   bool progressed = false;
 #pragma unroll
   for (int i = 0; i < G; ++i) {
     if (i < q || i >= n) continue;
-    if (static_cast<unsigned>(w[i] >> 32) != epoch) break;
-    p.add(v[i], static_cast<unsigned>(w[i]));
+    if (!W::ready(w[i], epoch)) break;
+    p.add(v[i], W::payload(w[i]));
     q = i + 1;
     progressed = true;
   }
@@ -64,13 +101,15 @@ __device__ __forceinline__ bool poll_round(const unsigned long long* xs, unsigne
 // stuck behind another lane's wait. A lane calls p.done() (which publishes
 // its row) in the round its range is used up, so a lane may wait on a row
 // of its own warp. All 32 lanes must call it.
-// P supplies col(e), value(e), add(value, payload) in term order, done().
-template <class P>
+// P supplies Value, col(e), value(e), add(value, payload) in term order,
+// done(); W how the words are read (OneWord, TwoWords).
+template <class W = OneWord, class P>
 __device__ __forceinline__ void converged_walk(const unsigned long long* xs, unsigned epoch,
                                                unsigned sleep_ns, int64_t b, int64_t e, P& p) {
+  using V = typename P::Value;
   I j[kGroup], jn[kGroup];
-  float v[kGroup], vn[kGroup];
-  auto load = [&](int64_t g, I* jj, float* vv) {
+  V v[kGroup], vn[kGroup];
+  auto load = [&](int64_t g, I* jj, V* vv) {
 #pragma unroll
     for (int i = 0; i < kGroup; ++i)
       if (g + i < e) {
@@ -93,7 +132,7 @@ __device__ __forceinline__ void converged_walk(const unsigned long long* xs, uns
     if (!__any_sync(0xffffffffu, busy)) return;
     bool progressed = false;
     if (busy) {
-      progressed = poll_round<kGroup>(xs, epoch, j, v, q, n, p);
+      progressed = poll_round<W, kGroup>(xs, epoch, j, v, q, n, p);
       if (q == n) {
         g += kGroup;
         q = 0;
@@ -115,11 +154,11 @@ __device__ __forceinline__ void converged_walk(const unsigned long long* xs, uns
 // this paid for patterns with long rows (a transposed random matrix) and
 // cost for patterns of a few terms per row, so the kernel is chosen per
 // schedule (docs/performance.md).
-template <class P>
+template <class W = OneWord, class P>
 __device__ __forceinline__ void converged_walk32(const unsigned long long* xs, unsigned epoch,
                                                  unsigned sleep_ns, int64_t b, int64_t e, P& p) {
   I j[32];
-  float v[32];
+  typename P::Value v[32];
   const int n = static_cast<int>(e - b);
 #pragma unroll
   for (int i = 0; i < 32; ++i)
@@ -136,7 +175,7 @@ __device__ __forceinline__ void converged_walk32(const unsigned long long* xs, u
       finished = true;
     }
     if (!__any_sync(0xffffffffu, busy)) return;
-    const bool progressed = busy && poll_round<32>(xs, epoch, j, v, q, n, p);
+    const bool progressed = busy && poll_round<W, 32>(xs, epoch, j, v, q, n, p);
     if (sleep_ns && !__any_sync(0xffffffffu, progressed)) __nanosleep(sleep_ns);
   }
 }
