@@ -65,8 +65,8 @@ void stage1(Device* d, bool layer_norm, const void* x, const void* dy, const voi
 // Both stages in the compute type A; dgamma/dbeta in out_dtype.
 template <class S, class A = acc_t<S>>
 void both_stages(Device* d, bool layer_norm, const void* x, const void* dy, const void* mean,
-                 const void* rstd, int64_t rows, int64_t n, int64_t nb, A* pg, A* pb,
-                 void* dgamma, void* dbeta, xhal_dtype_t out_dtype) {
+                 const void* rstd, int64_t rows, int64_t n, int64_t nb, A* pg, A* pb, void* dgamma,
+                 void* dbeta, xhal_dtype_t out_dtype) {
   stage1<S>(d, layer_norm, x, dy, mean, rstd, rows, n, nb, pg, pb);
   if constexpr (std::is_same_v<A, double>) {
     stage2<double>(d, pg, nb, n, dgamma);

@@ -80,7 +80,7 @@ XHAL_HD double exp64_poly(double x, double& k, double& kb) {
   p = add(mul(p, r), 0x1.5555555555555p-5);
   p = add(mul(p, r), 0x1.5555555555555p-3);
   p = add(mul(p, r), 0x1.0000000000000p-1);
-  p = add(mul(p, r), 1.0);  // 1/1!
+  p = add(mul(p, r), 1.0);     // 1/1!
   return add(mul(p, r), 1.0);  // 1/0!
 }
 

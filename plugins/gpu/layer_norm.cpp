@@ -82,8 +82,8 @@ struct LnBwd {
   S* dx;
   __device__ const S* input(int i) const { return i == 0 ? x : dy; }
   __device__ static A pad(int) { return A(0); }
-  __device__ Sum2<A> chunk_stat(int, const ChunkRegs<A>& r, const Sum2<A>*, int64_t row,
-                                int64_t n, int64_t i0) const {
+  __device__ Sum2<A> chunk_stat(int, const ChunkRegs<A>& r, const Sum2<A>*, int64_t row, int64_t n,
+                                int64_t i0) const {
     const A mu = mean[row], s = rstd[row];
     vec4_t<A> gm[8];
 #pragma unroll
@@ -136,7 +136,7 @@ xhal_status_t forward_as(Device* d, const xhal_plugin_tensor_t* x,
   auto [rows, n] = shape_of(x);
   using A = acc_t<S>;
   LnFwd<S> b{tensor_as<S>(x), col_vals<S>(gamma), col_vals<S>(beta), static_cast<A>(eps),
-             tensor_as<S>(y), tensor_as<A>(mean),  tensor_as<A>(rstd)};
+             tensor_as<S>(y), tensor_as<A>(mean), tensor_as<A>(rstd)};
   return run_rows(d, b, rows, n, units_aligned(b.x, b.y), "layer_norm_forward");
 }
 
@@ -148,7 +148,7 @@ xhal_status_t backward_as(Device* d, const xhal_plugin_tensor_t* x,
                           const xhal_plugin_tensor_t* dbeta) {
   auto [rows, n] = shape_of(x);
   using A = acc_t<S>;
-  LnBwd<S> b{tensor_as<S>(x),  tensor_as<S>(dy),  col_vals<S>(gamma),
+  LnBwd<S> b{tensor_as<S>(x),    tensor_as<S>(dy),   col_vals<S>(gamma),
              tensor_as<A>(mean), tensor_as<A>(rstd), tensor_as<S>(dx)};
   const bool vec = units_aligned(b.x, b.dy, b.dx);
   void* dg = dgamma ? tensor_ptr(dgamma) : nullptr;

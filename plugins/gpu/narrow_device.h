@@ -55,9 +55,7 @@ __device__ __forceinline__ double widen(double v) { return v; }
 __device__ __forceinline__ float widen(Bf16 v) {
   return __uint_as_float(f32_bits_from_bf16(v.bits));
 }
-__device__ __forceinline__ float widen(F16 v) {
-  return __uint_as_float(f32_bits_from_f16(v.bits));
-}
+__device__ __forceinline__ float widen(F16 v) { return __uint_as_float(f32_bits_from_f16(v.bits)); }
 
 // Compute type -> storage: the one narrowing of 7.1 for bf16/f16.
 template <class S>
@@ -131,8 +129,7 @@ template <class U>
 using value_t = typename ValueOf<U>::type;
 template <class U>
 __device__ __forceinline__ U to_unit(value_t<U> v) {
-  if constexpr (std::is_same_v<U, float> || std::is_same_v<U, float4> ||
-                std::is_same_v<U, double>)
+  if constexpr (std::is_same_v<U, float> || std::is_same_v<U, float4> || std::is_same_v<U, double>)
     return v;
   else if constexpr (std::is_same_v<U, Quad<Bf16>>) return to_unit4<Bf16>(v);
   else if constexpr (std::is_same_v<U, Quad<F16>>) return to_unit4<F16>(v);

@@ -133,8 +133,7 @@ bool try_fused_norm_bwd(Device* d, const B& body, int64_t rows, int64_t n, bool 
                         void* dbeta, xhal_dtype_t out_dtype, xhal_status_t* st) {
   if constexpr (std::is_same_v<typename B::A, float>)
     return fused_norm_bwd(d, body, rows, n, vec, dgamma, dbeta, out_dtype, st);
-  else
-    return false;
+  else return false;
 }
 
 }  // namespace

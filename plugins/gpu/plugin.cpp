@@ -98,15 +98,15 @@ xhal_status_t device_get_info(void* context, uint32_t index, xhal_plugin_device_
   info->op_dtypes[XHAL_OP_PERMUTE] = any;
   // bf16/f16 storage with f32 arithmetic (docs/semantics.md 7.2), and f64
   // with binary64 arithmetic throughout (7.3).
-  const uint32_t dense = f32 | (1u << XHAL_DTYPE_F16) | (1u << XHAL_DTYPE_BF16) |
-                         (1u << XHAL_DTYPE_F64);
+  const uint32_t dense =
+      f32 | (1u << XHAL_DTYPE_F16) | (1u << XHAL_DTYPE_BF16) | (1u << XHAL_DTYPE_F64);
   for (int op : {XHAL_OP_INDEX_ADD, XHAL_OP_SOFTMAX_FORWARD, XHAL_OP_SOFTMAX_BACKWARD,
                  XHAL_OP_RMS_NORM_FORWARD, XHAL_OP_RMS_NORM_BACKWARD, XHAL_OP_LAYER_NORM_FORWARD,
                  XHAL_OP_LAYER_NORM_BACKWARD})
     info->op_dtypes[op] = dense;
   // f64 matrices (7.3; the solves over level batches, sparse_matrix.h).
-  for (int op : {XHAL_OP_SPMV, XHAL_OP_SPMM, XHAL_OP_CSR_SOLVE, XHAL_OP_CSR_SOLVE_BACKWARD,
-                 XHAL_OP_SPGEMM})
+  for (int op :
+       {XHAL_OP_SPMV, XHAL_OP_SPMM, XHAL_OP_CSR_SOLVE, XHAL_OP_CSR_SOLVE_BACKWARD, XHAL_OP_SPGEMM})
     info->op_dtypes[op] = f32 | (1u << XHAL_DTYPE_F64);
   return XHAL_OK;
 }

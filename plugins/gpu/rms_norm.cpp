@@ -38,9 +38,7 @@ struct RmsFwd {
     }
   }
   __device__ S* output() const { return y; }
-  __device__ void row_out(int64_t row, const A* tot, int64_t n) const {
-    rstd[row] = rs(tot, n);
-  }
+  __device__ void row_out(int64_t row, const A* tot, int64_t n) const { rstd[row] = rs(tot, n); }
 };
 
 template <class S>

@@ -49,8 +49,7 @@ __device__ __forceinline__ typename Op::T warp_tree(typename Op::T v) {
 
 // Four consecutive elements from i, widened to the compute type (pad past n).
 template <bool VEC, class S>
-__device__ __forceinline__ vec4_t<acc_t<S>> load4(const S* p, int64_t i, int64_t n,
-                                                  acc_t<S> pad) {
+__device__ __forceinline__ vec4_t<acc_t<S>> load4(const S* p, int64_t i, int64_t n, acc_t<S> pad) {
   if (VEC)
     return i < n ? widen(*reinterpret_cast<const unit4_t<S>*>(p + i)) : make4(pad, pad, pad, pad);
   return make4(i < n ? widen(p[i]) : pad, i + 1 < n ? widen(p[i + 1]) : pad,

@@ -62,17 +62,35 @@ void around(std::vector<double>& xs, double x) {
 TEST(GpuExp64, EdgesMatchCpuBitForBit) {
   std::vector<double> xs;
   const double inf = std::numeric_limits<double>::infinity();
-  for (double e : {0.0, 708.0, -708.0, 0x1.62e42fefa39efp+9, -0x1.74910d52d3051p+9,
+  for (double e : {0.0,
+                   708.0,
+                   -708.0,
+                   0x1.62e42fefa39efp+9,
+                   -0x1.74910d52d3051p+9,
                    -0x1.6232bdd7abcd2p+9,  // exp(x) = 2^-1022, the smallest normal
-                   -0x1.625p+9, -0x1.628p+9, 0x1.62ep+9, 709.0, -709.0, -740.0, -745.0,
-                   0.5 * 0x1.62e42fefa39efp-1, -0.5 * 0x1.62e42fefa39efp-1, 1.0, -1.0,
-                   0x1p-1022, -0x1p-1022, 0x1p-1074, -0x1p-1074, 1e300, -1e300})
+                   -0x1.625p+9,
+                   -0x1.628p+9,
+                   0x1.62ep+9,
+                   709.0,
+                   -709.0,
+                   -740.0,
+                   -745.0,
+                   0.5 * 0x1.62e42fefa39efp-1,
+                   -0.5 * 0x1.62e42fefa39efp-1,
+                   1.0,
+                   -1.0,
+                   0x1p-1022,
+                   -0x1p-1022,
+                   0x1p-1074,
+                   -0x1p-1074,
+                   1e300,
+                   -1e300})
     around(xs, e);
-  for (double e : {inf, -inf, -0.0, std::numeric_limits<double>::quiet_NaN(),
-                   -std::numeric_limits<double>::quiet_NaN(),
-                   std::numeric_limits<double>::signaling_NaN(), of_bits(0x7ff0000000000001ull),
-                   of_bits(0xfff8000000000123ull), std::numeric_limits<double>::max(),
-                   std::numeric_limits<double>::lowest()})
+  for (double e :
+       {inf, -inf, -0.0, std::numeric_limits<double>::quiet_NaN(),
+        -std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::signaling_NaN(),
+        of_bits(0x7ff0000000000001ull), of_bits(0xfff8000000000123ull),
+        std::numeric_limits<double>::max(), std::numeric_limits<double>::lowest()})
     xs.push_back(e);
   // Every k where the scaling changes form: k in [-1080, 1030], x = k ln 2
   // and halfway points (where the rounding of t to k flips).
