@@ -136,8 +136,8 @@ xhal_status_t softmax(Device* d, RowIds ids, const xhal_plugin_tensor_t* a,
 // The row kernel of a norm; for the backward ops first colsum stage 1 (it
 // reads dy, which dx may overwrite in place), then the rows, then stage 2.
 // xt: x's dtype (also y, dy, dx); gt: gamma's (also beta, dgamma, dbeta).
-xhal_status_t norm(Device* d, RowIds ids, bool layer, bool backward, NormPush push,
-                   xhal_dtype_t xt, xhal_dtype_t gt, const xhal_plugin_tensor_t* dgamma,
+xhal_status_t norm(Device* d, RowIds ids, bool layer, bool backward, NormPush push, xhal_dtype_t xt,
+                   xhal_dtype_t gt, const xhal_plugin_tensor_t* dgamma,
                    const xhal_plugin_tensor_t* dbeta) {
   std::lock_guard lock(d->mutex);
   const bool second = v2(d) || is_narrow(xt);
@@ -155,8 +155,8 @@ xhal_status_t norm(Device* d, RowIds ids, bool layer, bool backward, NormPush pu
   push.nf = static_cast<float>(push.n);
   push.params_narrow = is_narrow(gt) ? 1 : 0;
   // (mean and rstd are read and written as scalars; the unused addresses are 0.)
-  push.vec = vec_ok(push.n,
-                    {{push.x, xt}, {push.gamma, gt}, {push.beta, gt}, {push.dy, xt}, {push.out, xt}});
+  push.vec = vec_ok(
+      push.n, {{push.x, xt}, {push.gamma, gt}, {push.beta, gt}, {push.dy, xt}, {push.out, xt}});
   const uint32_t push_bytes = second ? uint32_t{sizeof push} : kNormPushV1;
   // LayerNorm forward stays one workgroup per row: its split needs three
   // dispatches, and on the H200 it was 2.3x slower than the unsplit kernel

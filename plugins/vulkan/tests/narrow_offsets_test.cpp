@@ -110,14 +110,14 @@ void append(std::vector<uint8_t>& a, const std::vector<uint8_t>& b) {
   a.insert(a.end(), b.begin(), b.end());
 }
 
-void run_case(xhal_device_t (&devs)[2], xhal_dtype_t dt, int64_t rows, int64_t n,
-              uint64_t off, bool f32_params) {
+void run_case(xhal_device_t (&devs)[2], xhal_dtype_t dt, int64_t rows, int64_t n, uint64_t off,
+              bool f32_params) {
   const char* dn = dt == XHAL_DTYPE_F16 ? "f16" : "bf16";
-  const std::string tag = std::string(dn) + " [" + std::to_string(rows) + ", " +
-                          std::to_string(n) + "] at byte " + std::to_string(off) +
-                          (f32_params ? ", f32 gamma" : "");
+  const std::string tag = std::string(dn) + " [" + std::to_string(rows) + ", " + std::to_string(n) +
+                          "] at byte " + std::to_string(off) + (f32_params ? ", f32 gamma" : "");
   const size_t count = static_cast<size_t>(rows * n);
-  const Image x = image(off, random_narrow(dt, count)), dy = image(off + 4, random_narrow(dt, count));
+  const Image x = image(off, random_narrow(dt, count)),
+              dy = image(off + 4, random_narrow(dt, count));
   const Image poison = image(off + 2, std::vector<uint16_t>(count, 0xFFFF));
   const xhal_dtype_t pdt = f32_params ? XHAL_DTYPE_F32 : dt;
   auto params = [&](uint64_t o) {
@@ -127,8 +127,8 @@ void run_case(xhal_device_t (&devs)[2], xhal_dtype_t dt, int64_t rows, int64_t n
     return image(o, as_f32_bits(f));
   };
   const Image gamma = params(f32_params ? 4 : off), beta = params(f32_params ? 8 : off + 2);
-  const Image pout = image(f32_params ? 4 : off + 6,
-                           std::vector<uint16_t>(f32_params ? 2 * n : n, 0xFFFF));
+  const Image pout =
+      image(f32_params ? 4 : off + 6, std::vector<uint16_t>(f32_params ? 2 * n : n, 0xFFFF));
   std::vector<float> mean_f(rows), rstd_f(rows);
   for (int64_t r = 0; r < rows; ++r) {
     mean_f[r] = static_cast<float>(static_cast<int>(next_random() % 200) - 100) / 400.0f;
@@ -163,9 +163,8 @@ void run_case(xhal_device_t (&devs)[2], xhal_dtype_t dt, int64_t rows, int64_t n
   both("rms_norm_backward " + tag, devs, [&](xhal_device_t d) {
     Bound b;
     xhal_tensor_t xt = b.tensor(d, x, dt, shape), g = b.tensor(d, gamma, pdt, {n}),
-                  rs = b.tensor(d, rstd, XHAL_DTYPE_F32, {rows}),
-                  dyt = b.tensor(d, dy, dt, shape), dx = b.tensor(d, poison, dt, shape),
-                  dg = b.tensor(d, pout, pdt, {n});
+                  rs = b.tensor(d, rstd, XHAL_DTYPE_F32, {rows}), dyt = b.tensor(d, dy, dt, shape),
+                  dx = b.tensor(d, poison, dt, shape), dg = b.tensor(d, pout, pdt, {n});
     check(xhal_rms_norm_backward(d, &xt, &g, &rs, &dyt, &dx, &dg), "rms_norm_backward");
     auto out = b.read(dx, poison.bytes.size());
     append(out, b.read(dg, pout.bytes.size()));
@@ -187,9 +186,8 @@ void run_case(xhal_device_t (&devs)[2], xhal_dtype_t dt, int64_t rows, int64_t n
     Bound b;
     xhal_tensor_t xt = b.tensor(d, x, dt, shape), g = b.tensor(d, gamma, pdt, {n}),
                   m = b.tensor(d, mean, XHAL_DTYPE_F32, {rows}),
-                  rs = b.tensor(d, rstd, XHAL_DTYPE_F32, {rows}),
-                  dyt = b.tensor(d, dy, dt, shape), dg = b.tensor(d, pout, pdt, {n}),
-                  db = b.tensor(d, pout, pdt, {n});
+                  rs = b.tensor(d, rstd, XHAL_DTYPE_F32, {rows}), dyt = b.tensor(d, dy, dt, shape),
+                  dg = b.tensor(d, pout, pdt, {n}), db = b.tensor(d, pout, pdt, {n});
     check(xhal_layer_norm_backward(d, &xt, &g, &m, &rs, &dyt, &dyt, &dg, &db),
           "layer_norm_backward");
     auto out = b.read(dyt, dy.bytes.size());
