@@ -110,7 +110,6 @@ uint32_t vec_ok(uint64_t n, std::initializer_list<std::pair<uint64_t, xhal_dtype
 uint64_t rows_of(const xhal_plugin_tensor_t* x) { return static_cast<uint64_t>(x->shape[0]); }
 uint64_t cols_of(const xhal_plugin_tensor_t* x) { return static_cast<uint64_t>(x->shape[1]); }
 uint64_t addr(const xhal_plugin_tensor_t* t) { return t ? address_of(t) : 0; }
-xhal_dtype_t dtype(const xhal_plugin_tensor_t* t) { return t ? t->dtype : XHAL_DTYPE_F32; }
 
 xhal_status_t softmax(Device* d, RowIds ids, const xhal_plugin_tensor_t* a,
                       const xhal_plugin_tensor_t* b, const xhal_plugin_tensor_t* out) {
