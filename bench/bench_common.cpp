@@ -1,6 +1,8 @@
 // Implementation of bench_common.h.
 #include "bench_common.h"
 
+#include "../plugins/gpu/narrow.h"  // the canonical f32 -> bf16/f16 rounding (host code)
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -61,25 +63,36 @@ void fill_random(Buffer& buffer, uint64_t count, uint64_t seed, float lo, float 
   }
 }
 
-void fill_random_bf16(Buffer& buffer, uint64_t count, uint64_t seed, float lo, float hi) {
+namespace {
+// random_floats rounded once (to nearest even, docs/semantics.md 7.1) to
+// 16-bit storage by `narrow`, in slices.
+void fill_random_16(Buffer& buffer, uint64_t count, uint64_t seed, float lo, float hi,
+                    uint16_t (*narrow)(uint32_t)) {
   constexpr uint64_t kSlice = 1ull << 22;
   std::vector<uint16_t> bits;
   for (uint64_t start = 0; start < count; start += kSlice) {
     const uint64_t n = std::min(kSlice, count - start);
     const std::vector<float> host = random_floats(n, seed + start, lo, hi);
     bits.resize(n);
-    for (uint64_t i = 0; i < n; ++i) {  // round to nearest even (finite values only)
+    for (uint64_t i = 0; i < n; ++i) {
       uint32_t u;
       std::memcpy(&u, &host[i], 4);
-      bits[i] = static_cast<uint16_t>((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+      bits[i] = narrow(u);
     }
     check(xhal_buffer_write(buffer.get(), start * 2, bits.data(), n * 2), "xhal_buffer_write");
   }
+}
+}  // namespace
+
+void fill_random_bf16(Buffer& buffer, uint64_t count, uint64_t seed, float lo, float hi) {
+  fill_random_16(buffer, count, seed, lo, hi, xhal::gpu::bf16_bits_from_f32);
 }
 
 void fill_random_as(Buffer& buffer, xhal_dtype_t dtype, uint64_t count, uint64_t seed, float lo,
                     float hi) {
   if (dtype == XHAL_DTYPE_BF16) return fill_random_bf16(buffer, count, seed, lo, hi);
+  if (dtype == XHAL_DTYPE_F16)
+    return fill_random_16(buffer, count, seed, lo, hi, xhal::gpu::f16_bits_from_f32);
   if (dtype != XHAL_DTYPE_F64) return fill_random(buffer, count, seed, lo, hi);
   constexpr uint64_t kSlice = 1ull << 22;
   for (uint64_t start = 0; start < count; start += kSlice) {

@@ -44,7 +44,7 @@ void fill_random(Buffer& buffer, uint64_t count, uint64_t seed, float lo = 0.5f,
 // The same values rounded to bf16 (count 2-byte elements).
 void fill_random_bf16(Buffer& buffer, uint64_t count, uint64_t seed, float lo = 0.5f,
                       float hi = 1.5f);
-// The same values in `dtype`: f32, bf16 (rounded) or f64 (widened).
+// The same values in `dtype`: f32, bf16 or f16 (rounded) or f64 (widened).
 void fill_random_as(Buffer& buffer, xhal_dtype_t dtype, uint64_t count, uint64_t seed,
                     float lo = 0.5f, float hi = 1.5f);
 

@@ -2,9 +2,9 @@
 // shape (16384 x 4096) and a long-row shape (64 x 262144), in three dtypes
 // (docs/semantics.md 7): f32 (BM_SoftmaxForward, ...), bf16 activations with
 // f32 weights and statistics, the training case of issue 13
-// (BM_SoftmaxForwardBf16, ...), and f64 throughout (BM_SoftmaxForwardF64,
-// ...). Bytes moved count the activation's element size. A device without
-// the dtype for the op skips the benchmark with the op's message.
+// (BM_SoftmaxForwardBf16, ...), the same with f16 (BM_SoftmaxForwardF16,
+// ...), and f64 throughout (BM_SoftmaxForwardF64, ...). Bytes moved count the activation's element
+// size. A device without the dtype for the op skips the benchmark with the op's message.
 #include <functional>
 
 #include "bench_common.h"
@@ -12,12 +12,13 @@
 namespace xhal_bench {
 namespace {
 
-// D: the activations' dtype. Weights are f32 for bf16 activations, else D;
+// D: the activations' dtype. Weights are f32 for bf16/f16 activations, else D;
 // saved statistics f64 for f64, else f32.
 template <xhal_dtype_t D>
 struct RowCase {
-  static constexpr uint64_t kSize = D == XHAL_DTYPE_F64 ? 8 : D == XHAL_DTYPE_BF16 ? 2 : 4;
-  static constexpr xhal_dtype_t kWeights = D == XHAL_DTYPE_BF16 ? XHAL_DTYPE_F32 : D;
+  static constexpr bool kNarrow = D == XHAL_DTYPE_BF16 || D == XHAL_DTYPE_F16;
+  static constexpr uint64_t kSize = D == XHAL_DTYPE_F64 ? 8 : kNarrow ? 2 : 4;
+  static constexpr xhal_dtype_t kWeights = kNarrow ? XHAL_DTYPE_F32 : D;
   static constexpr xhal_dtype_t kStats = D == XHAL_DTYPE_F64 ? XHAL_DTYPE_F64 : XHAL_DTYPE_F32;
   static constexpr uint64_t kWeightSize = kWeights == XHAL_DTYPE_F64 ? 8 : 4;
   int64_t rows, n;
@@ -143,13 +144,15 @@ void row_sizes(benchmark::internal::Benchmark* b) {
   b->Args({16384, 4096})->Args({64, 262144})->UseRealTime()->Unit(benchmark::kMillisecond);
 }
 
-// The registered names: BM_<Op> (f32), BM_<Op>Bf16, BM_<Op>F64.
+// The registered names: BM_<Op> (f32), BM_<Op>Bf16, BM_<Op>F16, BM_<Op>F64.
 #define XHAL_BENCH_ROWS(Name, fn)                                       \
   void BM_##Name(benchmark::State& s) { fn<XHAL_DTYPE_F32>(s); }        \
   void BM_##Name##Bf16(benchmark::State& s) { fn<XHAL_DTYPE_BF16>(s); } \
+  void BM_##Name##F16(benchmark::State& s) { fn<XHAL_DTYPE_F16>(s); }   \
   void BM_##Name##F64(benchmark::State& s) { fn<XHAL_DTYPE_F64>(s); }   \
   BENCHMARK(BM_##Name)->Apply(row_sizes);                               \
   BENCHMARK(BM_##Name##Bf16)->Apply(row_sizes);                         \
+  BENCHMARK(BM_##Name##F16)->Apply(row_sizes);                          \
   BENCHMARK(BM_##Name##F64)->Apply(row_sizes)
 
 XHAL_BENCH_ROWS(SoftmaxForward, softmax_forward);
