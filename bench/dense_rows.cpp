@@ -1,10 +1,11 @@
 // Row-wise ops over the last dim, forward and backward, at a wide-batch
-// shape (16384 x 4096) and a long-row shape (64 x 262144), in three dtypes
-// (docs/semantics.md 7): f32 (BM_SoftmaxForward, ...), bf16 activations with
-// f32 weights and statistics, the training case of issue 13
+// shape (16384 x 4096) and a long-row shape (64 x 262144), in four dtypes
+// (docs/semantics.md 7): f32 (BM_SoftmaxForward, ...), bf16 activations
+// with f32 weights and statistics, the training case of issue 13
 // (BM_SoftmaxForwardBf16, ...), the same with f16 (BM_SoftmaxForwardF16,
-// ...), and f64 throughout (BM_SoftmaxForwardF64, ...). Bytes moved count the activation's element
-// size. A device without the dtype for the op skips the benchmark with the op's message.
+// ...), and f64 throughout (BM_SoftmaxForwardF64, ...). Bytes moved count
+// the activation's element size. A device without the dtype for the op
+// skips the benchmark with the op's message.
 #include <functional>
 
 #include "bench_common.h"
