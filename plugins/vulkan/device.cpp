@@ -18,6 +18,7 @@ const xhal_plugin_host_t* g_host = nullptr;
 }
 
 void set_host(const xhal_plugin_host_t* host) { g_host = host; }
+uint32_t core_abi_minor() { return g_host ? g_host->abi_minor : 0; }
 
 xhal_status_t fail(xhal_status_t status, const char* fmt, ...) {
   char msg[512];

@@ -1,7 +1,8 @@
 // CSR matrices: the pattern and its transpose, the spmv row lists and the
 // level schedules of the triangular solves are built on the host from the
 // validated arrays of csr_create and uploaded once (one staging transfer);
-// values stay in the core's values buffer and are read at op time.
+// values stay in the core's values buffer and are read at op time: f32, or
+// f16/bf16 (spmv and spmm only: the _f16/_bf16 shader variants).
 #include <algorithm>
 #include <cstdint>
 #include <new>
@@ -41,6 +42,7 @@ struct Matrix {
   int64_t rows = 0, cols = 0, nnz = 0;
   Mem mem;
   Buffer* values = nullptr;  // owned by the core
+  xhal_dtype_t values_dtype = XHAL_DTYPE_F32;
   uint64_t row_idx_at = 0;
   Pattern a, at;
   // 4: the upload holds int32 (every value fits; the _i32 shaders read it),
@@ -183,10 +185,33 @@ uint64_t columns(const xhal_plugin_tensor_t* t) {
   return t->rank >= 2 ? static_cast<uint64_t>(t->shape[1]) : 1;
 }
 
+// The matrix's value dtype: desc->values_dtype exists in the descs of 1.6
+// cores and later (0 or absent: f32).
+xhal_dtype_t desc_values_dtype(const xhal_plugin_csr_desc_t* desc) {
+  if (core_abi_minor() < 6 || desc->values_dtype == 0) return XHAL_DTYPE_F32;
+  return desc->values_dtype;
+}
+
+// Ops other than spmv and spmm take f32 matrices only (the core refuses
+// them on f16/bf16 ones before the plugin; this keeps a mistake loud).
+xhal_status_t require_f32(const Matrix& m, const char* op) {
+  if (m.values_dtype == XHAL_DTYPE_F32) return XHAL_OK;
+  return fail(XHAL_UNSUPPORTED, "%s: a matrix of %s values is not implemented by the vulkan plugin",
+              op, m.values_dtype == XHAL_DTYPE_F16 ? "f16" : "bf16");
+}
+
 }  // namespace
 
 xhal_status_t csr_create(void* device, const xhal_plugin_csr_desc_t* desc, void** out_matrix) {
   Device* d = dev(device);
+  const xhal_dtype_t values_dtype = desc_values_dtype(desc);
+  // f32, f16, bf16: the core passes no other (the plugin claims no f64 op).
+  if (values_dtype != XHAL_DTYPE_F32 && values_dtype != XHAL_DTYPE_F16 &&
+      values_dtype != XHAL_DTYPE_BF16)
+    return fail(XHAL_UNSUPPORTED,
+                "csr_create: values_dtype %d is not implemented by the vulkan plugin (f32, f16, "
+                "bf16)",
+                static_cast<int>(values_dtype));
   std::lock_guard lock(d->mutex);
   auto* m = new (std::nothrow) Matrix;
   if (!m) return fail(XHAL_OUT_OF_MEMORY, "host allocation failed");
@@ -195,6 +220,7 @@ xhal_status_t csr_create(void* device, const xhal_plugin_csr_desc_t* desc, void*
     m->cols = desc->cols;
     m->nnz = desc->nnz;
     m->values = static_cast<Buffer*>(desc->values_buffer);
+    m->values_dtype = values_dtype;
     const uint64_t nnz = static_cast<uint64_t>(desc->nnz);
     std::vector<int64_t> all;
     m->a.rows = desc->rows;
@@ -252,13 +278,33 @@ void csr_destroy(void* device, void* matrix) {
 
 namespace {
 
+// The short and long spmv kernels for the matrix's value dtype and index
+// width.
+void spmv_shaders(const Matrix& m, ShaderId* short_id, ShaderId* long_id) {
+  using namespace xhal_spirv;
+  const bool i32 = m.narrow();
+  switch (m.values_dtype) {
+    case XHAL_DTYPE_F16:
+      *short_id = i32 ? spmv_short_f16_i32 : spmv_short_f16;
+      *long_id = i32 ? spmv_long_f16_i32 : spmv_long_f16;
+      return;
+    case XHAL_DTYPE_BF16:
+      *short_id = i32 ? spmv_short_bf16_i32 : spmv_short_bf16;
+      *long_id = i32 ? spmv_long_bf16_i32 : spmv_long_bf16;
+      return;
+    default:
+      *short_id = i32 ? spmv_short_i32 : spmv_short;
+      *long_id = i32 ? spmv_long_i32 : spmv_long;
+  }
+}
+
 xhal_status_t multiply(Device* d, const Matrix& m, xhal_transpose_t trans, float alpha,
                        const xhal_plugin_tensor_t* x, float beta, const xhal_plugin_tensor_t* y) {
   std::lock_guard lock(d->mutex);
+  ShaderId short_id, long_id;
+  spmv_shaders(m, &short_id, &long_id);
   VkPipeline p[2];
-  if (m.narrow())
-    XHAL_VK_TRY(pipelines(d, {xhal_spirv::spmv_short_i32, xhal_spirv::spmv_long_i32}, p));
-  else XHAL_VK_TRY(pipelines(d, {xhal_spirv::spmv_short, xhal_spirv::spmv_long}, p));
+  XHAL_VK_TRY(pipelines(d, {short_id, long_id}, p));
   const bool t = trans == XHAL_TRANSPOSE;
   const Pattern& pat = t ? m.at : m.a;
   const uint64_t k = columns(y);
@@ -427,6 +473,7 @@ xhal_status_t csr_solve(void* device, void* a, xhal_transpose_t trans, xhal_tria
   Device* d = dev(device);
   std::lock_guard lock(d->mutex);
   const auto& m = *static_cast<Matrix*>(a);
+  XHAL_VK_TRY(require_f32(m, "csr_solve"));
   const uint32_t size = run_size(d);
   VkPipeline p[2];
   XHAL_VK_TRY(pipelines(d, {run_shader(size, m.narrow()), level_shader(m.narrow())}, p));
@@ -450,6 +497,7 @@ xhal_status_t csr_solve_backward(void* device, void* a, xhal_transpose_t trans,
   Device* d = dev(device);
   std::lock_guard lock(d->mutex);
   const auto& m = *static_cast<Matrix*>(a);
+  XHAL_VK_TRY(require_f32(m, "csr_solve_backward"));
   const uint32_t size = run_size(d);
   VkPipeline p[3];
   XHAL_VK_TRY(pipelines(d,
@@ -491,6 +539,7 @@ xhal_status_t spgemm_numeric(void* device, void* a, void* b, void* c) {
   const auto& ma = *static_cast<Matrix*>(a);
   const auto& mb = *static_cast<Matrix*>(b);
   const auto& mc = *static_cast<Matrix*>(c);
+  for (const Matrix* m : {&ma, &mb, &mc}) XHAL_VK_TRY(require_f32(*m, "spgemm"));
   if (mc.nnz == 0) return XHAL_OK;
   VkPipeline p[1];
   XHAL_VK_TRY(pipelines(d, {xhal_spirv::spgemm}, p));

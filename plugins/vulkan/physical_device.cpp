@@ -36,7 +36,9 @@ std::string format_uuid(const uint8_t* u) {
 // Which dtypes each op supports on this plugin (every op is implemented;
 // moves by element size take every dtype, arithmetic is f32; index_add and
 // the row ops also take f16/bf16 storage, docs/semantics.md 7.2, converted
-// in the shaders without 16-bit device features: shaders/narrow.glsl).
+// in the shaders without 16-bit device features: shaders/narrow.glsl), and
+// so do spmv and spmm (f16/bf16 matrices; the core refuses the other sparse
+// ops on them). No op takes f64 arithmetic.
 void fill_op_dtypes(xhal_plugin_device_info_t* info) {
   uint32_t all = 0;
   for (int d = XHAL_DTYPE_F32; d < XHAL_DTYPE_COUNT_; ++d) all |= 1u << d;
@@ -47,7 +49,7 @@ void fill_op_dtypes(xhal_plugin_device_info_t* info) {
   const uint32_t narrow = f32 | (1u << XHAL_DTYPE_F16) | (1u << XHAL_DTYPE_BF16);
   for (int op : {XHAL_OP_INDEX_ADD, XHAL_OP_SOFTMAX_FORWARD, XHAL_OP_SOFTMAX_BACKWARD,
                  XHAL_OP_RMS_NORM_FORWARD, XHAL_OP_RMS_NORM_BACKWARD, XHAL_OP_LAYER_NORM_FORWARD,
-                 XHAL_OP_LAYER_NORM_BACKWARD})
+                 XHAL_OP_LAYER_NORM_BACKWARD, XHAL_OP_SPMV, XHAL_OP_SPMM})
     info->op_dtypes[op] = narrow;
 }
 

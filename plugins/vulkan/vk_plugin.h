@@ -22,6 +22,8 @@ namespace xhal::vk {
 
 // ---- errors ----------------------------------------------------------------
 void set_host(const xhal_plugin_host_t* host);
+// The core's plugin ABI minor (0 before init): which desc fields it fills.
+uint32_t core_abi_minor();
 // Sets the call's message (printf style) and returns `status`.
 xhal_status_t fail(xhal_status_t status, const char* fmt, ...)
     __attribute__((format(printf, 2, 3)));

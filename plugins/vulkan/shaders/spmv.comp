@@ -6,6 +6,12 @@
 // LONG = 1: one workgroup of 128 per (row, column) for longer rows: lane l
 //   sums chunk 128g + l of group g, the shared tree gives the group's
 //   aligned subtree of 3.1, invocation 0 stacks the groups.
+// STORAGE_F16 / STORAGE_BF16 (narrow.glsl): A's values, X and y in that
+// dtype, every product and sum in f32 as above, y narrowed once. Two y
+// elements share a 32-bit word and neighbouring (row, column) pairs belong
+// to different invocations (or to the short and the long dispatch, which
+// may overlap): y is read with an atomic and stored with stn_bits' atomics
+// on its own half-word, so no access races with a neighbour's store.
 #extension GL_GOOGLE_include_directive : require
 #if LONG
 layout(local_size_x = 128) in;
@@ -13,6 +19,7 @@ layout(local_size_x = 128) in;
 layout(local_size_x = 256) in;
 #endif
 #include "common.glsl"
+#include "narrow.glsl"
 #include "sparse.glsl"
 #if LONG
 #define CPG 1
@@ -29,16 +36,28 @@ layout(push_constant) uniform Params {
   uint beta_zero;
 } pc;
 
+#if defined(STORAGE_F16) || defined(STORAGE_BF16)
+// Element i of y, from its word read atomically (atomicOr of 0): the other
+// half may be stored by another invocation at the same time.
+float ld_y(uint64_t i) {
+  uint64_t a = pc.y + i * 2ul;
+  uint w = atomicOr(U32Ref(a & ~3ul).v, 0u);
+  return widen((a & 2ul) != 0ul ? w >> 16 : w & 0xffffu);
+}
+#else
+float ld_y(uint64_t i) { return ldf(pc.y, i); }
+#endif
+
 float term(uint64_t e, uint64_t c) {
   uint64_t j = uint64_t(csr_at(pc.col, e));
-  return xmul(csr_value(pc.values, pc.perm, e), ldf(pc.x, j * pc.k + c));
+  return xmul(csr_value(pc.values, pc.perm, e), lde(pc.x, j * pc.k + c));
 }
 
 void finish(uint64_t row, uint64_t c, float t) {
   uint64_t at = row * pc.k + c;
   float v = xmul(pc.alpha, t);
-  if (pc.beta_zero == 0u) v = xadd(v, xmul(pc.beta, ldf(pc.y, at)));
-  stf(pc.y, at, v);
+  if (pc.beta_zero == 0u) v = xadd(v, xmul(pc.beta, ld_y(at)));
+  ste(pc.y, at, v);
 }
 
 void main() {
