@@ -448,7 +448,7 @@ TEST_P(SpmvF64Test, TypedValuesAndMixedDtypesAreRefused) {
 }
 
 // The desc's values_dtype at creation, on every device with sparse ops: a
-// dtype other than f32/f64, two host value arrays, f32 values with
+// dtype other than f32/f64/f16/bf16, two host value arrays, f32 values with
 // values_dtype f64 are INVALID_ARGUMENT; f64 is XHAL_UNSUPPORTED on a device
 // that claims f64 for no sparse op; a desc whose struct_size ends before the
 // field is an f32 desc.
@@ -465,7 +465,7 @@ TEST_P(CsrF64DescTest, ValuesDtypeRulesAtCreate) {
     EXPECT_NE(std::string(xhal_last_error()).find(needle), std::string::npos) << xhal_last_error();
     EXPECT_EQ(m.get(), nullptr);
   };
-  h.desc.values_dtype = XHAL_DTYPE_F16;
+  h.desc.values_dtype = XHAL_DTYPE_I32;
   h.desc.values_data = v64.data();
   refused(XHAL_INVALID_ARGUMENT, "values_dtype");
   h.desc.values_dtype = XHAL_DTYPE_F64;

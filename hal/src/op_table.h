@@ -44,11 +44,11 @@ enum class Shape : uint8_t {
 
 inline constexpr uint32_t kF32 = 1u << XHAL_DTYPE_F32;
 // f32 and f64: the saved statistics of the norms (f32 for f32, f16 and bf16
-// x, f64 for f64 x; docs/semantics.md 7.2, 7.3), and every tensor of a
-// sparse op, which must also be the matrix's value dtype.
+// x, f64 for f64 x; docs/semantics.md 7.2, 7.3), and every tensor of the
+// solves (which must also be the matrix's value dtype).
 inline constexpr uint32_t kF32F64 = kF32 | (1u << XHAL_DTYPE_F64);
 // The floating ops that exist in f64, f16 and bf16 too (docs/semantics.md
-// 7.2, 7.3): index_add, softmax, the norms. Which dtypes may meet in one
+// 7.2, 7.3): index_add, softmax, the norms, spmv and spmm. Which dtypes may meet in one
 // call is each argument's DtypeRule.
 inline constexpr uint32_t kFloat = kF32F64 | (1u << XHAL_DTYPE_F16) | (1u << XHAL_DTYPE_BF16);
 inline constexpr uint32_t kAnyDtype = (1u << XHAL_DTYPE_F32) | (1u << XHAL_DTYPE_F16) |
@@ -194,15 +194,15 @@ inline constexpr Op kOps[] = {
      XHAL_SLOT_OF(spmv),
      Needs::kMatrix,
      2,
-     {{"x", Role::kIn, Shape::kOpColumns, kF32F64},  //
-      {"y", Role::kOut, Shape::kOpRows, kF32F64}}},
+     {{"x", Role::kIn, Shape::kOpColumns, kFloat},  //
+      {"y", Role::kOut, Shape::kOpRows, kFloat}}},
     {XHAL_OP_SPMM,
      "spmm",
      XHAL_SLOT_OF(spmm),
      Needs::kMatrix,
      2,
-     {{"x", Role::kIn, Shape::kOpColumns, kF32F64},  //
-      {"y", Role::kOut, Shape::kOpRows, kF32F64}}},
+     {{"x", Role::kIn, Shape::kOpColumns, kFloat},  //
+      {"y", Role::kOut, Shape::kOpRows, kFloat}}},
     {XHAL_OP_CSR_SOLVE,
      "csr_solve",
      XHAL_SLOT_OF(csr_solve),

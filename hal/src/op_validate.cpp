@@ -74,6 +74,13 @@ xhal_status_t check_solve_rhs(const Matrix& m, const Checked& c, OpArgs* a) {
 
 xhal_status_t check_nnz(const Matrix& m, const Checked& c) { return check_shape(c, {m.nnz}); }
 
+xhal_status_t check_matrix_allowed(const Matrix& m, const char* op, uint32_t allowed) {
+  if (allowed & dtype_bit(m.values_dtype)) return XHAL_OK;
+  return fail(XHAL_INVALID_ARGUMENT,
+              "argument 'a': the matrix holds %s values, not allowed: op %s takes %s matrices",
+              xhal_dtype_name(m.values_dtype), op, dtype_list(allowed).c_str());
+}
+
 xhal_status_t check_matrix_dtype(const Checked& c, const Matrix& m) {
   if (c.dtype() == m.values_dtype) return XHAL_OK;
   return fail(XHAL_INVALID_ARGUMENT, "argument '%s': dtype %s but matrix 'a' holds %s values",

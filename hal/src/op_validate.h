@@ -51,6 +51,10 @@ xhal_status_t check_solve_rhs(const Matrix& m, const Checked& c, OpArgs* a);
 xhal_status_t check_nnz(const Matrix& m, const Checked& c);
 // c's dtype against the matrix's value dtype (every tensor of a sparse op).
 xhal_status_t check_matrix_dtype(const Checked& c, const Matrix& m);
+// The matrix's value dtype is one `op` takes (`allowed`, its tensors'
+// dtypes): an f16/bf16 matrix given to a solve is refused naming 'a',
+// before its tensors are looked at (docs/semantics.md 7.2, 7.4).
+xhal_status_t check_matrix_allowed(const Matrix& m, const char* op, uint32_t allowed);
 // c's dtype against its anchor's under `rule` (op_table.h, dtype_agrees).
 xhal_status_t check_dtype_agrees(const Checked& c, const Checked& anchor, ops::DtypeRule rule);
 
@@ -95,7 +99,9 @@ inline xhal_status_t validate_op(Device* device, const xhal_tensor_t* const* ten
                                  const OpContext& ctx, OpArgs* a) {
   constexpr const ops::Op& op = ops::kOps[Id];
   constexpr size_t n = op.arg_count;
-  // Each tensor on its own, in argument order.
+  if constexpr (op.needs == ops::Needs::kMatrix)
+    XHAL_TRY(check_matrix_allowed(*ctx.matrix, op.name, op.args[0].dtypes));
+    // Each tensor on its own, in argument order.
 #pragma GCC unroll 8
   for (size_t i = 0; i < n; ++i) {
     const ops::Arg& spec = op.args[i];

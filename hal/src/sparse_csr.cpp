@@ -60,6 +60,12 @@ int64_t first_zero_diagonal(const Matrix& m, const void* values) {
     return -1;
   };
   if (m.values_dtype == XHAL_DTYPE_F64) return first_zero(static_cast<const double*>(values));
+  if (xhal_dtype_size(m.values_dtype) == 2) {  // f16, bf16: +0 and -0 have no other bits
+    const auto* v = static_cast<const uint16_t*>(values);
+    for (size_t i = 0; i < m.diag_pos.size(); ++i)
+      if (m.diag_pos[i] >= 0 && (v[m.diag_pos[i]] & 0x7fffu) == 0) return static_cast<int64_t>(i);
+    return -1;
+  }
   return first_zero(static_cast<const float*>(values));
 }
 
@@ -71,12 +77,17 @@ xhal_status_t check_values_dtype_supported(const Device* device, xhal_dtype_t dt
   bool claimed = false;
   for (xhal_op_t op : kSparseOps)
     claimed = claimed || (device->info.op_dtypes[op] & dtype_bit(dtype));
-  if (device->plugin_abi_minor >= 6 && claimed) return XHAL_OK;
+  // f64 values arrived in plugin ABI 1.6, f16/bf16 values in 1.7: an older
+  // plugin would read them as f32.
+  const uint32_t since = dtype == XHAL_DTYPE_F64 ? 6 : 7;
+  if (device->plugin_abi_minor >= since && claimed) return XHAL_OK;
   return fail(XHAL_UNSUPPORTED,
               "argument '%s': %s matrix values are not implemented by backend '%s' (no sparse op "
               "of it takes %s%s)",
               arg, xhal_dtype_name(dtype), device->backend.c_str(), xhal_dtype_name(dtype),
-              device->plugin_abi_minor < 6 ? "; its plugin ABI is older than 1.6" : "");
+              device->plugin_abi_minor < since ? (since == 6 ? "; its plugin ABI is older than 1.6"
+                                                             : "; its plugin ABI is older than 1.7")
+                                               : "");
 }
 
 xhal_status_t check_matrix(Device* device, const char* name, xhal_csr_t handle, Matrix** out) {
@@ -305,12 +316,14 @@ xhal_status_t csr_create(xhal_device_t device_handle, const xhal_csr_desc_t* des
     return fail(XHAL_OUT_OF_RANGE, "argument 'desc': rows, cols or nnz beyond 2^40");
   const uint32_t raw_values_dtype = raw_enum(d.values_dtype);
   if (raw_values_dtype != 0 && raw_values_dtype != XHAL_DTYPE_F32 &&
-      raw_values_dtype != XHAL_DTYPE_F64)
-    return fail(XHAL_INVALID_ARGUMENT, "argument 'desc': values_dtype %s, expected f32 or f64",
-                is_dtype(raw_values_dtype)
-                    ? xhal_dtype_name(static_cast<xhal_dtype_t>(raw_values_dtype))
-                    : std::to_string(raw_values_dtype).c_str());
-  const auto values_dtype = raw_values_dtype == XHAL_DTYPE_F64 ? XHAL_DTYPE_F64 : XHAL_DTYPE_F32;
+      raw_values_dtype != XHAL_DTYPE_F64 && raw_values_dtype != XHAL_DTYPE_F16 &&
+      raw_values_dtype != XHAL_DTYPE_BF16)
+    return fail(
+        XHAL_INVALID_ARGUMENT, "argument 'desc': values_dtype %s, expected f32, f64, f16 or bf16",
+        is_dtype(raw_values_dtype) ? xhal_dtype_name(static_cast<xhal_dtype_t>(raw_values_dtype))
+                                   : std::to_string(raw_values_dtype).c_str());
+  const auto values_dtype =
+      raw_values_dtype == 0 ? XHAL_DTYPE_F32 : static_cast<xhal_dtype_t>(raw_values_dtype);
   if (d.values && d.values_data)
     return fail(XHAL_INVALID_ARGUMENT,
                 "argument 'desc': values and values_data are both set (give one)");
@@ -494,7 +507,8 @@ xhal_status_t xhal_csr_set_values_tensor(xhal_csr_t matrix, const xhal_tensor_t*
     std::lock_guard queue(device->queue);
     Checked cv;
     XHAL_TRY(check_tensor(device, "values", values, "csr_set_values_tensor",
-                          dtype_bit(XHAL_DTYPE_F32) | dtype_bit(XHAL_DTYPE_F64),
+                          dtype_bit(XHAL_DTYPE_F32) | dtype_bit(XHAL_DTYPE_F64) |
+                              dtype_bit(XHAL_DTYPE_F16) | dtype_bit(XHAL_DTYPE_BF16),
                           Layout::kContiguous, &cv));
     if (cv.dtype() != m->values_dtype)
       return fail(XHAL_INVALID_ARGUMENT,

@@ -62,6 +62,11 @@ xhal_status_t spgemm(xhal_device_t device_handle, xhal_csr_t a_handle, xhal_csr_
                 "argument 'b': shape [%" PRId64 ", %" PRId64 "] but A is [%" PRId64 ", %" PRId64
                 "] (A.cols must equal B.rows)",
                 b->rows, b->cols, a->rows, a->cols);
+  if (a->values_dtype != XHAL_DTYPE_F32 && a->values_dtype != XHAL_DTYPE_F64)
+    return fail(XHAL_INVALID_ARGUMENT,
+                "argument 'a': the matrix holds %s values, not allowed: op spgemm takes f32 or "
+                "f64 matrices",
+                xhal_dtype_name(a->values_dtype));
   if (b->values_dtype != a->values_dtype)
     return fail(XHAL_INVALID_ARGUMENT, "argument 'b': %s values but matrix 'a' holds %s values",
                 xhal_dtype_name(b->values_dtype), xhal_dtype_name(a->values_dtype));

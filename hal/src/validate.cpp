@@ -3,9 +3,6 @@
 #include <cinttypes>
 
 namespace xhal {
-namespace {
-
-using u128 = unsigned __int128;
 
 std::string dtype_list(uint32_t mask) {
   std::string s;
@@ -16,6 +13,10 @@ std::string dtype_list(uint32_t mask) {
   }
   return s.empty() ? "nothing" : s;
 }
+
+namespace {
+
+using u128 = unsigned __int128;
 
 bool is_row_major(const xhal_tensor_t& t) {
   // The product of the inner extents, saturated past int64 (no stride can

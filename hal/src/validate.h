@@ -100,6 +100,8 @@ xhal_status_t check_no_alias(const Checked& out, const Checked& in);
 // `out` may be exactly `in` (in place); any other overlap is XHAL_ALIASING.
 xhal_status_t check_in_place_or_disjoint(const Checked& out, const Checked& in);
 
+// "f32, f64": the dtypes of a mask, for messages ("nothing" when empty).
+std::string dtype_list(uint32_t mask);
 // The device implements `op` (its slot is present and it reports dtypes for
 // it) for `dtype`; else XHAL_UNSUPPORTED naming the op and the backend.
 xhal_status_t check_supported(Device* device, xhal_op_t op, bool slot_present, xhal_dtype_t dtype,

@@ -155,8 +155,10 @@ xhal_status_t csr_create(void* device, const xhal_plugin_csr_desc_t* desc, void*
     m->cols = desc->cols;
     m->nnz = desc->nnz;
     m->values = static_cast<CpuBuffer*>(desc->values_buffer);
-    // f32 unless a core of ABI 1.6 or newer passed F64 (csr_values_dtype).
-    m->f64 = csr_values_dtype(desc) == XHAL_DTYPE_F64;
+    // f32 unless a core of ABI 1.6 or newer passed F64 (or 1.7, F16/BF16:
+    // csr_values_dtype).
+    m->values_dtype = csr_values_dtype(desc);
+    m->f64 = m->values_dtype == XHAL_DTYPE_F64;
     if (m->f64) m->transposed_values.arrays.emplace<TransposedArrays<double>>();
     bool lower = true, upper = true;
     for (int64_t e = 0; e < desc->nnz; ++e) {

@@ -140,8 +140,11 @@ struct TransposedValues {
 
 struct CsrMatrix {
   int64_t rows = 0, cols = 0, nnz = 0;
-  CpuBuffer* values = nullptr;        // owned by the core; contents change
-  bool f64 = false;                   // values are double (else float)
+  CpuBuffer* values = nullptr;  // owned by the core; contents change
+  bool f64 = false;             // values are double (else float)
+  // f32, f64, or f16/bf16: 2-byte values that only spmv/spmm read (the core
+  // refuses the other ops on them); with_value_type sees them as float.
+  xhal_dtype_t values_dtype = XHAL_DTYPE_F32;
   bool lower = false, upper = false;  // where A's entries lie (diagonal counts for both)
   std::variant<CsrPatterns<int32_t>, CsrPatterns<int64_t>> patterns;
   // Team or one thread for A x, A^T x and the pattern gradient of a backward.

@@ -3,12 +3,14 @@
 // the transposed pattern, its values fetched through the entry permutation,
 // so every output has one owner: no atomics, the same bits on any team size.
 // T is the matrix's value type: f64 runs the same sequence in binary64, alpha
-// and beta widened exactly (docs/semantics.md 7.3).
+// and beta widened exactly (docs/semantics.md 7.3); f16/bf16 run the f32
+// sequence on widened copies and narrow each output once (7.2).
 #include <omp.h>
 
 #include <algorithm>
 #include <vector>
 
+#include "narrow.h"
 #include "op_registry.h"
 #include "sparse_kernels.h"
 
@@ -116,11 +118,8 @@ void multiply_transposed_by_rows(const CsrPatterns<I>& ps, const T* values, T al
 }
 
 template <typename T>
-void multiply_typed(const CsrMatrix& m, xhal_transpose_t trans, T alpha,
-                    const xhal_plugin_tensor_t* x, T beta, const xhal_plugin_tensor_t* y) {
-  const Columns<T> xv = columns_of<T>(x), yv = columns_of<T>(y);
-  if (yv.n == 0 || yv.k == 0) return;
-  const T* values = m.value_data<T>();
+void multiply_columns(const CsrMatrix& m, const T* values, xhal_transpose_t trans, T alpha,
+                      const Columns<T>& xv, T beta, const Columns<T>& yv) {
   with_patterns(m, [&](const auto& ps) {
     using I = typename decltype(ps.a.row_ptr)::value_type;
     const bool vectors = yv.k == 1 && xv.row_stride == 1 && yv.row_stride == 1;
@@ -135,11 +134,51 @@ void multiply_typed(const CsrMatrix& m, xhal_transpose_t trans, T alpha,
   });
 }
 
+template <typename T>
+void multiply_typed(const CsrMatrix& m, xhal_transpose_t trans, T alpha,
+                    const xhal_plugin_tensor_t* x, T beta, const xhal_plugin_tensor_t* y) {
+  const Columns<T> xv = columns_of<T>(x), yv = columns_of<T>(y);
+  if (yv.n == 0 || yv.k == 0) return;
+  multiply_columns<T>(m, m.value_data<T>(), trans, alpha, xv, beta, yv);
+}
+
+// A dense [n, k] f32 copy of a strided narrow operand (row-major, so k = 1
+// is a plain vector and takes the vector paths).
+Columns<float> widened(xhal_dtype_t dtype, const Columns<uint16_t>& v, std::vector<float>& store,
+                       bool fill) {
+  store.resize(static_cast<size_t>(v.n * v.k));
+  if (fill)
+    for (int64_t r = 0; r < v.n; ++r)
+      for (int64_t c = 0; c < v.k; ++c) store[r * v.k + c] = widen(dtype, v.at(r, c));
+  return Columns<float>{store.data(), v.n, v.k, v.k, 1};
+}
+
+// f16/bf16 (docs/semantics.md 7.2): the f32 multiply, in its canonical
+// order, on widened copies of the values, x and (when beta != 0) y; each
+// output narrowed once.
+void multiply_narrow(const CsrMatrix& m, xhal_transpose_t trans, float alpha,
+                     const xhal_plugin_tensor_t* x, float beta, const xhal_plugin_tensor_t* y) {
+  const xhal_dtype_t dtype = m.values_dtype;
+  const Columns<uint16_t> xs = columns_of<uint16_t>(x), ys = columns_of<uint16_t>(y);
+  if (ys.n == 0 || ys.k == 0) return;
+  std::vector<float> values(static_cast<size_t>(m.nnz)), xw_store, yw_store;
+  widen_row(dtype, m.value_data<uint16_t>(), values.data(), m.nnz);
+  const Columns<float> xw = widened(dtype, xs, xw_store, true);
+  const Columns<float> yw = widened(dtype, ys, yw_store, beta != 0.0f);
+  multiply_columns<float>(m, values.data(), trans, alpha, xw, beta, yw);
+  for (int64_t r = 0; r < ys.n; ++r)
+    for (int64_t c = 0; c < ys.k; ++c) ys.at(r, c) = narrow(dtype, yw.at(r, c));
+}
+
 xhal_status_t multiply_op(void* device, void* a, xhal_transpose_t trans, float alpha,
                           const xhal_plugin_tensor_t* x, float beta,
                           const xhal_plugin_tensor_t* y) {
   count_launch(device);
   const auto& m = *static_cast<const CsrMatrix*>(a);
+  if (is_narrow(m.values_dtype)) {
+    multiply_narrow(m, trans, alpha, x, beta, y);
+    return XHAL_OK;
+  }
   with_value_type(m, [&](auto zero) {
     using T = decltype(zero);
     multiply_typed<T>(m, trans, static_cast<T>(alpha), x, static_cast<T>(beta), y);
@@ -160,7 +199,7 @@ xhal_status_t spmm(void* device, void* a, xhal_transpose_t trans, float alpha,
 }
 
 // The slots this file fills (op_registry.h).
-XHAL_CPU_OP(XHAL_OP_SPMV, kF32F64Dtypes, api.spmv = spmv);
-XHAL_CPU_OP(XHAL_OP_SPMM, kF32F64Dtypes, api.spmm = spmm);
+XHAL_CPU_OP(XHAL_OP_SPMV, kFloatDtypes, api.spmv = spmv);
+XHAL_CPU_OP(XHAL_OP_SPMM, kFloatDtypes, api.spmm = spmm);
 
 }  // namespace xhal::cpu

@@ -108,6 +108,8 @@ xhal_status_t device_get_info(void* context, uint32_t index, xhal_plugin_device_
   for (int op :
        {XHAL_OP_SPMV, XHAL_OP_SPMM, XHAL_OP_CSR_SOLVE, XHAL_OP_CSR_SOLVE_BACKWARD, XHAL_OP_SPGEMM})
     info->op_dtypes[op] = f32 | (1u << XHAL_DTYPE_F64);
+  // f16/bf16 matrices: spmv and spmm only (7.2).
+  info->op_dtypes[XHAL_OP_SPMV] = info->op_dtypes[XHAL_OP_SPMM] = dense;
   return XHAL_OK;
 }
 

@@ -77,9 +77,12 @@ xhal_status_t csr_create(void* device, const xhal_plugin_csr_desc_t* desc, void*
   m->cols = desc->cols;
   m->nnz = desc->nnz;
   m->values = static_cast<Buffer*>(desc->values_buffer);
-  // values_dtype exists in the descs of 1.6 cores and later.
-  m->values_dtype = core_abi_minor() >= 6 && desc->values_dtype == XHAL_DTYPE_F64 ? XHAL_DTYPE_F64
-                                                                                  : XHAL_DTYPE_F32;
+  // values_dtype exists in the descs of 1.6 cores and later (F16/BF16 only
+  // from 1.7 cores, and only because spmv/spmm claim them).
+  const xhal_dtype_t given = core_abi_minor() >= 6 ? desc->values_dtype : XHAL_DTYPE_F32;
+  m->values_dtype = given == XHAL_DTYPE_F64 || given == XHAL_DTYPE_F16 || given == XHAL_DTYPE_BF16
+                        ? given
+                        : XHAL_DTYPE_F32;
   const bool trace = d->options.trace;
   auto t0 = std::chrono::steady_clock::now();
   auto lap = [&](const char* what) {
@@ -101,10 +104,13 @@ xhal_status_t csr_create(void* device, const xhal_plugin_csr_desc_t* desc, void*
                        std::thread(narrow, desc->t_perm, desc->nnz, &tperm)};
     for (auto& th : t) th.join();
   }
-  const bool square = desc->rows == desc->cols;
+  // Only f32/f64 matrices are solved (f16/bf16 ones take spmv/spmm only,
+  // docs/semantics.md 7.2): no solve schedule for the others.
+  const bool solvable = desc->rows == desc->cols &&
+                        (m->values_dtype == XHAL_DTYPE_F32 || m->values_dtype == XHAL_DTYPE_F64);
   // ROCm has only the level batches (the options parser refuses syncfree
   // there); on CUDA the sync-free schedule is built on the device below.
-  const bool host_levels = square && d->options.solve_schedule == SolveSchedule::kLevels;
+  const bool host_levels = solvable && d->options.solve_schedule == SolveSchedule::kLevels;
   lap("narrowing to 32-bit");
   xhal_status_t st = build_pattern(d, m, rp, col, nullptr, desc->rows, host_levels, &m->a);
   lap("pattern of A (upload)");
@@ -113,7 +119,7 @@ xhal_status_t csr_create(void* device, const xhal_plugin_csr_desc_t* desc, void*
   if (st == XHAL_OK) st = up(d, m, ri, &m->row_idx);
   lap("row indices (upload)");
 #if !defined(XHAL_GPU_HIP)
-  if (st == XHAL_OK && square && !host_levels && desc->rows > 0) {
+  if (st == XHAL_OK && solvable && !host_levels && desc->rows > 0) {
     // f64 values publish in two words (syncfree_device.h, TwoWords).
     st = syncfree_init(d, desc->rows, m->values_dtype == XHAL_DTYPE_F64 ? 2 : 1, &m->sf,
                        &m->allocations);

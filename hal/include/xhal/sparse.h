@@ -1,4 +1,5 @@
-/* Sparse CSR matrices and their ops (f32 or f64 values, i32 or i64 indices).
+/* Sparse CSR matrices and their ops (f32, f64, f16 or bf16 values; i32 or
+ * i64 indices; f16/bf16 matrices take spmv and spmm only).
  * A matrix's pattern is validated and analysed once at creation and kept on
  * the device; its values can be replaced any number of times without
  * re-analysis. Semantics and canonical orders: docs/semantics.md. */
@@ -45,9 +46,11 @@ typedef struct xhal_csr_desc {
   xhal_buffer_t col_idx_buffer;
   xhal_buffer_t values_buffer;
   /* ---- since 1.6 (absent when struct_size ends before them) ---- */
-  /* The matrix's value dtype: XHAL_DTYPE_F32 (also when 0 or absent) or
-   * XHAL_DTYPE_F64. values_buffer holds nnz of it. Every op on the matrix
-   * takes dense operands of this dtype (docs/semantics.md 7.3). */
+  /* The matrix's value dtype: XHAL_DTYPE_F32 (also when 0 or absent),
+   * XHAL_DTYPE_F64, or XHAL_DTYPE_F16 / XHAL_DTYPE_BF16 (since core 1.7:
+   * spmv and spmm only; the solves and spgemm answer XHAL_INVALID_ARGUMENT).
+   * values_buffer holds nnz of it. Every op on the matrix takes dense
+   * operands of this dtype (docs/semantics.md 7.2, 7.3). */
   xhal_dtype_t values_dtype;
   /* Host values [nnz] in values_dtype; the typed alternative to `values`
    * (which is f32 only). At most one of the two may be non-NULL. */
@@ -68,7 +71,7 @@ XHAL_API xhal_status_t xhal_csr_get_shape(xhal_csr_t matrix, int64_t* out_rows, 
  * and its nnz fits in int32, else i64. */
 XHAL_API xhal_status_t xhal_csr_get_index_dtype(xhal_csr_t matrix, xhal_dtype_t* out_index_dtype);
 
-/* The dtype of the matrix's values (XHAL_DTYPE_F32 or XHAL_DTYPE_F64): the
+/* The dtype of the matrix's values (f32, f64, f16 or bf16): the
  * desc's values_dtype; an xhal_spgemm result has its inputs' dtype. */
 XHAL_API xhal_status_t xhal_csr_get_values_dtype(xhal_csr_t matrix, xhal_dtype_t* out_values_dtype);
 
@@ -93,7 +96,8 @@ XHAL_API xhal_status_t xhal_csr_read_values(xhal_csr_t matrix, xhal_dtype_t dtyp
                                             void* out_values);
 
 /* y = alpha * op(A) x + beta * y; x, y vectors of A's value dtype (alpha and
- * beta are widened exactly for an f64 matrix). beta == 0: y is not read. */
+ * beta are widened exactly for an f64 matrix; f16/bf16 compute in f32 and
+ * round y once, docs/semantics.md 7.2). beta == 0: y is not read. */
 XHAL_API xhal_status_t xhal_spmv(xhal_device_t device, xhal_csr_t a, xhal_transpose_t trans,
                                  float alpha, const xhal_tensor_t* x, float beta,
                                  const xhal_tensor_t* y);

@@ -24,7 +24,7 @@ extern "C" {
 #endif
 
 #define XHAL_PLUGIN_ABI_MAJOR 1
-#define XHAL_PLUGIN_ABI_MINOR 6
+#define XHAL_PLUGIN_ABI_MINOR 7
 #define XHAL_PLUGIN_ENTRY_SYMBOL "xhal_plugin_get_api"
 
 #if defined(_WIN32)
@@ -121,7 +121,10 @@ typedef struct xhal_plugin_csr_desc {
    * for at least one sparse op (op_dtypes); an older plugin never sees an
    * f64 matrix, so it may ignore the field. A 1.6 plugin reads it only when
    * the core's host->abi_minor is >= 6: an older core's desc ends before
-   * it. */
+   * it. Since 1.7 it may also be XHAL_DTYPE_F16 or XHAL_DTYPE_BF16 (2-byte
+   * values; only spmv and spmm take such a matrix, docs/semantics.md 7.2):
+   * the core passes them only to a plugin of abi_minor >= 7 whose device
+   * claims that dtype for spmv or spmm. */
   xhal_dtype_t values_dtype;
 } xhal_plugin_csr_desc_t;
 
