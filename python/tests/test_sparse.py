@@ -227,3 +227,38 @@ def test_f64_matrix_spmv_solve_and_refusals(dev, rng):
     m.set_values(vals * 2)
     _, _, back = m.read()
     assert np.array_equal(back, vals * 2)
+
+
+def test_f16_matrix_spmv_and_refusals(dev, rng):
+    """An f16 matrix (docs/semantics.md 7.2): spmv in float32 on the widened
+    values (rows of at most 32 entries: a left-to-right float32 sum), y
+    rounded once to float16; a bf16 matrix takes uint16 bit patterns; the
+    solve refuses a narrow matrix naming 'a'."""
+    n = 40
+    a = random_csr(rng, n, n, 0.2, lower=True).astype(np.float16)
+    rp, ci, _ = csr_arrays(a.astype(F32))
+    rows, cols = np.nonzero(a)
+    vals = a[rows, cols]
+    m = xhal.CsrMatrix(dev, rp, ci, vals, (n, n), dtype="float16")
+    assert m.dtype == xhal.float16
+    _, _, back = m.read()
+    assert back.dtype == np.float16 and np.array_equal(back.view(np.uint16), vals.view(np.uint16))
+
+    x = rng.standard_normal(n).astype(np.float16)
+    y = xhal.spmv(dev, m, "none", 1.0, xhal.asarray(x, device=dev), 0.0).numpy()
+    want = np.array([seq_dot(a[i, np.nonzero(a[i])[0]], x[np.nonzero(a[i])[0]]) for i in range(n)],
+                    dtype=F32).astype(np.float16)
+    assert y.dtype == np.float16 and np.array_equal(y.view(np.uint16), want.view(np.uint16))
+
+    with pytest.raises(xhal.InvalidArgumentError, match="'a'"):
+        xhal.csr_solve(dev, m, "none", "lower", "stored", xhal.asarray(x, device=dev))
+    with pytest.raises(xhal.InvalidArgumentError, match="'x'"):
+        xhal.spmv(dev, m, "none", 1.0, xhal.asarray(x.astype(F32), device=dev), 0.0)
+
+    bits = (vals.astype(F32).view(np.uint32) >> 16).astype(np.uint16)  # exact: few f16 bits
+    mb = xhal.CsrMatrix(dev, rp, ci, bits, (n, n), dtype="bfloat16")
+    assert mb.dtype == xhal.bfloat16
+    _, _, back = mb.read()
+    assert np.array_equal(back, bits)
+    with pytest.raises(TypeError):
+        xhal.CsrMatrix(dev, rp, ci, vals.astype(F32), (n, n), dtype="bfloat16")

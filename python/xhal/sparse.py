@@ -99,19 +99,31 @@ class IndexPlan(_Owned):
         return f"<xhal.IndexPlan count={self.count} num_rows={self.num_rows}>"
 
 
-_NUMPY = {DType.float32: np.float32, DType.float64: np.float64}
+# bfloat16 has no NumPy dtype: its host values are uint16 bit patterns.
+_NUMPY = {DType.float32: np.float32, DType.float64: np.float64, DType.float16: np.float16,
+          DType.bfloat16: np.uint16}
 
 
 def _value_dtype(dtype):
-    """DType.float32 or DType.float64 from a DType, NumPy dtype or name."""
+    """DType.float32, float64, float16 or bfloat16 from a DType, NumPy dtype
+    or name."""
     dtype = as_dtype(dtype)
     if dtype not in _NUMPY:
-        raise TypeError(f"xhal: CSR values are float32 or float64, not {dtype}")
+        raise TypeError(f"xhal: CSR values are float32, float64, float16 or bfloat16, not {dtype}")
     return dtype
 
 
+def _host_values(values, dtype):
+    """Host values as a contiguous array of the matrix's dtype (bfloat16:
+    uint16 bit patterns, never converted from floats)."""
+    if dtype == DType.bfloat16 and np.asarray(values).dtype != np.uint16:
+        raise TypeError("xhal: bfloat16 CSR values take uint16 bit patterns")
+    return np.ascontiguousarray(values, dtype=_NUMPY[dtype])
+
+
 class CsrMatrix(_Owned):
-    """xhal_csr_t, a sparse matrix with f32 or f64 values, created from host
+    """xhal_csr_t, a sparse matrix with f32, f64, f16 or bf16 values (the
+    last two for spmv/spmm only, docs/semantics.md 7.2), created from host
     arrays (SciPy's indptr/indices/data) or from device tensors:
 
         CsrMatrix(device, row_ptr, col_idx, values=None, shape=(rows, cols),
@@ -120,9 +132,9 @@ class CsrMatrix(_Owned):
 
     row_ptr and col_idx: int32 or int64 (both the same); values: host
     values, or None (all zero). dtype: the matrix's value dtype, float32
-    (the default for host values, which are converted) or float64; a values
-    Tensor gives its own dtype. Every op on an f64 matrix takes f64
-    tensors. Tensors (offset 0) go as device buffers: the pattern is read
+    (the default for host values, which are converted), float64, float16
+    or bfloat16 (host values as uint16 bit patterns); a values Tensor gives
+    its own dtype. Every op on a matrix takes tensors of its dtype. Tensors (offset 0) go as device buffers: the pattern is read
     to the host once for validation."""
     _release_fn = "xhal_csr_release"
 
@@ -163,7 +175,7 @@ class CsrMatrix(_Owned):
                     raise ValueError("xhal: values must start at offset 0 of its buffer")
                 d.values_buffer = values.buffer.handle
             else:
-                v = np.ascontiguousarray(values, dtype=_NUMPY[dtype])
+                v = _host_values(values, dtype)
                 keep.append(v)
                 d.values_data = v.ctypes.data
         if shape is None:
@@ -226,7 +238,7 @@ class CsrMatrix(_Owned):
 
     @property
     def dtype(self):
-        """The value dtype: float32 or float64."""
+        """The value dtype: float32, float64, float16 or bfloat16."""
         d = ctypes.c_int()
         call("xhal_csr_get_values_dtype", self.handle, ctypes.byref(d))
         return DType(d.value)
@@ -239,7 +251,7 @@ class CsrMatrix(_Owned):
             call("xhal_csr_set_values_tensor", self.handle, values._p)
         else:
             dtype = self.dtype
-            v = np.ascontiguousarray(values, dtype=_NUMPY[dtype])
+            v = _host_values(values, dtype)
             if v.size != self.nnz:
                 raise ValueError(f"xhal: values has {v.size} elements, the matrix {self.nnz}")
             call("xhal_csr_set_values_typed", self.handle, int(dtype), v.ctypes.data)

@@ -341,6 +341,27 @@ class Csr {
     d.values_data = values.empty() ? nullptr : values.data();
     return create(device, d);
   }
+  // An f16 or bf16 matrix (spmv/spmm only, docs/semantics.md 7.2):
+  // `values_dtype` XHAL_DTYPE_F16 or XHAL_DTYPE_BF16, `bits` its 16-bit
+  // patterns.
+  template <class I>
+  static Csr create_narrow(const Device& device, int64_t rows, int64_t cols,
+                           const std::vector<I>& row_ptr, const std::vector<I>& col_idx,
+                           xhal_dtype_t values_dtype, const std::vector<uint16_t>& bits) {
+    static_assert(std::is_same_v<I, int32_t> || std::is_same_v<I, int64_t>,
+                  "indices are int32_t or int64_t");
+    xhal_csr_desc_t d{};
+    d.struct_size = sizeof d;
+    d.rows = rows;
+    d.cols = cols;
+    d.nnz = static_cast<int64_t>(col_idx.size());
+    d.index_dtype = dtype_of<I>();
+    d.row_ptr = row_ptr.data();
+    d.col_idx = col_idx.data();
+    d.values_dtype = values_dtype;
+    d.values_data = bits.empty() ? nullptr : bits.data();
+    return create(device, d);
+  }
   static Csr create(const Device& device, const xhal_csr_desc_t& desc) {
     xhal_csr_t m = nullptr;
     check(xhal_csr_create(device.get(), &desc, &m));
@@ -351,7 +372,7 @@ class Csr {
   int64_t cols() const { return shape().cols; }
   int64_t nnz() const { return shape().nnz; }
 
-  // XHAL_DTYPE_F32 or XHAL_DTYPE_F64.
+  // XHAL_DTYPE_F32, F64, F16 or BF16.
   xhal_dtype_t values_dtype() const {
     xhal_dtype_t d = XHAL_DTYPE_INVALID;
     check(xhal_csr_get_values_dtype(get(), &d));
