@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -116,10 +117,14 @@ uint64_t backward_bytes(const HostCsr& a) {
 // ---- xhal ----
 struct XhalMatrix {
   xhal_csr_t csr = nullptr;
-  // f64: the same values widened, an f64 matrix (docs/semantics.md 7.3).
-  explicit XhalMatrix(const HostCsr& a, bool f64 = false) {
+  // f64: the same values widened, an f64 matrix (docs/semantics.md 7.3);
+  // f16/bf16: random values in [0.5, 1.5] written to a device buffer first
+  // (7.2: such a matrix takes spmv/spmm only).
+  explicit XhalMatrix(const HostCsr& a, xhal_dtype_t dtype = XHAL_DTYPE_F32) {
+    const bool f64 = dtype == XHAL_DTYPE_F64, narrow = xhal_dtype_size(dtype) == 2;
     const std::vector<double> wide =
         f64 ? std::vector<double>(a.values.begin(), a.values.end()) : std::vector<double>();
+    std::optional<Buffer> narrow_values;
     xhal_csr_desc_t d{};
     d.struct_size = sizeof d;
     d.rows = a.n;
@@ -128,39 +133,44 @@ struct XhalMatrix {
     d.index_dtype = XHAL_DTYPE_I32;
     d.row_ptr = a.row_ptr.data();
     d.col_idx = a.col_idx.data();
-    d.values = f64 ? nullptr : a.values.data();
-    d.values_dtype = f64 ? XHAL_DTYPE_F64 : XHAL_DTYPE_F32;
+    d.values = dtype == XHAL_DTYPE_F32 ? a.values.data() : nullptr;
+    d.values_dtype = dtype;
     d.values_data = f64 ? wide.data() : nullptr;
+    if (narrow) {
+      narrow_values.emplace(2 * a.nnz());
+      fill_random_as(*narrow_values, dtype, a.nnz(), 3);
+      d.values_buffer = narrow_values->get();
+    }
     check(xhal_csr_create(device(), &d, &csr), "xhal_csr_create");
   }
   ~XhalMatrix() { xhal_csr_release(csr); }
 };
 
-// kF64: f64 values and vectors; the bytes model then counts 8-byte values
-// and vectors (indices stay 4 bytes).
-template <bool kF64>
+// Values and vectors of `kDtype` (f32, f64, bf16, f16); the bytes model
+// counts their width, indices stay 4 bytes.
+template <xhal_dtype_t kDtype>
 void spmv_bench(benchmark::State& state) {
   const HostCsr& a = host_matrix(state.range(0));
   const auto trans = static_cast<xhal_transpose_t>(state.range(1));
-  XhalMatrix m(a, kF64);
-  const uint64_t w = kF64 ? 8 : 4;
-  const xhal_dtype_t dt = kF64 ? XHAL_DTYPE_F64 : XHAL_DTYPE_F32;
+  XhalMatrix m(a, kDtype);
+  const uint64_t w = xhal_dtype_size(kDtype);
   Buffer xb(w * a.n), yb(w * a.n);
-  fill_random_as(xb, dt, a.n, 1);
-  const xhal_tensor_t x = tensor(xb, {a.n}, dt), y = tensor(yb, {a.n}, dt);
+  fill_random_as(xb, kDtype, a.n, 1);
+  const xhal_tensor_t x = tensor(xb, {a.n}, kDtype), y = tensor(yb, {a.n}, kDtype);
   state.SetLabel(a.label);
-  const uint64_t bytes = kF64 ? spmv_bytes(a) + 4 * a.nnz() + 8 * a.n : spmv_bytes(a);
+  const uint64_t bytes = (4 + w) * a.nnz() + 4 * (a.n + 1) + 2 * w * a.n;
   run_timed(state, bytes,
             [&] { check(xhal_spmv(device(), m.csr, trans, 1.0f, &x, 0.0f, &y), "xhal_spmv"); });
 }
-void BM_SparseSpmv(benchmark::State& state) { spmv_bench<false>(state); }
-void BM_SparseSpmvF64(benchmark::State& state) { spmv_bench<true>(state); }
+void BM_SparseSpmv(benchmark::State& state) { spmv_bench<XHAL_DTYPE_F32>(state); }
+void BM_SparseSpmvF64(benchmark::State& state) { spmv_bench<XHAL_DTYPE_F64>(state); }
+void BM_SparseSpmvBf16(benchmark::State& state) { spmv_bench<XHAL_DTYPE_BF16>(state); }
 
 template <bool kF64>
 void solve_bench(benchmark::State& state) {
   const HostCsr& a = host_matrix(state.range(0));
   const auto trans = static_cast<xhal_transpose_t>(state.range(1));
-  XhalMatrix m(a, kF64);
+  XhalMatrix m(a, kF64 ? XHAL_DTYPE_F64 : XHAL_DTYPE_F32);
   const uint64_t w = kF64 ? 8 : 4;
   const xhal_dtype_t dt = kF64 ? XHAL_DTYPE_F64 : XHAL_DTYPE_F32;
   Buffer bb(w * a.n), xb(w * a.n);
@@ -218,6 +228,7 @@ void matrix_cases(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_SparseSpmv)->Apply(spmv_cases);
 BENCHMARK(BM_SparseSolve)->Apply(spmv_cases);
 BENCHMARK(BM_SparseSpmvF64)->Apply(spmv_cases);
+BENCHMARK(BM_SparseSpmvBf16)->Apply(spmv_cases);
 BENCHMARK(BM_SparseSolveF64)->Apply(spmv_cases);
 BENCHMARK(BM_SparseSolveBackward)->Apply(matrix_cases);
 BENCHMARK(BM_SparseCreate)->Apply(matrix_cases);
