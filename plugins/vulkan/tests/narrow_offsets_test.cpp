@@ -5,9 +5,12 @@
 // 32-bit words that hold them and store single elements with atomics on
 // their own half-word (shaders/narrow.glsl), so the bytes around every
 // output (poisoned before the op) must come back unchanged, as on cpu.
+// spmv/spmm on f16/bf16 matrices too: y at those offsets, short and long
+// rows, A and A^T, beta 0 (y not read: poisoned) and not.
 // Without a Vulkan device the test prints "no device" and passes.
 #include <xhal/xhal.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -218,6 +221,69 @@ void run_index_add(xhal_device_t (&devs)[2], xhal_dtype_t dt, int64_t count, int
   });
 }
 
+// A rows x cols pattern whose row r has lens[r % lens.size()] entries (at
+// most cols), columns spread over the row.
+void pattern(int64_t rows, int64_t cols, const std::vector<int64_t>& lens,
+             std::vector<int64_t>& row_ptr, std::vector<int64_t>& col) {
+  row_ptr.assign(1, 0);
+  col.clear();
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t n = std::min(lens[static_cast<size_t>(r) % lens.size()], cols);
+    for (int64_t j = 0; j < n; ++j) col.push_back(j * cols / n + (r % (cols / n)));
+    row_ptr.push_back(static_cast<int64_t>(col.size()));
+  }
+}
+
+void run_spmv(xhal_device_t (&devs)[2], xhal_dtype_t dt, int64_t rows, int64_t cols,
+              const std::vector<int64_t>& lens, int64_t k, uint64_t off) {
+  std::vector<int64_t> row_ptr, col;
+  pattern(rows, cols, lens, row_ptr, col);
+  const int64_t nnz = row_ptr.back();
+  const std::vector<uint16_t> values = random_narrow(dt, static_cast<size_t>(nnz));
+  for (bool trans : {false, true}) {
+    const int64_t xn = trans ? rows : cols, yn = trans ? cols : rows;
+    const size_t kk = static_cast<size_t>(k ? k : 1);
+    const Image x = image(off + 4, random_narrow(dt, static_cast<size_t>(xn) * kk)),
+                y = image(off, random_narrow(dt, static_cast<size_t>(yn) * kk)),
+                poison = image(off, std::vector<uint16_t>(static_cast<size_t>(yn) * kk, 0xFFFF));
+    for (float beta : {0.0f, -0.75f}) {
+      const std::string tag = std::string(k ? "spmm " : "spmv ") +
+                              (dt == XHAL_DTYPE_F16 ? "f16" : "bf16") + (trans ? " A^T " : " A ") +
+                              std::to_string(rows) + " x " + std::to_string(cols) +
+                              (k ? ", k " + std::to_string(k) : "") + ", beta " +
+                              (beta == 0.0f ? "0" : "-0.75") + ", y at byte " + std::to_string(off);
+      const Image& yin = beta == 0.0f ? poison : y;
+      both(tag, devs, [&](xhal_device_t d) {
+        Bound b;
+        xhal_csr_desc_t desc{};
+        desc.struct_size = sizeof desc;
+        desc.rows = rows;
+        desc.cols = cols;
+        desc.nnz = nnz;
+        desc.index_dtype = XHAL_DTYPE_I64;
+        desc.row_ptr = row_ptr.data();
+        desc.col_idx = col.data();
+        desc.values_dtype = dt;
+        desc.values_data = values.data();
+        xhal_csr_t m;
+        check(xhal_csr_create(d, &desc, &m), "csr_create");
+        std::vector<int64_t> xs{xn}, ys{yn};
+        if (k) {
+          xs.push_back(k);
+          ys.push_back(k);
+        }
+        xhal_tensor_t xt = b.tensor(d, x, dt, xs), yt = b.tensor(d, yin, dt, ys);
+        const xhal_transpose_t t = trans ? XHAL_TRANSPOSE : XHAL_TRANSPOSE_NONE;
+        check(k ? xhal_spmm(d, m, t, 1.25f, &xt, beta, &yt)
+                : xhal_spmv(d, m, t, 1.25f, &xt, beta, &yt),
+              k ? "spmm" : "spmv");
+        xhal_csr_release(m);
+        return b.read(yt, yin.bytes.size());
+      });
+    }
+  }
+}
+
 }  // namespace
 
 int main() {
@@ -234,6 +300,9 @@ int main() {
       for (auto [rows, n] : {std::pair<int64_t, int64_t>{7, 33}, {5, 1028}, {2, 20000}, {65, 3}})
         for (bool f32_params : {false, true}) run_case(devs, dt, rows, n, off, f32_params);
       for (int64_t w : {1, 5, 8}) run_index_add(devs, dt, 300, 40, w, off);
+      // Short rows next to long ones (one and two groups of 128 chunks).
+      for (int64_t k : {0, 1, 3}) run_spmv(devs, dt, 41, 60, {0, 3, 33, 1, 32, 60}, k, off);
+      run_spmv(devs, dt, 7, 5000, {2, 4200, 40}, 0, off);
     }
   }
   xhal_device_release(devs[0]);
