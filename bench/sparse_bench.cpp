@@ -166,6 +166,22 @@ void BM_SparseSpmv(benchmark::State& state) { spmv_bench<XHAL_DTYPE_F32>(state);
 void BM_SparseSpmvF64(benchmark::State& state) { spmv_bench<XHAL_DTYPE_F64>(state); }
 void BM_SparseSpmvBf16(benchmark::State& state) { spmv_bench<XHAL_DTYPE_BF16>(state); }
 
+// Y = A X with X [n, k] row-major (k = 8, 64), f32: the bytes model counts
+// the matrix once and X and Y once each.
+void BM_SparseSpmm(benchmark::State& state) {
+  const HostCsr& a = host_matrix(state.range(0));
+  const auto trans = static_cast<xhal_transpose_t>(state.range(1));
+  const int64_t k = state.range(2);
+  XhalMatrix m(a);
+  Buffer xb(4 * a.n * k), yb(4 * a.n * k);
+  fill_random(xb, a.n * k, 1);
+  const xhal_tensor_t x = tensor(xb, {a.n, k}), y = tensor(yb, {a.n, k});
+  state.SetLabel(a.label);
+  const uint64_t bytes = 8 * a.nnz() + 4 * (a.n + 1) + 8 * a.n * k;
+  run_timed(state, bytes,
+            [&] { check(xhal_spmm(device(), m.csr, trans, 1.0f, &x, 0.0f, &y), "xhal_spmm"); });
+}
+
 template <bool kF64>
 void solve_bench(benchmark::State& state) {
   const HostCsr& a = host_matrix(state.range(0));
@@ -226,6 +242,11 @@ void matrix_cases(benchmark::internal::Benchmark* b) {
   b->Arg(0)->Arg(1)->ArgName("matrix")->UseRealTime()->Unit(benchmark::kMillisecond);
 }
 BENCHMARK(BM_SparseSpmv)->Apply(spmv_cases);
+BENCHMARK(BM_SparseSpmm)
+    ->ArgsProduct({{0, 1}, {0, 1}, {8, 64}})
+    ->ArgNames({"matrix", "trans", "k"})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_SparseSolve)->Apply(spmv_cases);
 BENCHMARK(BM_SparseSpmvF64)->Apply(spmv_cases);
 BENCHMARK(BM_SparseSpmvBf16)->Apply(spmv_cases);
