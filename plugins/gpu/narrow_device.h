@@ -62,14 +62,12 @@ __device__ __forceinline__ float widen(Bf16 v) {
 #if defined(XHAL_GPU_HIP)
 __device__ __forceinline__ float widen(F16 v) { return __uint_as_float(f32_bits_from_f16(v.bits)); }
 #else
-// CUDA: the hardware conversion, exact for every finite value and
-// infinity (cvt.f32.f16), and 2-3x faster in the row ops than the integer
-// form (docs/gpu.md); infinities and NaNs take the integer form, which
-// keeps a NaN's sign and payload bit for bit.
-__device__ __forceinline__ float widen(F16 v) {
-  if ((v.bits & 0x7c00u) == 0x7c00u) return __uint_as_float(f32_bits_from_f16(v.bits));
-  return __half2float(__ushort_as_half(v.bits));
-}
+// CUDA: the hardware conversion (cvt.f32.f16), exact for every finite
+// value and infinity, with no branch. A NaN may lose its sign and payload
+// here, which no output can show: every widened value reaches storage
+// through arithmetic and to_storage, which stores any NaN as 0x7E00
+// (7.1), and no op compares NaNs by their bits (docs/gpu.md).
+__device__ __forceinline__ float widen(F16 v) { return __half2float(__ushort_as_half(v.bits)); }
 #endif
 
 // Compute type -> storage: the one narrowing of 7.1 for bf16/f16.

@@ -38,6 +38,43 @@ __global__ void spmm_short_kernel(PatternViewT<S> a, int64_t rows, ColsT<S> x, C
   }
 }
 
+// spmv's rows of at most 32 entries, by tiles of kTileRows consecutive rows,
+// whose entries are one contiguous run. When the run fits in shared memory
+// the block first forms every product with coalesced loads of values and
+// columns, then each thread sums its row's products left to right from +0:
+// the canonical order (3.7), the loads of the one-thread-per-row form
+// without its strided reads. A run that does not fit (a long row inside)
+// is summed from memory as spmm_short_kernel does.
+constexpr int kTileRows = 256;
+constexpr int kTileEntries = 4096;
+
+template <class S>
+__global__ void __launch_bounds__(kTileRows)
+    spmv_tiled_kernel(PatternViewT<S> a, int64_t rows, ColsT<S> x, ColsT<S> y, acc_t<S> alpha,
+                      acc_t<S> beta) {
+  using A = acc_t<S>;
+  __shared__ A prod[kTileEntries];
+  const int64_t r0 = blockIdx.x * int64_t{kTileRows}, r = r0 + threadIdx.x;
+  const int64_t last = r0 + kTileRows < rows ? r0 + kTileRows : rows;
+  const I start = a.row_ptr[r0], run = a.row_ptr[last] - start;
+  const bool staged = run <= kTileEntries;  // the same for the whole block
+  if (staged)
+    for (I e = threadIdx.x; e < run; e += kTileRows)
+      prod[e] = xmul(widen(a.value(start + e)), widen(x.at(a.col[start + e], 0)));
+  __syncthreads();
+  if (r >= rows) return;
+  const I b = a.row_ptr[r], e = a.row_ptr[r + 1];
+  if (e - b > 32) return;  // the long-row kernel does it
+  A s = A(0);
+  if (staged) {
+    for (I k = b - start; k < e - start; ++k) s = xadd(s, prod[k]);
+  } else {
+#pragma unroll 4
+    for (I k = b; k < e; ++k) s = xadd(s, xmul(widen(a.value(k)), widen(x.at(a.col[k], 0))));
+  }
+  finish(y.at(r, 0), alpha, s, beta);
+}
+
 template <class S>
 __global__ void spmm_long_kernel(PatternViewT<S> a, const I* long_rows, int64_t num, ColsT<S> x,
                                  ColsT<S> y, acc_t<S> alpha, acc_t<S> beta) {
@@ -62,8 +99,19 @@ xhal_status_t run_spmm(Device* d, const Matrix* m, xhal_transpose_t trans, float
   const Pattern& p = trans == XHAL_TRANSPOSE ? m->at : m->a;
   const ColsT<S> xc = cols_of<S>(x), yc = cols_of<S>(y);
   if (p.rows == 0 || yc.k == 0) return XHAL_OK;
-  spmm_short_kernel<S><<<grid_for(p.rows * yc.k, 256), 256, 0, d->stream>>>(
-      view<S>(p, m), p.rows, xc, yc, A(alpha), A(beta));
+  // f64 stays on the one-thread-per-row form: tiled it was slower on the
+  // H200 (uniform random 0.145 against 0.113 ms, docs/performance.md).
+  bool tiled = false;
+  if constexpr (sizeof(A) == 4) {
+    if (yc.k == 1) {
+      spmv_tiled_kernel<S><<<static_cast<unsigned>((p.rows + kTileRows - 1) / kTileRows), kTileRows,
+                             0, d->stream>>>(view<S>(p, m), p.rows, xc, yc, A(alpha), A(beta));
+      tiled = true;
+    }
+  }
+  if (!tiled)
+    spmm_short_kernel<S><<<grid_for(p.rows * yc.k, 256), 256, 0, d->stream>>>(
+        view<S>(p, m), p.rows, xc, yc, A(alpha), A(beta));
   int launches = 1;
   if (p.num_long) {
     spmm_long_kernel<S><<<grid_for(p.num_long * yc.k * 32, 256), 256, 0, d->stream>>>(
