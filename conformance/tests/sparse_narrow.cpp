@@ -160,6 +160,18 @@ std::vector<Case> cases(xhal_dtype_t dt, Rng& rng) {
                  signed_values(dt, wide.nnz(), 0.25f, 2.0f, rng)});
   Csr river = river_tree(3000, rng);
   out.push_back({"river 3000", river, signed_values(dt, river.nnz(), 0.25f, 2.0f, rng)});
+  // Rows either side of 4096 terms (where the cuda plugin gives a row a
+  // block instead of a warp), between short ones.
+  std::vector<std::vector<int64_t>> hub_rows;
+  for (int64_t len : {5, 4097, 9000, 0, 4096, 130}) {
+    std::vector<int64_t> cols;
+    for (int64_t j = 0; j < len; ++j)
+      cols.push_back(j * 2 + static_cast<int64_t>(hub_rows.size() % 2));
+    hub_rows.push_back(std::move(cols));
+  }
+  Csr hubs_around = from_row_lists(6, 18002, std::move(hub_rows));
+  out.push_back({"rows around 4096 terms 6x18002", hubs_around,
+                 signed_values(dt, hubs_around.nnz(), 0.25f, 2.0f, rng)});
   out.push_back(partial_sum_case(dt));
   if (dt == XHAL_DTYPE_F16) out.push_back(f16_range_case(rng));
   return out;

@@ -165,6 +165,36 @@ TEST_P(SpmvTest, HubOf300000Terms) {
                  label_of("hub 3x300000", XHAL_DTYPE_I32, trans, ab, 1));
 }
 
+// Rows on both sides of 4096 terms (128 chunks, where a backend may switch
+// from one warp to a block per row: the cuda plugin does), of every
+// power-of-two padding from 256 to 4096 chunks, with short rows between
+// them, on both ops (A^T turns the hubs into many short columns and the
+// short rows into a few long ones).
+TEST_P(SpmvTest, RowsAroundBlockPerRowThreshold) {
+  LevelTracker level(XHAL_OP_SPMV);
+  Rng rng(test_seed());
+  SCOPED_TRACE(seed_note(rng));
+  constexpr int64_t kCols = 131100;
+  const int64_t lengths[] = {3,    4096, 7,    4097,  4127, 4128,  4129,   0,
+                             5000, 8192, 8193, 16385, 33,   65537, 131072, 2};
+  std::vector<std::vector<int64_t>> rows;
+  for (int64_t len : lengths) {
+    std::vector<int64_t> cols;
+    // Evenly spread columns, starting at a row-dependent offset.
+    const int64_t step = len ? kCols / len : 1, first = rows.size() % (step ? step : 1);
+    for (int64_t j = 0; j < len; ++j) cols.push_back(first + j * step);
+    rows.push_back(std::move(cols));
+  }
+  const auto n = static_cast<int64_t>(rows.size());  // before rows is moved
+  Csr a = from_row_lists(n, kCols, std::move(rows));
+  a.values = random_values(rng, a.nnz());
+  for (size_t e = 0; e < a.values.size(); e += 3) a.values[e] = -a.values[e];
+  for (auto trans : {XHAL_TRANSPOSE_NONE, XHAL_TRANSPOSE})
+    for (const auto ab : {kAlphaBeta[0], kAlphaBeta[2]})
+      check_case(dev, a, XHAL_DTYPE_I32, trans, ab, 1, true, level, rng,
+                 label_of("rows around 4096 terms", XHAL_DTYPE_I32, trans, ab, 1));
+}
+
 // Operands at byte offsets inside one shared buffer (disjoint ranges).
 TEST_P(SpmvTest, OperandsAtOffsetsInOneBuffer) {
   LevelTracker level(XHAL_OP_SPMV);

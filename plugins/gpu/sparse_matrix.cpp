@@ -26,9 +26,14 @@ xhal_status_t build_pattern(Device* d, Matrix* m, const std::vector<I>& rp,
                             const std::vector<I>& col, const std::vector<I>* perm, int64_t rows,
                             bool host_levels, Pattern* p) {
   p->rows = rows;
-  std::vector<I> long_rows;
-  for (int64_t r = 0; r < rows; ++r)
-    if (rp[r + 1] - rp[r] > 32) long_rows.push_back(static_cast<I>(r));
+  std::vector<I> long_rows, hubs;
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t len = rp[r + 1] - rp[r];
+    if (len > kHubTerms) hubs.push_back(static_cast<I>(r));
+    else if (len > 32) long_rows.push_back(static_cast<I>(r));
+  }
+  p->num_hub = static_cast<int64_t>(hubs.size());
+  long_rows.insert(long_rows.end(), hubs.begin(), hubs.end());  // hubs last
   p->num_long = static_cast<int64_t>(long_rows.size());
   xhal_status_t st = up(d, m, rp, &p->row_ptr);
   if (st == XHAL_OK) st = up(d, m, col, &p->col);

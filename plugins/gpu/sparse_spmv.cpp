@@ -75,6 +75,65 @@ __global__ void __launch_bounds__(kTileRows)
   finish(y.at(r, 0), alpha, s, beta);
 }
 
+// spmv's hubs (rows of more than kHubTerms entries) of f32/f16/bf16
+// matrices: one block of 8 warps per row. The canonical tree over the row's
+// p chunk sums (3.7; p the power of two at or above the chunk count, at
+// least 256 here) is split into 8 aligned groups of p/8 chunks, one per
+// warp. A warp walks its group 32 chunks (1024 entries) at a time: the
+// products go to shared memory through coalesced loads, lane j sums chunk j
+// left to right from +0, warp_tree gives the 32 chunks' subtree, and lane 0
+// merges the subtrees with serial_tree's stack rule. Thread 0 combines the
+// 8 group values pairwise: the same tree, so the same bits as one warp per
+// row, which walked each lane's chunks with strided loads.
+constexpr int kHubWarps = 8;
+
+template <class S>
+__global__ void __launch_bounds__(kHubWarps * 32)
+    spmv_hub_kernel(PatternViewT<S> a, const I* hubs, ColsT<S> x, ColsT<S> y, float alpha,
+                    float beta) {
+  __shared__ float prod[kHubWarps][32][33];  // padded: lane j reads row j conflict-free
+  __shared__ float group[kHubWarps];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int64_t r = hubs[blockIdx.x];
+  const int64_t b = a.row_ptr[r], m = a.row_ptr[r + 1] - b;
+  const int64_t chunks = (m + 31) / 32;
+  int64_t p = 1;
+  while (p < chunks) p <<= 1;
+  const int64_t per_warp = p / kHubWarps;  // >= 32: a hub has more than 128 chunks
+  float stack[40];
+  int top = 0;
+  for (int64_t g = 0; g < per_warp / 32; ++g) {
+    const int64_t c0 = warp * per_warp + g * 32;  // the piece's first chunk
+#pragma unroll 8
+    for (int i = 0; i < 32; ++i) {
+      const int64_t e = (c0 + i) * 32 + lane;
+      if (e < m) prod[warp][i][lane] = xmul(widen(a.value(b + e)), widen(x.at(a.col[b + e], 0)));
+    }
+    xhal_warp_sync();
+    const int64_t left = m - (c0 + lane) * 32;  // terms of chunk c0 + lane
+    const int len = left <= 0 ? 0 : left >= 32 ? 32 : static_cast<int>(left);
+    float s = 0.0f;
+    for (int t = 0; t < len; ++t) s = xadd(s, prod[warp][lane][t]);
+    xhal_warp_sync();  // prod is refilled by the next piece
+    const float v = warp_tree<SumOp>(s);
+    if (lane == 0) {
+      stack[top++] = v;
+      for (int64_t c = g; c & 1; c >>= 1) {
+        stack[top - 2] = xadd(stack[top - 2], stack[top - 1]);
+        --top;
+      }
+    }
+  }
+  if (lane == 0) group[warp] = stack[0];
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    static_assert(kHubWarps == 8, "the pairwise combine below is written for 8 groups");
+    const float t = xadd(xadd(xadd(group[0], group[1]), xadd(group[2], group[3])),
+                         xadd(xadd(group[4], group[5]), xadd(group[6], group[7])));
+    finish(y.at(r, 0), alpha, t, beta);
+  }
+}
+
 template <class S>
 __global__ void spmm_long_kernel(PatternViewT<S> a, const I* long_rows, int64_t num, ColsT<S> x,
                                  ColsT<S> y, acc_t<S> alpha, acc_t<S> beta) {
@@ -113,9 +172,20 @@ xhal_status_t run_spmm(Device* d, const Matrix* m, xhal_transpose_t trans, float
     spmm_short_kernel<S><<<grid_for(p.rows * yc.k, 256), 256, 0, d->stream>>>(
         view<S>(p, m), p.rows, xc, yc, A(alpha), A(beta));
   int launches = 1;
-  if (p.num_long) {
-    spmm_long_kernel<S><<<grid_for(p.num_long * yc.k * 32, 256), 256, 0, d->stream>>>(
-        view<S>(p, m), p.long_rows, p.num_long, xc, yc, A(alpha), A(beta));
+  // Hubs (the tail of long_rows) get a block each in spmv of 4-byte
+  // arithmetic; otherwise one warp per long row takes them too.
+  int64_t warp_rows = p.num_long;
+  if constexpr (sizeof(A) == 4) {
+    if (yc.k == 1 && p.num_hub) {
+      warp_rows -= p.num_hub;
+      spmv_hub_kernel<S><<<static_cast<unsigned>(p.num_hub), kHubWarps * 32, 0, d->stream>>>(
+          view<S>(p, m), p.long_rows + warp_rows, xc, yc, alpha, beta);
+      ++launches;
+    }
+  }
+  if (warp_rows) {
+    spmm_long_kernel<S><<<grid_for(warp_rows * yc.k * 32, 256), 256, 0, d->stream>>>(
+        view<S>(p, m), p.long_rows, warp_rows, xc, yc, A(alpha), A(beta));
     ++launches;
   }
   return check_launch(d, "spmv", launches);
