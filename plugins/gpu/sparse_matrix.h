@@ -47,8 +47,9 @@ struct Pattern {
 
 struct Matrix {
   int64_t rows = 0, cols = 0, nnz = 0;
-  // f32, or f64 (ABI 1.6): the value type the ops instantiate (the
-  // sync-free solve publishes an f64 x in two words, syncfree_device.h).
+  // f32, f64 (ABI 1.6) or f16/bf16 (1.7, spmv/spmm only): the value type
+  // the ops instantiate (the sync-free solve publishes an f64 x in two
+  // words, syncfree_device.h).
   xhal_dtype_t values_dtype = XHAL_DTYPE_F32;
   Pattern a, at;
   I* row_idx = nullptr;

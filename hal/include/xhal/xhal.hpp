@@ -325,21 +325,10 @@ class Csr {
   template <class I, class V>
   static Csr create(const Device& device, int64_t rows, int64_t cols, const std::vector<I>& row_ptr,
                     const std::vector<I>& col_idx, const std::vector<V>& values) {
-    static_assert(std::is_same_v<I, int32_t> || std::is_same_v<I, int64_t>,
-                  "indices are int32_t or int64_t");
     static_assert(std::is_same_v<V, float> || std::is_same_v<V, double>,
                   "values are float or double");
-    xhal_csr_desc_t d{};
-    d.struct_size = sizeof d;
-    d.rows = rows;
-    d.cols = cols;
-    d.nnz = static_cast<int64_t>(col_idx.size());
-    d.index_dtype = dtype_of<I>();
-    d.row_ptr = row_ptr.data();
-    d.col_idx = col_idx.data();
-    d.values_dtype = dtype_of<V>();
-    d.values_data = values.empty() ? nullptr : values.data();
-    return create(device, d);
+    return create_typed(device, rows, cols, row_ptr, col_idx, dtype_of<V>(),
+                        values.empty() ? nullptr : values.data());
   }
   // An f16 or bf16 matrix (spmv/spmm only, docs/semantics.md 7.2):
   // `values_dtype` XHAL_DTYPE_F16 or XHAL_DTYPE_BF16, `bits` its 16-bit
@@ -348,6 +337,14 @@ class Csr {
   static Csr create_narrow(const Device& device, int64_t rows, int64_t cols,
                            const std::vector<I>& row_ptr, const std::vector<I>& col_idx,
                            xhal_dtype_t values_dtype, const std::vector<uint16_t>& bits) {
+    return create_typed(device, rows, cols, row_ptr, col_idx, values_dtype,
+                        bits.empty() ? nullptr : bits.data());
+  }
+  // From host arrays with `values` (NULL: all zero) of `values_dtype`.
+  template <class I>
+  static Csr create_typed(const Device& device, int64_t rows, int64_t cols,
+                          const std::vector<I>& row_ptr, const std::vector<I>& col_idx,
+                          xhal_dtype_t values_dtype, const void* values) {
     static_assert(std::is_same_v<I, int32_t> || std::is_same_v<I, int64_t>,
                   "indices are int32_t or int64_t");
     xhal_csr_desc_t d{};
@@ -359,7 +356,7 @@ class Csr {
     d.row_ptr = row_ptr.data();
     d.col_idx = col_idx.data();
     d.values_dtype = values_dtype;
-    d.values_data = bits.empty() ? nullptr : bits.data();
+    d.values_data = values;
     return create(device, d);
   }
   static Csr create(const Device& device, const xhal_csr_desc_t& desc) {
