@@ -146,7 +146,9 @@ void multiply_typed(const CsrMatrix& m, xhal_transpose_t trans, T alpha,
 // is a plain vector and takes the vector paths).
 Columns<float> widened(xhal_dtype_t dtype, const Columns<uint16_t>& v, std::vector<float>& store,
                        bool fill) {
-  store.resize(static_cast<size_t>(v.n * v.k));
+  // Never empty: x of a matrix with no columns is [0, k], and the kernel
+  // still forms each column's base pointer (null + offset is undefined).
+  store.resize(std::max<size_t>(1, static_cast<size_t>(v.n * v.k)));
   if (fill)
     for (int64_t r = 0; r < v.n; ++r)
       for (int64_t c = 0; c < v.k; ++c) store[r * v.k + c] = widen(dtype, v.at(r, c));

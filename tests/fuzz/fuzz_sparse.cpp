@@ -13,6 +13,7 @@
 // description (read_desc); then calls = 1 + pick(10), each op = pick(kOps)
 // and the op's reads.
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
@@ -32,15 +33,34 @@ struct MatrixRecord {
   uint32_t index_bytes;                   // 4 or 8; 8 when unknown (spgemm results)
   std::vector<int64_t> row_ptr, col_idx;  // as created (empty when unknown)
   bool released = false;                  // its handle is stale (and still in play)
-  bool f64 = false;                       // f64 values (xhal_csr_get_values_dtype)
+  xhal_dtype_t values_dtype = XHAL_DTYPE_F32;  // xhal_csr_get_values_dtype
+  bool f32() const { return values_dtype == XHAL_DTYPE_F32; }
 };
+
+uint32_t value_bytes(xhal_dtype_t dtype) {
+  return dtype == XHAL_DTYPE_F64 ? 8u : dtype == XHAL_DTYPE_F32 ? 4u : 2u;
+}
+
+// Narrow bits of a float: bf16 keeps the top half (truncation is fine for
+// a fuzzer), f16 of the small integers the input uses for exact sums, else
+// raw top bits.
+uint16_t narrow_bits(float v, xhal_dtype_t dtype) {
+  uint32_t bits = 0;
+  std::memcpy(&bits, &v, sizeof bits);
+  if (dtype == XHAL_DTYPE_BF16 || !(v >= -4 && v <= 4) || v != static_cast<float>(static_cast<int>(v)))
+    return static_cast<uint16_t>(bits >> 16);
+  static const uint16_t kSmall[5] = {0x0000, 0x3C00, 0x4000, 0x4200, 0x4400};  // 0..4 in f16
+  const int i = static_cast<int>(v);
+  return static_cast<uint16_t>(i < 0 ? 0x8000 | kSmall[-i] : kSmall[i]);
+}
 
 // The host (or device) arrays of one description, kept alive for the call.
 struct DescArrays {
   std::vector<int64_t> row_ptr64, col_idx64;
   std::vector<int32_t> row_ptr32, col_idx32;
   std::vector<float> values;
-  std::vector<double> values64;  // the values widened, for an f64 description
+  std::vector<double> values64;    // the values widened, for an f64 description
+  std::vector<uint16_t> values16;  // the values narrowed, for an f16/bf16 description
 };
 
 // Builds a description from the input. Modes: 0 a random valid pattern,
@@ -110,18 +130,28 @@ xhal_csr_desc_t read_desc(Input& in, Pool& pool, DescArrays& a, std::vector<xhal
   }
   // Value dtype: usually left 0 (f32); f64 (the values widened, as
   // values_data or a buffer of doubles, and now and then `values` as well,
-  // which is refused), or a raw value (refused unless 1 or 7).
+  // which is refused); f16 or bf16 (the values narrowed, likewise); or a
+  // raw value (refused unless f32, f64, f16 or bf16).
   const uint32_t value_dtype = in.pick(8);
   bool both_value_pointers = false;
-  if (value_dtype == 1) {
-    desc.values_dtype = XHAL_DTYPE_F64;
-    a.values64.assign(a.values.begin(), a.values.end());
+  xhal_dtype_t typed = XHAL_DTYPE_F32;  // the typed values_data in use, if not f32
+  if (value_dtype == 1 || value_dtype == 3 || value_dtype == 4) {
+    typed = value_dtype == 1 ? XHAL_DTYPE_F64 : value_dtype == 3 ? XHAL_DTYPE_F16 : XHAL_DTYPE_BF16;
+    desc.values_dtype = typed;
+    if (typed == XHAL_DTYPE_F64)
+      a.values64.assign(a.values.begin(), a.values.end());
+    else
+      for (float v : a.values) a.values16.push_back(narrow_bits(v, typed));
     both_value_pointers = in.pick(4) == 0;
   } else if (value_dtype == 2) {
     const uint32_t raw = in.u32();
     std::memcpy(&desc.values_dtype, &raw, sizeof raw);
   }
-  const bool f64 = value_dtype == 1;
+  const bool f64 = typed == XHAL_DTYPE_F64;
+  const bool narrow = typed == XHAL_DTYPE_F16 || typed == XHAL_DTYPE_BF16;
+  const void* typed_values = f64      ? static_cast<const void*>(a.values64.data())
+                             : narrow ? static_cast<const void*>(a.values16.data())
+                                      : nullptr;
   if (mode == 3) {
     // The same arrays in device buffers (possibly too short: the input may
     // trim each buffer by a few bytes).
@@ -137,13 +167,15 @@ xhal_csr_desc_t read_desc(Input& in, Pool& pool, DescArrays& a, std::vector<xhal
     desc.row_ptr_buffer = to_buffer(row_ptr, rp.size() * index_bytes);
     desc.col_idx_buffer = to_buffer(col_idx, ci.size() * index_bytes);
     if (!a.values.empty())
-      desc.values_buffer = f64 ? to_buffer(a.values64.data(), a.values64.size() * 8)
+      desc.values_buffer = typed_values
+                               ? to_buffer(typed_values, a.values.size() * value_bytes(typed))
                                : to_buffer(a.values.data(), a.values.size() * 4);
   } else {
     desc.row_ptr = row_ptr;
     desc.col_idx = col_idx;
-    if (f64) desc.values_data = a.values64.empty() ? nullptr : a.values64.data();
-    if (!f64 || both_value_pointers) desc.values = a.values.empty() ? nullptr : a.values.data();
+    if (typed_values) desc.values_data = a.values.empty() ? nullptr : typed_values;
+    if (!typed_values || both_value_pointers)
+      desc.values = a.values.empty() ? nullptr : a.values.data();
   }
   // struct_size: usually the full struct, else anything up to it.
   if (in.pick(8) == 0) desc.struct_size = static_cast<size_t>(in.range(0, sizeof desc));
@@ -175,17 +207,17 @@ void create_matrix(Input& in, xhal_device_t dev, Pool& pool, std::vector<MatrixR
   XF_MUST(xhal_csr_get_shape(m, &rows, &cols, &nnz));
   if (rows != r.rows || cols != r.cols || nnz != r.nnz)
     broken("csr_get_shape differs from the description", "xhal_csr_get_shape", XHAL_OK);
-  // The value dtype: f64 only when the description asked for it within its
-  // struct_size.
+  // The value dtype: the one the description asked for within its
+  // struct_size (0 meaning f32).
   xhal_dtype_t values_dtype = XHAL_DTYPE_INVALID;
   XF_MUST(xhal_csr_get_values_dtype(m, &values_dtype));
   uint32_t asked = 0;
   std::memcpy(&asked, &desc.values_dtype, sizeof asked);
   const bool has_field =
       desc.struct_size >= offsetof(xhal_csr_desc_t, values_dtype) + sizeof desc.values_dtype;
-  r.f64 = values_dtype == XHAL_DTYPE_F64;
-  if (r.f64 != (has_field && asked == XHAL_DTYPE_F64) ||
-      (values_dtype != XHAL_DTYPE_F32 && values_dtype != XHAL_DTYPE_F64))
+  const uint32_t expected = has_field && asked != 0 ? asked : XHAL_DTYPE_F32;
+  r.values_dtype = values_dtype;
+  if (static_cast<uint32_t>(values_dtype) != expected)
     broken("csr_get_values_dtype differs from the description", "xhal_csr_get_values_dtype",
            XHAL_OK);
   mats.push_back(std::move(r));
@@ -268,8 +300,8 @@ void run_op(uint32_t op, Input& in, xhal_device_t dev, Pool& pool, std::vector<M
       XF_MUST(xhal_csr_get_shape(c, &rc.rows, &rc.cols, &rc.nnz));
       xhal_dtype_t c_dtype = XHAL_DTYPE_INVALID;
       XF_MUST(xhal_csr_get_values_dtype(c, &c_dtype));
-      rc.f64 = c_dtype == XHAL_DTYPE_F64;
-      if (rc.f64 != r->f64) broken("spgemm: C's value dtype is not A's", "xhal_spgemm", s);
+      rc.values_dtype = c_dtype;
+      if (c_dtype != r->values_dtype) broken("spgemm: C's value dtype is not A's", "xhal_spgemm", s);
       if (rc.rows != r->rows || rc.cols != rb->cols)
         broken("spgemm: C is not A.rows x B.cols", "xhal_spgemm", s);
       mats.push_back(std::move(rc));
@@ -292,13 +324,13 @@ void run_op(uint32_t op, Input& in, xhal_device_t dev, Pool& pool, std::vector<M
         if (s != XHAL_INVALID_ARGUMENT) broken("csr_read of a released matrix", "xhal_csr_read", s);
         break;
       }
-      // csr_read's values are f32: an f64 matrix refuses them (and then
-      // xhal_csr_read_values gives them in f64).
-      if (r->f64 && (which & 4)) {
+      // csr_read's values are f32: an f64, f16 or bf16 matrix refuses them
+      // (and then xhal_csr_read_values gives them in its own dtype).
+      if (!r->f32() && (which & 4)) {
         if (s != XHAL_INVALID_ARGUMENT)
-          broken("csr_read of f32 values from an f64 matrix", "xhal_csr_read", s);
-        std::vector<double> values64(r->nnz);
-        XF_MUST(xhal_csr_read_values(m, XHAL_DTYPE_F64, values64.data()));
+          broken("csr_read of f32 values from a matrix of another dtype", "xhal_csr_read", s);
+        std::vector<double> typed(r->nnz);  // 8 bytes a value: room for any dtype
+        XF_MUST(xhal_csr_read_values(m, r->values_dtype, typed.data()));
         break;
       }
       if (s != XHAL_OK) broken("csr_read of a live matrix failed", "xhal_csr_read", s);
@@ -315,11 +347,18 @@ void run_op(uint32_t op, Input& in, xhal_device_t dev, Pool& pool, std::vector<M
       const xhal_status_t s =
           XF_CALL(xhal_csr_set_values(m, null_values ? nullptr : values.data()));
       if (s != XHAL_OK) pool.expect_unchanged(before, "xhal_csr_set_values", s);
-      if (r && r->f64 && !r->released) {  // the typed call takes them, widened
+      if (r && !r->f32() && !r->released) {  // the typed call takes them, converted
         if (s != XHAL_INVALID_ARGUMENT)
-          broken("csr_set_values (f32) on an f64 matrix", "xhal_csr_set_values", s);
+          broken("csr_set_values (f32) on a matrix of another dtype", "xhal_csr_set_values", s);
         const std::vector<double> wide(values.begin(), values.end());
-        XF_CALL(xhal_csr_set_values_typed(m, XHAL_DTYPE_F64, null_values ? nullptr : wide.data()));
+        std::vector<uint16_t> narrow;
+        for (float v : values) narrow.push_back(narrow_bits(v, r->values_dtype));
+        const void* typed = r->values_dtype == XHAL_DTYPE_F64 ? static_cast<const void*>(wide.data())
+                                                              : narrow.data();
+        const xhal_status_t st = XF_CALL(
+            xhal_csr_set_values_typed(m, r->values_dtype, null_values ? nullptr : typed));
+        if (!null_values && st != XHAL_OK)
+          broken("csr_set_values_typed in the matrix's own dtype", "xhal_csr_set_values_typed", st);
       }
       break;
     }

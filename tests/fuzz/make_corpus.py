@@ -407,7 +407,8 @@ def pattern_bits(rows, cols, fn):
 def desc(s, mode, rows, cols, masks=None, triangle=0, dtype="i64", values="ints", nnz_values=None,
          trims=(0, 0, 0), raw=None, value_dtype="f32", both_values=False):
     """read_desc(): mode 0 valid, 1 triangular, 2 raw, 3 device buffers;
-    value_dtype "f32" (the field left 0), "f64" or an int (raw)."""
+    value_dtype "f32" (the field left 0), "f64", "f16", "bf16" or an int
+    (raw)."""
     s.pick(mode, 4)
     if mode == 2:
         s.range(rows, -2, 24)
@@ -446,8 +447,8 @@ def desc(s, mode, rows, cols, masks=None, triangle=0, dtype="i64", values="ints"
             s.f32_bits(1.0 + k / 8.0)
     if value_dtype == "f32":
         s.pick(0, 8)
-    elif value_dtype == "f64":
-        s.pick(1, 8)
+    elif value_dtype in ("f64", "f16", "bf16"):
+        s.pick({"f64": 1, "f16": 3, "bf16": 4}[value_dtype], 8)
         s.pick(0 if both_values else 1, 4)
     else:
         s.pick(2, 8)
@@ -601,6 +602,22 @@ def sparse_seeds():
         s.pick(0, 10)
         spmv(s, pool, 0, 0, 0, 1, 1)
         seeds[name] = s
+    # f16 and bf16 matrices (docs/semantics.md 7.4): spmv with f32 operands
+    # (refused, naming the tensor), csr_read (f32 values refused, then read
+    # in the matrix's dtype) and set_values (the typed call taken).
+    for vd, mode in [("f16", 0), ("bf16", 3)]:
+        s = begin(1, 0)
+        pool = PoolModel()
+        nnz = desc(s, mode, 4, 4, pattern_bits(4, 4, lambda i, j: i >= j), value_dtype=vd)
+        s.pick(2, 10)  # 3 calls
+        spmv(s, pool, 0, 1, 0, 4, 4)
+        read(s, 0, 1)
+        op(s, 6, 0, 1)
+        for k in range(nnz):
+            s.flag(True)
+            s.range(k % 9 - 4, -4, 4)
+        s.pick(1, 16)
+        seeds[f"{vd}_spmv_read_set"] = s
     # The pattern from device buffers (one trimmed short), values none.
     for trims, values in [((0, 0, 0), "ints"), ((1, 0, 0), "ints"), ((0, 2, 0), "none"), ((0, 0, 1), "bits")]:
         s = begin(1, 0)
