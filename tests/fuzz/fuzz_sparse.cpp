@@ -30,9 +30,9 @@ constexpr int64_t kMaxDim = 24;
 struct MatrixRecord {
   xhal_csr_t m;
   int64_t rows, cols, nnz;
-  uint32_t index_bytes;                   // 4 or 8; 8 when unknown (spgemm results)
-  std::vector<int64_t> row_ptr, col_idx;  // as created (empty when unknown)
-  bool released = false;                  // its handle is stale (and still in play)
+  uint32_t index_bytes;                        // 4 or 8; 8 when unknown (spgemm results)
+  std::vector<int64_t> row_ptr, col_idx;       // as created (empty when unknown)
+  bool released = false;                       // its handle is stale (and still in play)
   xhal_dtype_t values_dtype = XHAL_DTYPE_F32;  // xhal_csr_get_values_dtype
   bool f32() const { return values_dtype == XHAL_DTYPE_F32; }
 };
@@ -47,7 +47,8 @@ uint32_t value_bytes(xhal_dtype_t dtype) {
 uint16_t narrow_bits(float v, xhal_dtype_t dtype) {
   uint32_t bits = 0;
   std::memcpy(&bits, &v, sizeof bits);
-  if (dtype == XHAL_DTYPE_BF16 || !(v >= -4 && v <= 4) || v != static_cast<float>(static_cast<int>(v)))
+  if (dtype == XHAL_DTYPE_BF16 || !(v >= -4 && v <= 4) ||
+      v != static_cast<float>(static_cast<int>(v)))
     return static_cast<uint16_t>(bits >> 16);
   static const uint16_t kSmall[5] = {0x0000, 0x3C00, 0x4000, 0x4200, 0x4400};  // 0..4 in f16
   const int i = static_cast<int>(v);
@@ -138,8 +139,7 @@ xhal_csr_desc_t read_desc(Input& in, Pool& pool, DescArrays& a, std::vector<xhal
   if (value_dtype == 1 || value_dtype == 3 || value_dtype == 4) {
     typed = value_dtype == 1 ? XHAL_DTYPE_F64 : value_dtype == 3 ? XHAL_DTYPE_F16 : XHAL_DTYPE_BF16;
     desc.values_dtype = typed;
-    if (typed == XHAL_DTYPE_F64)
-      a.values64.assign(a.values.begin(), a.values.end());
+    if (typed == XHAL_DTYPE_F64) a.values64.assign(a.values.begin(), a.values.end());
     else
       for (float v : a.values) a.values16.push_back(narrow_bits(v, typed));
     both_value_pointers = in.pick(4) == 0;
@@ -301,7 +301,8 @@ void run_op(uint32_t op, Input& in, xhal_device_t dev, Pool& pool, std::vector<M
       xhal_dtype_t c_dtype = XHAL_DTYPE_INVALID;
       XF_MUST(xhal_csr_get_values_dtype(c, &c_dtype));
       rc.values_dtype = c_dtype;
-      if (c_dtype != r->values_dtype) broken("spgemm: C's value dtype is not A's", "xhal_spgemm", s);
+      if (c_dtype != r->values_dtype)
+        broken("spgemm: C's value dtype is not A's", "xhal_spgemm", s);
       if (rc.rows != r->rows || rc.cols != rb->cols)
         broken("spgemm: C is not A.rows x B.cols", "xhal_spgemm", s);
       mats.push_back(std::move(rc));
@@ -353,10 +354,11 @@ void run_op(uint32_t op, Input& in, xhal_device_t dev, Pool& pool, std::vector<M
         const std::vector<double> wide(values.begin(), values.end());
         std::vector<uint16_t> narrow;
         for (float v : values) narrow.push_back(narrow_bits(v, r->values_dtype));
-        const void* typed = r->values_dtype == XHAL_DTYPE_F64 ? static_cast<const void*>(wide.data())
-                                                              : narrow.data();
-        const xhal_status_t st = XF_CALL(
-            xhal_csr_set_values_typed(m, r->values_dtype, null_values ? nullptr : typed));
+        const void* typed = r->values_dtype == XHAL_DTYPE_F64
+                                ? static_cast<const void*>(wide.data())
+                                : narrow.data();
+        const xhal_status_t st =
+            XF_CALL(xhal_csr_set_values_typed(m, r->values_dtype, null_values ? nullptr : typed));
         if (!null_values && st != XHAL_OK)
           broken("csr_set_values_typed in the matrix's own dtype", "xhal_csr_set_values_typed", st);
       }
