@@ -68,8 +68,8 @@ xhal_status_t Gpu::pipeline(ShaderId id, VkPipeline* out) {
   std::vector<uint32_t> patched;
   const uint32_t* words = m.words;
   size_t bytes = m.bytes;
-  if (denorm_preserve) {
-    if (!add_denorm_preserve(m.words, m.bytes / 4, &patched))
+  if (denorm_preserve || uses_float64(m.words, m.bytes / 4)) {
+    if (!patch_float_modes(m.words, m.bytes / 4, denorm_preserve, &patched))
       return fail(XHAL_INTERNAL, "shader %s has no RoundingModeRTE mode to extend", m.name);
     words = patched.data();
     bytes = patched.size() * 4;

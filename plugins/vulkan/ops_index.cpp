@@ -192,18 +192,22 @@ xhal_status_t index_add(void* device, void* plan, float alpha, const xhal_plugin
   // as one vec4 (f32) or uvec2 (f16/bf16) per item (index_add_vec4.comp; the
   // same additions per column). Narrow src/dst are widened on load (chunk
   // sums and T stay f32) and dst narrowed once (docs/semantics.md 7.2).
-  if (p->chunks) XHAL_VK_TRY(d->need_scratch(p->chunks * w * sizeof(float)));
+  // f64 (7.3) sums in binary64, partials included, and has no vec4 form.
   const xhal_dtype_t t = src->dtype;
+  const bool f64 = t == XHAL_DTYPE_F64;
+  if (p->chunks) XHAL_VK_TRY(d->need_scratch(p->chunks * w * (f64 ? 8 : 4)));
   const uint64_t four = 4 * dtype_size(t);
-  const bool vec4 = w % 4 == 0 && address_of(src) % four == 0 && address_of(dst) % four == 0 &&
-                    (!p->chunks || d->scratch.address % 16 == 0);
+  const bool vec4 = !f64 && w % 4 == 0 && address_of(src) % four == 0 &&
+                    address_of(dst) % four == 0 && (!p->chunks || d->scratch.address % 16 == 0);
   const uint64_t per_item = vec4 ? 4 : 1;
   using namespace xhal_spirv;
   auto pick = [t](ShaderId f32, ShaderId f16, ShaderId bf16) {
     return t == XHAL_DTYPE_F16 ? f16 : t == XHAL_DTYPE_BF16 ? bf16 : f32;
   };
   VkPipeline pl[3];
-  if (vec4)
+  if (f64)
+    XHAL_VK_TRY(pipelines(d, {index_add_chunks_f64, index_add_tree_f64, index_add_apply_f64}, pl));
+  else if (vec4)
     XHAL_VK_TRY(pipelines(
         d,
         {pick(index_add4_chunks, index_add4_chunks_f16, index_add4_chunks_bf16), index_add4_tree,

@@ -192,12 +192,17 @@ xhal_dtype_t desc_values_dtype(const xhal_plugin_csr_desc_t* desc) {
   return desc->values_dtype;
 }
 
-// Ops other than spmv and spmm take f32 matrices only (the core refuses
-// them on f16/bf16 ones before the plugin; this keeps a mistake loud).
-xhal_status_t require_f32(const Matrix& m, const char* op) {
-  if (m.values_dtype == XHAL_DTYPE_F32) return XHAL_OK;
+// The solves take f32 matrices only and spgemm f32 or f64 ones (the core
+// refuses the others before the plugin, from the op dtype bits; this keeps
+// a mistake loud).
+xhal_status_t require_dtype(const Matrix& m, const char* op, bool f64_too) {
+  if (m.values_dtype == XHAL_DTYPE_F32 || (f64_too && m.values_dtype == XHAL_DTYPE_F64))
+    return XHAL_OK;
   return fail(XHAL_UNSUPPORTED, "%s: a matrix of %s values is not implemented by the vulkan plugin",
-              op, m.values_dtype == XHAL_DTYPE_F16 ? "f16" : "bf16");
+              op,
+              m.values_dtype == XHAL_DTYPE_F16    ? "f16"
+              : m.values_dtype == XHAL_DTYPE_BF16 ? "bf16"
+                                                  : "f64");
 }
 
 }  // namespace
@@ -205,13 +210,14 @@ xhal_status_t require_f32(const Matrix& m, const char* op) {
 xhal_status_t csr_create(void* device, const xhal_plugin_csr_desc_t* desc, void** out_matrix) {
   Device* d = dev(device);
   const xhal_dtype_t values_dtype = desc_values_dtype(desc);
-  // f32, f16, bf16: the core passes no other (the plugin claims no f64 op).
+  // f32, f16, bf16, and f64 where the device has it: the core passes no
+  // other (it reads the op dtype bits).
   if (values_dtype != XHAL_DTYPE_F32 && values_dtype != XHAL_DTYPE_F16 &&
-      values_dtype != XHAL_DTYPE_BF16)
+      values_dtype != XHAL_DTYPE_BF16 && !(values_dtype == XHAL_DTYPE_F64 && d->gpu->f64))
     return fail(XHAL_UNSUPPORTED,
-                "csr_create: values_dtype %d is not implemented by the vulkan plugin (f32, f16, "
-                "bf16)",
-                static_cast<int>(values_dtype));
+                "csr_create: values_dtype %d is not implemented by the vulkan plugin on this "
+                "device (f32, f16, bf16%s)",
+                static_cast<int>(values_dtype), d->gpu->f64 ? ", f64" : "");
   std::lock_guard lock(d->mutex);
   auto* m = new (std::nothrow) Matrix;
   if (!m) return fail(XHAL_OUT_OF_MEMORY, "host allocation failed");
@@ -291,6 +297,10 @@ void spmv_shaders(const Matrix& m, ShaderId* short_id, ShaderId* long_id) {
     case XHAL_DTYPE_BF16:
       *short_id = i32 ? spmv_short_bf16_i32 : spmv_short_bf16;
       *long_id = i32 ? spmv_long_bf16_i32 : spmv_long_bf16;
+      return;
+    case XHAL_DTYPE_F64:
+      *short_id = i32 ? spmv_short_f64_i32 : spmv_short_f64;
+      *long_id = i32 ? spmv_long_f64_i32 : spmv_long_f64;
       return;
     default:
       *short_id = i32 ? spmv_short_i32 : spmv_short;
@@ -473,7 +483,7 @@ xhal_status_t csr_solve(void* device, void* a, xhal_transpose_t trans, xhal_tria
   Device* d = dev(device);
   std::lock_guard lock(d->mutex);
   const auto& m = *static_cast<Matrix*>(a);
-  XHAL_VK_TRY(require_f32(m, "csr_solve"));
+  XHAL_VK_TRY(require_dtype(m, "csr_solve", false));
   const uint32_t size = run_size(d);
   VkPipeline p[2];
   XHAL_VK_TRY(pipelines(d, {run_shader(size, m.narrow()), level_shader(m.narrow())}, p));
@@ -497,7 +507,7 @@ xhal_status_t csr_solve_backward(void* device, void* a, xhal_transpose_t trans,
   Device* d = dev(device);
   std::lock_guard lock(d->mutex);
   const auto& m = *static_cast<Matrix*>(a);
-  XHAL_VK_TRY(require_f32(m, "csr_solve_backward"));
+  XHAL_VK_TRY(require_dtype(m, "csr_solve_backward", false));
   const uint32_t size = run_size(d);
   VkPipeline p[3];
   XHAL_VK_TRY(pipelines(d,
@@ -539,10 +549,13 @@ xhal_status_t spgemm_numeric(void* device, void* a, void* b, void* c) {
   const auto& ma = *static_cast<Matrix*>(a);
   const auto& mb = *static_cast<Matrix*>(b);
   const auto& mc = *static_cast<Matrix*>(c);
-  for (const Matrix* m : {&ma, &mb, &mc}) XHAL_VK_TRY(require_f32(*m, "spgemm"));
+  for (const Matrix* m : {&ma, &mb, &mc}) XHAL_VK_TRY(require_dtype(*m, "spgemm", true));
+  if (ma.values_dtype != mb.values_dtype || ma.values_dtype != mc.values_dtype)
+    return fail(XHAL_INVALID_ARGUMENT, "spgemm: A, B and C differ in value dtype");
   if (mc.nnz == 0) return XHAL_OK;
   VkPipeline p[1];
-  XHAL_VK_TRY(pipelines(d, {xhal_spirv::spgemm}, p));
+  const bool f64 = ma.values_dtype == XHAL_DTYPE_F64;
+  XHAL_VK_TRY(pipelines(d, {f64 ? xhal_spirv::spgemm_f64 : xhal_spirv::spgemm}, p));
   const SpgemmPush push{
       ma.addr(ma.a.row_ptr_at),
       ma.addr(ma.a.col_at),

@@ -33,13 +33,18 @@ std::string format_uuid(const uint8_t* u) {
   return s;
 }
 
+}  // namespace
+
 // Which dtypes each op supports on this plugin (every op is implemented;
 // moves by element size take every dtype, arithmetic is f32; index_add and
 // the row ops also take f16/bf16 storage, docs/semantics.md 7.2, converted
 // in the shaders without 16-bit device features: shaders/narrow.glsl), and
 // so do spmv and spmm (f16/bf16 matrices; the core refuses the other sparse
-// ops on them). No op takes f64 arithmetic.
-void fill_op_dtypes(xhal_plugin_device_info_t* info) {
+// ops on them). f64 arithmetic (7.3) on a device with binary64 under RTE:
+// index_add, spmv, spmm and spgemm; the solves and the row ops are f32 and
+// narrow only (their division, square root and exp in binary64 are not
+// built from exact operations yet).
+void fill_op_dtypes(const Gpu& g, xhal_plugin_device_info_t* info) {
   uint32_t all = 0;
   for (int d = XHAL_DTYPE_F32; d < XHAL_DTYPE_COUNT_; ++d) all |= 1u << d;
   const uint32_t f32 = 1u << XHAL_DTYPE_F32;
@@ -51,12 +56,13 @@ void fill_op_dtypes(xhal_plugin_device_info_t* info) {
                  XHAL_OP_RMS_NORM_FORWARD, XHAL_OP_RMS_NORM_BACKWARD, XHAL_OP_LAYER_NORM_FORWARD,
                  XHAL_OP_LAYER_NORM_BACKWARD, XHAL_OP_SPMV, XHAL_OP_SPMM})
     info->op_dtypes[op] = narrow;
+  if (g.f64)
+    for (int op : {XHAL_OP_INDEX_ADD, XHAL_OP_SPMV, XHAL_OP_SPMM, XHAL_OP_SPGEMM})
+      info->op_dtypes[op] |= 1u << XHAL_DTYPE_F64;
 }
 
 // Checks what the plugin needs, creates the VkDevice. Returns "" or why the
 // device cannot be used.
-}  // namespace
-
 std::string make_gpu(VkPhysicalDevice phys, bool universal_queue, Gpu* g) {
   g->physical = phys;
   auto id =
@@ -113,6 +119,8 @@ std::string make_gpu(VkPhysicalDevice phys, bool universal_queue, Gpu* g) {
   need(fc.shaderSignedZeroInfNanPreserveFloat32, "shaderSignedZeroInfNanPreserveFloat32");
   if (!missing.empty()) return "lacks " + missing;
   g->denorm_preserve = fc.shaderDenormPreserveFloat32 == VK_TRUE;
+  g->f64 = f2.features.shaderFloat64 && fc.shaderRoundingModeRTEFloat64 &&
+           fc.shaderSignedZeroInfNanPreserveFloat64;
 
   // One compute queue: prefer a compute-only family (its queue does not
   // share time with graphics).
@@ -178,6 +186,7 @@ std::string make_gpu(VkPhysicalDevice phys, bool universal_queue, Gpu* g) {
   e11.pNext = &e12;
   e2.features.shaderInt64 = VK_TRUE;
   e2.features.shaderInt16 = f2.features.shaderInt16;
+  e2.features.shaderFloat64 = g->f64 ? VK_TRUE : VK_FALSE;
   e11.storageBuffer16BitAccess = VK_TRUE;
   e12.bufferDeviceAddress = VK_TRUE;
   e12.timelineSemaphore = VK_TRUE;
@@ -233,7 +242,7 @@ std::string make_gpu(VkPhysicalDevice phys, bool universal_queue, Gpu* g) {
     if (g->memory.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
       bytes = std::max<uint64_t>(bytes, g->memory.memoryHeaps[h].size);
   info.memory_bytes = bytes;
-  fill_op_dtypes(&info);
+  fill_op_dtypes(*g, &info);
   return "";
 }
 

@@ -163,6 +163,13 @@ xhal_status_t init(const xhal_plugin_host_t* host, void** out_context, char* out
       g->destroy();
       continue;
     }
+    // f64 is claimed only when its own self-test passes; a device that
+    // fails it keeps its f32 and narrow ops, and the note says why.
+    if (g->f64 && !run_selftest_f64(*g, &why)) {
+      g->f64 = false;
+      fill_op_dtypes(*g, &g->info);
+      append_note(rejected, std::string(g->props.deviceName) + ": f64 not claimed: " + why);
+    }
     ctx->gpus.push_back(std::move(g));
   }
   if (ctx->gpus.empty())

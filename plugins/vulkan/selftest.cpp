@@ -175,4 +175,116 @@ bool run_selftest(Gpu& g, std::string* why) {
   return false;
 }
 
+namespace {
+
+double from_bits64(uint64_t b) { return std::bit_cast<double>(b); }
+uint64_t bits64(double f) { return std::bit_cast<uint64_t>(f); }
+
+constexpr int kOutputs64 = 4;
+const char* const kOutputNames64[kOutputs64] = {"a+b", "a-b", "a*b", "a*b+c (unfused)"};
+
+struct Triple64 {
+  double a, b, c;
+};
+
+// Specials (zeros, subnormals, the normal boundary, ties, extremes, inf,
+// NaN), a product that a fused a*b+c would change, random bit patterns,
+// and operands whose products and sums land on subnormals.
+std::vector<Triple64> make_inputs64() {
+  const uint64_t specials[] = {0x0000000000000000ull, 0x8000000000000000ull, 0x0000000000000001ull,
+                               0x800000000000000full, 0x000fffffffffffffull, 0x0010000000000000ull,
+                               0x8010000000000001ull, 0x3ff0000000000000ull, 0xbff0000000000000ull,
+                               0x3ff0000000000001ull, 0x3fefffffffffffffull, 0x3ca0000000000000ull,
+                               0x7fefffffffffffffull, 0xffefffffffffffffull, 0x7ff0000000000000ull,
+                               0xfff0000000000000ull, 0x7ff8000000000000ull, 0x7ff0000000000001ull,
+                               0x2000000000000000ull, 0x5ff0000000000000ull, 0x4340000000000000ull};
+  constexpr size_t kSpecials = sizeof specials / sizeof specials[0];
+  std::vector<Triple64> v;
+  for (uint64_t a : specials)
+    for (uint64_t b : specials)
+      v.push_back({from_bits64(a), from_bits64(b), from_bits64(specials[(a ^ b) % kSpecials])});
+  // A fused a*b+c gives 2^-52 here, the two roundings give 0.
+  const double e = 1.0 + std::ldexp(1.0, -26);
+  v.push_back({e, e, -(1.0 + std::ldexp(1.0, -25))});
+  uint64_t state = 0x9e3779b97f4a7c15ull;
+  auto next = [&]() {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return state;
+  };
+  for (int i = 0; i < 2000; ++i)
+    v.push_back({from_bits64(next()), from_bits64(next()), from_bits64(next())});
+  for (int i = 0; i < 2000; ++i) {
+    // a, b near 2^-511 so products fall on subnormals and normals alike.
+    const uint64_t ea = 512 + next() % 512, eb = 512 + next() % 512;
+    const double a = from_bits64((next() & 0x800fffffffffffffull) | (ea << 52));
+    const double b = from_bits64((next() & 0x800fffffffffffffull) | (eb << 52));
+    v.push_back({a, b, -(a * b) * (1.0 + std::ldexp(1.0, -40) * static_cast<double>(next() % 8))});
+  }
+  return v;
+}
+
+}  // namespace
+
+bool run_selftest_f64(Gpu& g, std::string* why) {
+  VkPipeline p;
+  if (g.pipeline(xhal_spirv::selftest_f64, &p) != XHAL_OK) {
+    *why = "the f64 self-test pipeline could not be created";
+    return false;
+  }
+  const std::vector<Triple64> in = make_inputs64();
+  const uint64_t n = in.size();
+  Device* d = nullptr;
+  if (open_for_selftest(&g, &d) != XHAL_OK) {
+    *why = "the device could not be opened";
+    return false;
+  }
+  Mem min, mout;
+  std::vector<double> out(n * kOutputs64);
+  bool ok = mem_create(g, n * sizeof(Triple64), false, &min) == XHAL_OK &&
+            mem_create(g, out.size() * sizeof(double), false, &mout) == XHAL_OK &&
+            d->upload(min, 0, in.data(), n * sizeof(Triple64)) == XHAL_OK && d->begin() == XHAL_OK;
+  if (ok) {
+    const Push push{min.address, mout.address, n};
+    d->dispatch(p, &push, sizeof push, d->groups_for(n, 64));
+    ok = d->submit() == XHAL_OK && d->download(mout, 0, out.data(), out.size() * 8) == XHAL_OK;
+  }
+  mem_destroy(g, min);
+  mem_destroy(g, mout);
+  close_for_selftest(d);
+  if (!ok) {
+    *why = "the f64 self-test could not run";
+    return false;
+  }
+  int total = 0;
+  std::string first;
+  for (uint64_t i = 0; i < n; ++i) {
+    const Triple64& t = in[i];
+    const double p = t.a * t.b;
+    const double want[kOutputs64] = {t.a + t.b, t.a - t.b, p, p + t.c};
+    for (int k = 0; k < kOutputs64; ++k) {
+      const double got = out[i * kOutputs64 + k];
+      if (std::isnan(want[k]) ? std::isnan(got) : bits64(got) == bits64(want[k])) continue;
+      if (total++ == 0) {
+        char msg[256];
+        std::snprintf(msg, sizeof msg,
+                      "%s with a=%016llx b=%016llx c=%016llx gave %016llx, host %016llx",
+                      kOutputNames64[k], static_cast<unsigned long long>(bits64(t.a)),
+                      static_cast<unsigned long long>(bits64(t.b)),
+                      static_cast<unsigned long long>(bits64(t.c)),
+                      static_cast<unsigned long long>(bits64(got)),
+                      static_cast<unsigned long long>(bits64(want[k])));
+        first = msg;
+      }
+    }
+  }
+  if (total == 0) return true;
+  char head[96];
+  std::snprintf(head, sizeof head, "%d of %llu f64 results differ from the host (first: ", total,
+                static_cast<unsigned long long>(n * kOutputs64));
+  *why = head + first + ")";
+  return false;
+}
+
 }  // namespace xhal::vk

@@ -64,6 +64,10 @@ struct Gpu {
   uint32_t device_type = UINT32_MAX;   // memory type of buffers
   uint32_t staging_type = UINT32_MAX;  // host-visible, coherent (cached if possible)
   bool denorm_preserve = false;        // device reports shaderDenormPreserveFloat32
+  // shaderFloat64 with RTE and SignedZeroInfNanPreserve for width 64: the F64
+  // kernels (index_add, spmv, spmm, spgemm) exist; cleared when the f64
+  // self-test fails.
+  bool f64 = false;
   bool vendor_nvidia = false;
   // llvmpipe (lavapipe) ends every loop of an invocation once the loops of
   // its shader have taken 65535 iterations in all (gallivm's loop limiter,
@@ -316,14 +320,23 @@ xhal_status_t csr_solve_backward(void* device, void* a, xhal_transpose_t trans,
 xhal_status_t spgemm_numeric(void* device, void* a, void* b, void* c);
 
 // ---- SPIR-V patching (spirv_patch.cpp) ---------------------------------------
-// Adds `OpCapability DenormPreserve` and `OpExecutionMode DenormPreserve 32`
-// next to the module's RoundingModeRTE mode. Returns false if the module has
-// no RoundingModeRTE mode to anchor on.
-bool add_denorm_preserve(const uint32_t* words, size_t count, std::vector<uint32_t>* out);
+// Next to the module's RoundingModeRTE mode: with denorm32, `OpCapability
+// DenormPreserve` and `OpExecutionMode DenormPreserve 32`; in a module that
+// declares Float64, RoundingModeRTE 64 and SignedZeroInfNanPreserve 64.
+// Returns false if the module has no RoundingModeRTE mode to anchor on.
+bool patch_float_modes(const uint32_t* words, size_t count, bool denorm32,
+                       std::vector<uint32_t>* out);
+// Whether the module declares the Float64 capability.
+bool uses_float64(const uint32_t* words, size_t count);
 
 // ---- self-test (selftest.cpp) ------------------------------------------------
 // Runs the arithmetic self-test on `g`; on a mismatch returns false with the
 // first differences described in `why`.
 bool run_selftest(Gpu& g, std::string* why);
+// The binary64 self-test of the F64 kernels' operations (run when g.f64).
+bool run_selftest_f64(Gpu& g, std::string* why);
+// The op/dtype bits of docs/semantics.md 7 for this device (g.f64 decides
+// the f64 bits).
+void fill_op_dtypes(const Gpu& g, xhal_plugin_device_info_t* info);
 
 }  // namespace xhal::vk

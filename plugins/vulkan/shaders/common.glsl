@@ -39,6 +39,32 @@ float xsub(float a, float b) { precise float r = a - b; return r; }
 float xmul(float a, float b) { precise float r = a * b; return r; }
 float xneg(float a) { precise float r = -a; return r; }
 
+// ---- float64 (F64 variants, docs/semantics.md 7.3) -----------------------
+// The same contract for 64-bit floats: RoundingModeRTE and
+// SignedZeroInfNanPreserve for width 64, which the plugin adds to every
+// module that declares Float64 when it creates the pipeline
+// (spirv_patch.cpp: glslang keeps one spirv_execution_mode per mode, so
+// they cannot be declared here beside the width-32 ones). F64 pipelines
+// exist only on devices that report both, and pass the f64 self-test.
+// add/sub/mul are overloads of the f32 helpers, so a kernel written on REAL
+// compiles in either precision. REAL is float without F64.
+#ifdef F64
+layout(buffer_reference, std430, buffer_reference_align = 8) buffer F64Ref { double v; };
+double ldd(uint64_t base, uint64_t i) { return F64Ref(base + i * 8ul).v; }
+void std64(uint64_t base, uint64_t i, double v) { F64Ref(base + i * 8ul).v = v; }
+double xadd(double a, double b) { precise double r = a + b; return r; }
+double xsub(double a, double b) { precise double r = a - b; return r; }
+double xmul(double a, double b) { precise double r = a * b; return r; }
+#define REAL double
+// Scratch of REAL (partial sums between dispatches).
+#define ldr ldd
+#define str std64
+#else
+#define REAL float
+#define ldr ldf
+#define str stf
+#endif
+
 #define kInf uintBitsToFloat(0x7f800000u)
 #define kNegInf uintBitsToFloat(0xff800000u)
 #define kQuietNaN uintBitsToFloat(0x7fc00000u)
@@ -245,7 +271,7 @@ float xexp(float x) {
 // as many times as c has trailing zero bits. finish() merges right to left,
 // which equals padding with +0 because the sums fed here (lane, chunk and
 // block sums started from +0) are never -0, so v + (+0) == v.
-float st_val[40];
+REAL st_val[40];
 int st_top;
 uint st_count;
 
@@ -254,7 +280,7 @@ void st_reset() {
   st_count = 0u;
 }
 
-void st_push(float v) {
+void st_push(REAL v) {
   st_count += 1u;
   uint c = st_count;
   while ((c & 1u) == 0u) {
@@ -266,9 +292,9 @@ void st_push(float v) {
   st_top += 1;
 }
 
-float st_finish() {
-  if (st_top == 0) return 0.0;
-  float r = st_val[st_top - 1];
+REAL st_finish() {
+  if (st_top == 0) return REAL(0.0);
+  REAL r = st_val[st_top - 1];
   for (int i = st_top - 2; i >= 0; --i) r = xadd(st_val[i], r);
   return r;
 }

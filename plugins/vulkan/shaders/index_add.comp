@@ -10,6 +10,8 @@
 //     sources from +0 here; a long row takes its tree root) and the update.
 // src and dst are f32 or, with STORAGE_F16/BF16, narrow (narrow.glsl):
 // widened on load; chunk sums and T stay f32 and dst is narrowed once.
+// F64: src, dst, the partials and every sum in binary64 (REAL, common.glsl;
+// docs/semantics.md 7.3), alpha widened.
 #extension GL_GOOGLE_include_directive : require
 layout(local_size_x = 256) in;
 #include "common.glsl"
@@ -19,7 +21,7 @@ layout(push_constant) uniform Params {
   uint64_t src;      // [count, w] f32 or narrow
   uint64_t dst;      // [num_rows, w] as src
   uint64_t plan;     // int64 arrays, offsets below in elements
-  uint64_t partial;  // [chunks, w] f32 scratch
+  uint64_t partial;  // [chunks, w] REAL scratch
   uint64_t w;
   uint64_t items;    // rows (apply) or chunks (chunks, tree) times w
   uint64_t sources_at, rows_at, ptr_at, long_at, chunk_at;
@@ -50,28 +52,28 @@ void main() {
     split(g, a, j);
 #if STAGE == 1
     uint64_t start = uint64_t(chunk_field(a, 0u)), len = uint64_t(chunk_field(a, 1u));
-    float s = 0.0;
+    REAL s = REAL(0.0);
     for (uint64_t k = 0ul; k < len; ++k) {
       uint64_t i = uint64_t(plan_at(pc.sources_at, start + k));
       s = xadd(s, lde(pc.src, i * pc.w + j));
     }
-    stf(pc.partial, a * pc.w + j, s);
+    str(pc.partial, a * pc.w + j, s);
 #elif STAGE == 2
     uint64_t first = uint64_t(chunk_field(a, 2u)), cnt = uint64_t(chunk_field(a, 3u));
     uint64_t qq = a - first, d = 1ul << pc.level;
     if ((qq & (2ul * d - 1ul)) == 0ul && qq + d < cnt) {
       uint64_t at = a * pc.w + j;
-      stf(pc.partial, at, xadd(ldf(pc.partial, at), ldf(pc.partial, at + d * pc.w)));
+      str(pc.partial, at, xadd(ldr(pc.partial, at), ldr(pc.partial, at + d * pc.w)));
     }
 #else
     // (unused: STAGE 3 has its own main below)
     int64_t lf = plan_at(pc.long_at, a);
-    float t;
+    REAL t;
     if (lf >= 0l) {
-      t = ldf(pc.partial, uint64_t(lf) * pc.w + j);
+      t = ldr(pc.partial, uint64_t(lf) * pc.w + j);
     } else {
       uint64_t b = uint64_t(plan_at(pc.ptr_at, a)), e = uint64_t(plan_at(pc.ptr_at, a + 1ul));
-      t = 0.0;
+      t = REAL(0.0);
       for (uint64_t k = b; k < e; ++k) {
         uint64_t i = uint64_t(plan_at(pc.sources_at, k));
         t = xadd(t, lde(pc.src, i * pc.w + j));
@@ -79,7 +81,7 @@ void main() {
     }
     uint64_t row = uint64_t(plan_at(pc.rows_at, a));
     uint64_t at = row * pc.w + j;
-    ste(pc.dst, at, xadd(lde(pc.dst, at), xmul(pc.alpha, t)));
+    ste(pc.dst, at, xadd(lde(pc.dst, at), xmul(REAL(pc.alpha), t)));
 #endif
   }
 }
@@ -98,7 +100,7 @@ void main() {
                   uint64_t(gl_LocalInvocationID.x);
   i64vec4 rec[4];
   uint64_t col[4];
-  float t[4], d[4];
+  REAL t[4], d[4];
   [[unroll]] for (uint k = 0u; k < 4u; ++k) {
     uint64_t g = base + uint64_t(k * 256u);
     rec[k] = i64vec4(0l, 0l, 0l, -1l);
@@ -111,16 +113,16 @@ void main() {
     }
   }
   [[unroll]] for (uint k = 0u; k < 4u; ++k) {
-    t[k] = 0.0;
-    d[k] = 0.0;
+    t[k] = REAL(0.0);
+    d[k] = REAL(0.0);
     if (base + uint64_t(k * 256u) >= pc.items) continue;
     uint64_t at = uint64_t(rec[k].x) * pc.w + col[k];
     d[k] = lde(pc.dst, at);
     if (rec[k].w >= 0l) {
-      t[k] = ldf(pc.partial, uint64_t(rec[k].w) * pc.w + col[k]);
+      t[k] = ldr(pc.partial, uint64_t(rec[k].w) * pc.w + col[k]);
     } else {
       uint64_t i = uint64_t(plan_at(pc.sources_at, uint64_t(rec[k].y)));
-      t[k] = xadd(0.0, lde(pc.src, i * pc.w + col[k]));
+      t[k] = xadd(REAL(0.0), lde(pc.src, i * pc.w + col[k]));
     }
   }
   [[unroll]] for (uint k = 0u; k < 4u; ++k) {
@@ -131,7 +133,7 @@ void main() {
         t[k] = xadd(t[k], lde(pc.src, i * pc.w + col[k]));
       }
     }
-    ste(pc.dst, uint64_t(rec[k].x) * pc.w + col[k], xadd(d[k], xmul(pc.alpha, t[k])));
+    ste(pc.dst, uint64_t(rec[k].x) * pc.w + col[k], xadd(d[k], xmul(REAL(pc.alpha), t[k])));
   }
 }
 #endif

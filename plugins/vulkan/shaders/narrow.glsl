@@ -94,9 +94,13 @@ void stn_bits(uint64_t a, uint h) {
 float ldn(uint64_t a) { return widen(ldn_bits(a)); }
 void stn(uint64_t a, float v) { stn_bits(a, narrow(v)); }
 
-// Element i of a tensor in the storage type (lde/ste: f32 without STORAGE_*).
+// Element i of a tensor in the storage type (lde/ste: f32 without STORAGE_*,
+// f64 in the F64 variants).
 float lde(uint64_t base, uint64_t i) { return ldn(base + i * 2ul); }
 void ste(uint64_t base, uint64_t i, float v) { stn(base + i * 2ul, v); }
+#elif defined(F64)
+#define lde ldd
+#define ste std64
 #else
 #define lde ldf
 #define ste stf

@@ -12,7 +12,7 @@
 // No subgroup operation is used: the subgroup size (32 on NVIDIA, 8 or 4
 // on lavapipe) cannot change an answer.
 #define GROUP (128u * uint(CPG))
-shared float s_tree[GROUP];
+shared REAL s_tree[GROUP];  // double in the F64 variants (common.glsl)
 shared float s_max[GROUP];
 shared float s_bcast[2];
 
@@ -31,7 +31,7 @@ void tree_levels(uint top) {
 }
 
 // The group's subtree sum, to every invocation.
-float wg_group_tree(float a) {
+REAL wg_group_tree(REAL a) {
   barrier();
   s_tree[wg_t()] = a;
   barrier();
@@ -40,7 +40,7 @@ float wg_group_tree(float a) {
 }
 
 // Each chunk's own lane tree; returns this invocation's chunk sum.
-float wg_chunk_tree(float a) {
+REAL wg_chunk_tree(REAL a) {
   barrier();
   s_tree[wg_t()] = a;
   barrier();

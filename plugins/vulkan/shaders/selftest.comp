@@ -11,6 +11,24 @@ layout(push_constant) uniform Params {
   uint64_t n;
 } pc;
 
+#ifdef F64
+// The f64 variant: the binary64 operations the F64 kernels use (add, sub,
+// mul, an unfused a*b+c), stored as doubles; in and out as in f32.
+const uint kOutputs = 4u;
+
+void main() {
+  for (uint64_t i = global_id(); i < pc.n; i += global_threads()) {
+    double a = ldd(pc.in_addr, 3ul * i);
+    double b = ldd(pc.in_addr, 3ul * i + 1ul);
+    double c = ldd(pc.in_addr, 3ul * i + 2ul);
+    uint64_t o = uint64_t(kOutputs) * i;
+    std64(pc.out_addr, o + 0ul, xadd(a, b));
+    std64(pc.out_addr, o + 1ul, xsub(a, b));
+    std64(pc.out_addr, o + 2ul, xmul(a, b));
+    std64(pc.out_addr, o + 3ul, xadd(xmul(a, b), c));  // must not be fused
+  }
+}
+#else
 const uint kOutputs = 7u;
 
 void main() {
@@ -28,3 +46,4 @@ void main() {
     stf(pc.out_addr, o + 6ul, xexp(a));
   }
 }
+#endif

@@ -2,10 +2,12 @@
 // SpGEMM numeric: C[i,j] = sequential sum from +0 over k ascending (A's row
 // i) of A[i,k] * B[k,j], for the k whose row of B holds j (binary search;
 // B's columns are strictly increasing within a row). One invocation per
-// entry of C.
+// entry of C. F64: every value and the sum in binary64 (docs/semantics.md
+// 7.3, REAL in common.glsl).
 #extension GL_GOOGLE_include_directive : require
 layout(local_size_x = 256) in;
 #include "common.glsl"
+#include "narrow.glsl"
 #include "sparse.glsl"
 
 layout(push_constant) uniform Params {
@@ -29,7 +31,7 @@ void main() {
     uint64_t i = uint64_t(C_AT(pc.c_row, e));
     int64_t j = C_AT(pc.c_col, e);
     uint64_t ab = uint64_t(A_AT(pc.a_row_ptr, i)), ae = uint64_t(A_AT(pc.a_row_ptr, i + 1ul));
-    float acc = 0.0;
+    REAL acc = REAL(0.0);
     for (uint64_t ea = ab; ea < ae; ++ea) {
       uint64_t kk = uint64_t(A_AT(pc.a_col, ea));
       uint64_t lo = uint64_t(B_AT(pc.b_row_ptr, kk)), hi = uint64_t(B_AT(pc.b_row_ptr, kk + 1ul));
@@ -40,8 +42,8 @@ void main() {
         else hi = mid;
       }
       if (lo < uint64_t(B_AT(pc.b_row_ptr, kk + 1ul)) && B_AT(pc.b_col, lo) == j)
-        acc = xadd(acc, xmul(ldf(pc.a_val, ea), ldf(pc.b_val, lo)));
+        acc = xadd(acc, xmul(lde(pc.a_val, ea), lde(pc.b_val, lo)));
     }
-    stf(pc.c_val, e, acc);
+    ste(pc.c_val, e, acc);
   }
 }

@@ -12,6 +12,8 @@
 // to different invocations (or to the short and the long dispatch, which
 // may overlap): y is read with an atomic and stored with stn_bits' atomics
 // on its own half-word, so no access races with a neighbour's store.
+// F64 (docs/semantics.md 7.3, f64 matrices): values, X and y in binary64,
+// the same order in double (REAL, common.glsl); alpha and beta widened.
 #extension GL_GOOGLE_include_directive : require
 #if LONG
 layout(local_size_x = 128) in;
@@ -45,18 +47,18 @@ float ld_y(uint64_t i) {
   return widen((a & 2ul) != 0ul ? w >> 16 : w & 0xffffu);
 }
 #else
-float ld_y(uint64_t i) { return ldf(pc.y, i); }
+REAL ld_y(uint64_t i) { return lde(pc.y, i); }
 #endif
 
-float term(uint64_t e, uint64_t c) {
+REAL term(uint64_t e, uint64_t c) {
   uint64_t j = uint64_t(csr_at(pc.col, e));
   return xmul(csr_value(pc.values, pc.perm, e), lde(pc.x, j * pc.k + c));
 }
 
-void finish(uint64_t row, uint64_t c, float t) {
+void finish(uint64_t row, uint64_t c, REAL t) {
   uint64_t at = row * pc.k + c;
-  float v = xmul(pc.alpha, t);
-  if (pc.beta_zero == 0u) v = xadd(v, xmul(pc.beta, ld_y(at)));
+  REAL v = xmul(REAL(pc.alpha), t);
+  if (pc.beta_zero == 0u) v = xadd(v, xmul(REAL(pc.beta), ld_y(at)));
   ste(pc.y, at, v);
 }
 
@@ -71,13 +73,13 @@ void main() {
     uint64_t chunks = (e - b + 31ul) / 32ul;
     if (l == 0u) st_reset();
     for (uint64_t base = 0ul; base < chunks; base += 128ul) {
-      float a = 0.0;
+      REAL a = REAL(0.0);
       uint64_t chunk = base + uint64_t(l);
       if (chunk < chunks) {
         uint64_t from = b + 32ul * chunk, to = min(from + 32ul, e);
         for (uint64_t p = from; p < to; ++p) a = xadd(a, term(p, c));
       }
-      float s = wg_group_tree(a);
+      REAL s = wg_group_tree(a);
       if (l == 0u) st_push(s);
     }
     if (l == 0u) finish(row, c, st_finish());
@@ -88,7 +90,7 @@ void main() {
     uint64_t q = g / pc.k, c = g - q * pc.k;
     uint64_t row = uint64_t(csr_at(pc.list, q));
     uint64_t b = uint64_t(csr_at(pc.row_ptr, row)), e = uint64_t(csr_at(pc.row_ptr, row + 1ul));
-    float t = 0.0;
+    REAL t = REAL(0.0);
     for (uint64_t p = b; p < e; ++p) t = xadd(t, term(p, c));
     finish(row, c, t);
   }

@@ -18,8 +18,14 @@ foreach(m IN LISTS modules)
     message(FATAL_ERROR "spirv-val refuses the patched ${m}")
   endif()
   execute_process(COMMAND ${SPIRV_DIS} ${m} OUTPUT_VARIABLE text)
-  if(NOT text MATCHES "OpCapability DenormPreserve" OR NOT text MATCHES "OpExecutionMode %main DenormPreserve 32")
+  if(NOT m MATCHES "[.]nodenorm[.]spv$" AND (NOT text MATCHES "OpCapability DenormPreserve" OR
+     NOT text MATCHES "OpExecutionMode %main DenormPreserve 32"))
     message(FATAL_ERROR "${m}: DenormPreserve missing after the patch")
+  endif()
+  # Modules of binary64 arithmetic get its RTE and NaN/inf/-0 modes too.
+  if(text MATCHES "OpCapability Float64" AND (NOT text MATCHES "OpExecutionMode %main RoundingModeRTE 64" OR
+     NOT text MATCHES "OpExecutionMode %main SignedZeroInfNanPreserve 64"))
+    message(FATAL_ERROR "${m}: the 64-bit float modes are missing after the patch")
   endif()
 endforeach()
 message(STATUS "${n} patched modules valid")
