@@ -192,12 +192,11 @@ xhal_dtype_t desc_values_dtype(const xhal_plugin_csr_desc_t* desc) {
   return desc->values_dtype;
 }
 
-// The solves take f32 matrices only and spgemm f32 or f64 ones (the core
-// refuses the others before the plugin, from the op dtype bits; this keeps
-// a mistake loud).
-xhal_status_t require_dtype(const Matrix& m, const char* op, bool f64_too) {
-  if (m.values_dtype == XHAL_DTYPE_F32 || (f64_too && m.values_dtype == XHAL_DTYPE_F64))
-    return XHAL_OK;
+// The solves and spgemm take f32 or f64 matrices (the core refuses the
+// others before the plugin, from the op dtype bits; this keeps a mistake
+// loud).
+xhal_status_t require_dtype(const Matrix& m, const char* op) {
+  if (m.values_dtype == XHAL_DTYPE_F32 || m.values_dtype == XHAL_DTYPE_F64) return XHAL_OK;
   return fail(XHAL_UNSUPPORTED, "%s: a matrix of %s values is not implemented by the vulkan plugin",
               op,
               m.values_dtype == XHAL_DTYPE_F16    ? "f16"
@@ -365,17 +364,27 @@ uint32_t run_size(const Device* d) {
   return want;
 }
 
-ShaderId run_shader(uint32_t size, bool narrow) {
-  if (narrow)
-    return size == 1024  ? xhal_spirv::solve_run1024_i32
-           : size == 256 ? xhal_spirv::solve_run256_i32
-                         : xhal_spirv::solve_run64_i32;
-  return size == 1024  ? xhal_spirv::solve_run1024
-         : size == 256 ? xhal_spirv::solve_run256
-                       : xhal_spirv::solve_run64;
+// The solve kernels for the matrix's index width and value dtype (f32 or
+// f64).
+ShaderId run_shader(uint32_t size, const Matrix& m) {
+  using namespace xhal_spirv;
+  const int s = size == 1024 ? 2 : size == 256 ? 1 : 0;
+  static const ShaderId ids[2][2][3] = {
+      {{solve_run64, solve_run256, solve_run1024},
+       {solve_run64_i32, solve_run256_i32, solve_run1024_i32}},
+      {{solve_run64_f64, solve_run256_f64, solve_run1024_f64},
+       {solve_run64_f64_i32, solve_run256_f64_i32, solve_run1024_f64_i32}}};
+  return ids[m.values_dtype == XHAL_DTYPE_F64][m.narrow()][s];
 }
-ShaderId level_shader(bool narrow) {
-  return narrow ? xhal_spirv::solve_level_i32 : xhal_spirv::solve_level;
+ShaderId level_shader(const Matrix& m) {
+  using namespace xhal_spirv;
+  if (m.values_dtype == XHAL_DTYPE_F64) return m.narrow() ? solve_level_f64_i32 : solve_level_f64;
+  return m.narrow() ? solve_level_i32 : solve_level;
+}
+ShaderId grad_shader(const Matrix& m) {
+  using namespace xhal_spirv;
+  if (m.values_dtype == XHAL_DTYPE_F64) return m.narrow() ? solve_grad_f64_i32 : solve_grad_f64;
+  return m.narrow() ? solve_grad_i32 : solve_grad;
 }
 
 // Records the solve of op(A) x = b along walk w: runs of narrow levels in
@@ -460,9 +469,9 @@ xhal_status_t record_solve(Device* d, const Matrix& m, xhal_transpose_t trans,
 }
 
 // Scratch for the chunk sums of the long rows (before the op records).
-xhal_status_t solve_scratch(Device* d, const Walk* w, uint64_t k) {
+xhal_status_t solve_scratch(Device* d, const Matrix& m, const Walk* w, uint64_t k) {
   if (!w || w->chunks == 0) return XHAL_OK;
-  return d->need_scratch(w->chunks * k * sizeof(float));
+  return d->need_scratch(w->chunks * k * (m.values_dtype == XHAL_DTYPE_F64 ? 8 : 4));
 }
 
 }  // namespace
@@ -483,13 +492,13 @@ xhal_status_t csr_solve(void* device, void* a, xhal_transpose_t trans, xhal_tria
   Device* d = dev(device);
   std::lock_guard lock(d->mutex);
   const auto& m = *static_cast<Matrix*>(a);
-  XHAL_VK_TRY(require_dtype(m, "csr_solve", false));
+  XHAL_VK_TRY(require_dtype(m, "csr_solve"));
   const uint32_t size = run_size(d);
   VkPipeline p[2];
-  XHAL_VK_TRY(pipelines(d, {run_shader(size, m.narrow()), level_shader(m.narrow())}, p));
+  XHAL_VK_TRY(pipelines(d, {run_shader(size, m), level_shader(m)}, p));
   const uint64_t k = columns(x);
   if (m.rows == 0 || k == 0) return XHAL_OK;
-  XHAL_VK_TRY(solve_scratch(d, walk_for(m, trans, triangle), k));
+  XHAL_VK_TRY(solve_scratch(d, m, walk_for(m, trans, triangle), k));
   XHAL_VK_TRY(d->begin());
   const xhal_status_t s = record_solve(d, m, trans, triangle, diagonal, address_of(b),
                                        address_of(x), k, p[0], size, p[1]);
@@ -507,17 +516,14 @@ xhal_status_t csr_solve_backward(void* device, void* a, xhal_transpose_t trans,
   Device* d = dev(device);
   std::lock_guard lock(d->mutex);
   const auto& m = *static_cast<Matrix*>(a);
-  XHAL_VK_TRY(require_dtype(m, "csr_solve_backward", false));
+  XHAL_VK_TRY(require_dtype(m, "csr_solve_backward"));
   const uint32_t size = run_size(d);
   VkPipeline p[3];
-  XHAL_VK_TRY(pipelines(d,
-                        {run_shader(size, m.narrow()), level_shader(m.narrow()),
-                         m.narrow() ? xhal_spirv::solve_grad_i32 : xhal_spirv::solve_grad},
-                        p));
+  XHAL_VK_TRY(pipelines(d, {run_shader(size, m), level_shader(m), grad_shader(m)}, p));
   const uint64_t k = columns(x);
   // gb = solve(op(A)^T, dx): the other transpose, same stored triangle.
   const xhal_transpose_t flipped = trans == XHAL_TRANSPOSE ? XHAL_TRANSPOSE_NONE : XHAL_TRANSPOSE;
-  if (m.rows > 0 && k > 0) XHAL_VK_TRY(solve_scratch(d, walk_for(m, flipped, triangle), k));
+  if (m.rows > 0 && k > 0) XHAL_VK_TRY(solve_scratch(d, m, walk_for(m, flipped, triangle), k));
   XHAL_VK_TRY(d->begin());
   if (m.rows > 0 && k > 0) {
     const xhal_status_t s = record_solve(d, m, flipped, triangle, diagonal, address_of(dx),
@@ -549,7 +555,7 @@ xhal_status_t spgemm_numeric(void* device, void* a, void* b, void* c) {
   const auto& ma = *static_cast<Matrix*>(a);
   const auto& mb = *static_cast<Matrix*>(b);
   const auto& mc = *static_cast<Matrix*>(c);
-  for (const Matrix* m : {&ma, &mb, &mc}) XHAL_VK_TRY(require_dtype(*m, "spgemm", true));
+  for (const Matrix* m : {&ma, &mb, &mc}) XHAL_VK_TRY(require_dtype(*m, "spgemm"));
   if (ma.values_dtype != mb.values_dtype || ma.values_dtype != mc.values_dtype)
     return fail(XHAL_INVALID_ARGUMENT, "spgemm: A, B and C differ in value dtype");
   if (mc.nnz == 0) return XHAL_OK;

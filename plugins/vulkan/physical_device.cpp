@@ -41,9 +41,9 @@ std::string format_uuid(const uint8_t* u) {
 // in the shaders without 16-bit device features: shaders/narrow.glsl), and
 // so do spmv and spmm (f16/bf16 matrices; the core refuses the other sparse
 // ops on them). f64 arithmetic (7.3) on a device with binary64 under RTE:
-// index_add, spmv, spmm and spgemm; the solves and the row ops are f32 and
-// narrow only (their division, square root and exp in binary64 are not
-// built from exact operations yet).
+// index_add and every sparse op (the solves' binary64 division is built
+// from integer operations, common.glsl); the row ops are f32 and narrow
+// only (their binary64 square root and exp are not built yet).
 void fill_op_dtypes(const Gpu& g, xhal_plugin_device_info_t* info) {
   uint32_t all = 0;
   for (int d = XHAL_DTYPE_F32; d < XHAL_DTYPE_COUNT_; ++d) all |= 1u << d;
@@ -57,7 +57,8 @@ void fill_op_dtypes(const Gpu& g, xhal_plugin_device_info_t* info) {
                  XHAL_OP_LAYER_NORM_BACKWARD, XHAL_OP_SPMV, XHAL_OP_SPMM})
     info->op_dtypes[op] = narrow;
   if (g.f64)
-    for (int op : {XHAL_OP_INDEX_ADD, XHAL_OP_SPMV, XHAL_OP_SPMM, XHAL_OP_SPGEMM})
+    for (int op : {XHAL_OP_INDEX_ADD, XHAL_OP_SPMV, XHAL_OP_SPMM, XHAL_OP_CSR_SOLVE,
+                   XHAL_OP_CSR_SOLVE_BACKWARD, XHAL_OP_SPGEMM})
       info->op_dtypes[op] |= 1u << XHAL_DTYPE_F64;
 }
 

@@ -180,8 +180,9 @@ namespace {
 double from_bits64(uint64_t b) { return std::bit_cast<double>(b); }
 uint64_t bits64(double f) { return std::bit_cast<uint64_t>(f); }
 
-constexpr int kOutputs64 = 4;
-const char* const kOutputNames64[kOutputs64] = {"a+b", "a-b", "a*b", "a*b+c (unfused)"};
+constexpr int kOutputs64 = 5;
+const char* const kOutputNames64[kOutputs64] = {"a+b", "a-b", "a*b", "a*b+c (unfused)",
+                                                "a/b (integer)"};
 
 struct Triple64 {
   double a, b, c;
@@ -215,6 +216,25 @@ std::vector<Triple64> make_inputs64() {
   };
   for (int i = 0; i < 2000; ++i)
     v.push_back({from_bits64(next()), from_bits64(next()), from_bits64(next())});
+  for (int i = 0; i < 2000; ++i) {
+    // Quotients near overflow and in the subnormal range (exponents of a
+    // and b far apart), and a, b with nearly equal mantissas.
+    const uint64_t ea = next() % 2047, eb = (ea + 1023 + next() % 64 - 32) % 2047;
+    const uint64_t m = next() & 0xfffffffffffffull;
+    v.push_back({from_bits64(m | (ea << 52)),
+                 from_bits64(((m + next() % 5) & 0xfffffffffffffull) | (eb << 52)), 1.0});
+  }
+  for (int i = 0; i < 1500; ++i) {
+    // Division by a power of two into the subnormal range: the quotient's
+    // dropped bits are exactly known, so ties (to even) occur often; the
+    // only binary64 quotients that can be ties lie there.
+    // a = (2^52 + m) 2^(ea - 1075) over 2^(eb - 1023) drops d = eb - ea -
+    // 1022 bits of the significand; every other input is an exact tie.
+    const uint64_t d = 1 + next() % 53, ea = 1 + next() % 990, eb = ea + 1022 + d;
+    uint64_t m = next() & 0xfffffffffffffull;
+    if (i % 2 == 0) m = d < 53 ? (m & ~((1ull << d) - 1)) | (1ull << (d - 1)) : 0;
+    v.push_back({from_bits64(m | (ea << 52)), from_bits64(eb << 52), 1.0});
+  }
   for (int i = 0; i < 2000; ++i) {
     // a, b near 2^-511 so products fall on subnormals and normals alike.
     const uint64_t ea = 512 + next() % 512, eb = 512 + next() % 512;
@@ -262,7 +282,7 @@ bool run_selftest_f64(Gpu& g, std::string* why) {
   for (uint64_t i = 0; i < n; ++i) {
     const Triple64& t = in[i];
     const double p = t.a * t.b;
-    const double want[kOutputs64] = {t.a + t.b, t.a - t.b, p, p + t.c};
+    const double want[kOutputs64] = {t.a + t.b, t.a - t.b, p, p + t.c, t.a / t.b};
     for (int k = 0; k < kOutputs64; ++k) {
       const double got = out[i * kOutputs64 + k];
       if (std::isnan(want[k]) ? std::isnan(got) : bits64(got) == bits64(want[k])) continue;

@@ -55,12 +55,18 @@ void std64(uint64_t base, uint64_t i, double v) { F64Ref(base + i * 8ul).v = v; 
 double xadd(double a, double b) { precise double r = a + b; return r; }
 double xsub(double a, double b) { precise double r = a - b; return r; }
 double xmul(double a, double b) { precise double r = a * b; return r; }
+double xneg(double a) { precise double r = -a; return r; }
+layout(buffer_reference, std430, buffer_reference_align = 8) coherent buffer F64Coherent { double v; };
 #define REAL double
+#define REAL_BYTES 8ul
+#define RealCoherent F64Coherent
 // Scratch of REAL (partial sums between dispatches).
 #define ldr ldd
 #define str std64
 #else
 #define REAL float
+#define REAL_BYTES 4ul
+#define RealCoherent F32Coherent
 #define ldr ldf
 #define str stf
 #endif
@@ -238,6 +244,91 @@ float xsqrt(float a) {
   }
   return round_pack(0u, ur, ex, sticky);
 }
+
+#ifdef F64
+// ---- binary64 division (the F64 solves), from integer operations only ---
+// The same decision as xdiv's, without a float estimate: the quotient's 56
+// bits come from restoring long division on the 53-bit mantissas (one
+// compare and subtract per bit, every remainder below 2^55), and the
+// remainder is the sticky bit. Only per-row divisions exist (one per row
+// and right-hand side of a solve), so 56 steps cost little.
+#define kQuietNaN64 uint64BitsToDouble(0x7ff8000000000000ul)
+#define kExp64 0x7ff0000000000000ul
+
+int msb64(uint64_t v) {
+  uint hi = uint(v >> 32);
+  return hi != 0u ? 32 + findMSB(hi) : findMSB(uint(v));
+}
+
+// A finite non-zero magnitude as m * 2^(e - 1075), m in [2^52, 2^53).
+void unpack_finite64(uint64_t bits, out uint64_t m, out int e) {
+  uint64_t be = bits >> 52;
+  if (be != 0ul) {
+    m = (bits & 0xffffffffffffful) | 0x10000000000000ul;
+    e = int(be);
+  } else {
+    int shift = 52 - msb64(bits);
+    m = bits << uint(shift);
+    e = 1 - shift;
+  }
+}
+
+// Rounds q * 2^e (q in [2^54, 2^55), sticky: bits below q are non-zero) to
+// the nearest binary64, ties to even, overflow to inf, subnormals exact.
+double round_pack64(uint64_t sign, uint64_t q, int e, bool sticky) {
+  int be = e + 1077;  // biased exponent of the result's leading bit
+  if (be >= 2047) return uint64BitsToDouble(sign | kExp64);
+  uint shift = 2u;
+  if (be <= 0) {
+    shift = uint(3 - be);
+    be = 0;
+  }
+  if (shift > 60u) shift = 60u;  // everything is below half of the least subnormal
+  uint64_t mant = q >> shift;
+  uint64_t rem = q & ((1ul << shift) - 1ul);
+  uint64_t halfway = 1ul << (shift - 1u);
+  if (rem > halfway || (rem == halfway && (sticky || (mant & 1ul) != 0ul))) mant += 1ul;
+  // As in round_pack: the implicit bit in mant carries a rounding overflow
+  // into the exponent (up to inf), and a subnormal may round up to the
+  // least normal.
+  uint64_t bits = be > 0 ? (uint64_t(be - 1) << 52) + mant : mant;
+  return uint64BitsToDouble(sign | bits);
+}
+
+// a / b, IEEE binary64, correctly rounded to nearest even.
+double xdiv(double a, double b) {
+  uint64_t ua = doubleBitsToUint64(a), ub = doubleBitsToUint64(b);
+  uint64_t sign = (ua ^ ub) & 0x8000000000000000ul;
+  uint64_t aa = ua & 0x7ffffffffffffffful, ab = ub & 0x7ffffffffffffffful;
+  if (aa > kExp64 || ab > kExp64) return kQuietNaN64;
+  if (aa == kExp64) return ab == kExp64 ? kQuietNaN64 : uint64BitsToDouble(sign | kExp64);
+  if (ab == kExp64) return uint64BitsToDouble(sign);
+  if (ab == 0ul) return aa == 0ul ? kQuietNaN64 : uint64BitsToDouble(sign | kExp64);
+  if (aa == 0ul) return uint64BitsToDouble(sign);
+  uint64_t ma, mb;
+  int ea, eb;
+  unpack_finite64(aa, ma, ea);
+  unpack_finite64(ab, mb, eb);
+  // q = floor(ma 2^55 / mb), in (2^54, 2^56): one bit per step, from 2^55 down.
+  uint64_t rem = ma, q = 0ul;
+  for (int i = 0; i < 56; ++i) {
+    q <<= 1;
+    if (rem >= mb) {
+      rem -= mb;
+      q |= 1ul;
+    }
+    rem <<= 1;
+  }
+  bool sticky = rem != 0ul;
+  int e = ea - eb - 55;
+  if (q >= (1ul << 55)) {
+    sticky = sticky || (q & 1ul) != 0ul;
+    q >>= 1;
+    e += 1;
+  }
+  return round_pack64(sign, q, e, sticky);
+}
+#endif
 
 // 2^j for integer j in [-126, 127], exact (from the bits).
 float pow2i(int j) { return uintBitsToFloat(uint(j + 127) << 23); }

@@ -13,8 +13,9 @@ layout(push_constant) uniform Params {
 
 #ifdef F64
 // The f64 variant: the binary64 operations the F64 kernels use (add, sub,
-// mul, an unfused a*b+c), stored as doubles; in and out as in f32.
-const uint kOutputs = 4u;
+// mul, an unfused a*b+c, the integer division), stored as doubles; in and
+// out as in f32.
+const uint kOutputs = 5u;
 
 void main() {
   for (uint64_t i = global_id(); i < pc.n; i += global_threads()) {
@@ -26,6 +27,7 @@ void main() {
     std64(pc.out_addr, o + 1ul, xsub(a, b));
     std64(pc.out_addr, o + 2ul, xmul(a, b));
     std64(pc.out_addr, o + 3ul, xadd(xmul(a, b), c));  // must not be fused
+    std64(pc.out_addr, o + 4ul, xdiv(a, b));
   }
 }
 #else

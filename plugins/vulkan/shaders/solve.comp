@@ -20,6 +20,8 @@
 //           onto the subtree stack (3.1), exactly the pushes the row's own
 //           walk would make, then the row's finish.
 // The same operations in the same order as one invocation walking the row.
+// F64 (docs/semantics.md 7.3, f64 matrices): values, b, x and the chunk
+// sums in binary64 (REAL, common.glsl), the division xdiv's binary64 form.
 #extension GL_GOOGLE_include_directive : require
 #if RUN
 layout(local_size_x = RUN) in;
@@ -27,6 +29,7 @@ layout(local_size_x = RUN) in;
 layout(local_size_x = 256) in;
 #endif
 #include "common.glsl"
+#include "narrow.glsl"
 #include "sparse.glsl"
 
 layout(push_constant) uniform Params {
@@ -46,10 +49,11 @@ layout(push_constant) uniform Params {
                         // 8: the runs load ahead
 } pc;
 
-float ldx(uint64_t i) { return F32Coherent(pc.x + i * 4ul).v; }
+REAL ldx(uint64_t i) { return RealCoherent(pc.x + i * REAL_BYTES).v; }
+void stx(uint64_t i, REAL v) { RealCoherent(pc.x + i * REAL_BYTES).v = v; }
 // Chunk sums: written and read by other invocations of the same run.
-float ldp(uint64_t i) { return F32Coherent(pc.partial + i * 4ul).v; }
-void stp(uint64_t i, float v) { F32Coherent(pc.partial + i * 4ul).v = v; }
+REAL ldp(uint64_t i) { return RealCoherent(pc.partial + i * REAL_BYTES).v; }
+void stp(uint64_t i, REAL v) { RealCoherent(pc.partial + i * REAL_BYTES).v = v; }
 
 // The row at position pos and its off-diagonal range [rb, re); diag: the
 // stored diagonal entry or ~0.
@@ -69,8 +73,8 @@ void row_range(uint64_t pos, out uint64_t row, out uint64_t rb, out uint64_t re,
 }
 
 // One chunk's sum from +0, entries [from, to) in ascending order.
-float chunk_sum(uint64_t from, uint64_t to, uint64_t c) {
-  float s = 0.0;
+REAL chunk_sum(uint64_t from, uint64_t to, uint64_t c) {
+  REAL s = REAL(0.0);
   for (uint64_t e = from; e < to; ++e) {
     uint64_t j = uint64_t(csr_at(pc.col, e));
     s = xadd(s, xmul(csr_value(pc.values, pc.perm, e), ldx(j * uint64_t(pc.k) + c)));
@@ -78,14 +82,14 @@ float chunk_sum(uint64_t from, uint64_t to, uint64_t c) {
   return s;
 }
 
-void finish_row(uint64_t row, uint64_t c, float s, uint64_t diag) {
+void finish_row(uint64_t row, uint64_t c, REAL s, uint64_t diag) {
   uint64_t at = row * uint64_t(pc.k) + c;
-  float r = xsub(ldf(pc.b, at), s);
+  REAL r = xsub(lde(pc.b, at), s);
   if ((pc.flags & 1u) == 0u) {
-    float d = diag != ~0ul ? csr_value(pc.values, pc.perm, diag) : 0.0;
+    REAL d = diag != ~0ul ? csr_value(pc.values, pc.perm, diag) : REAL(0.0);
     r = xdiv(r, d);
   }
-  F32Coherent(pc.x + at * 4ul).v = r;
+  stx(at, r);
 }
 
 // Step 1 item g of level lev (g < (short rows + chunks) * k).
@@ -147,7 +151,7 @@ struct Pre {
   bool ok;
   uint64_t row, rb, re, c, j0, j1, e0, e1;
   int64_t dvi;
-  float bv, dv;
+  REAL bv, dv;
 };
 
 Meta meta(uint64_t lev) {
@@ -170,8 +174,8 @@ Pre rec_load(Meta m, uint l) {
   p.ok = (pc.flags & 8u) != 0u && uint64_t(l) < m.shorts * k;
   p.row = 0ul; p.rb = 0ul; p.re = 0ul; p.c = 0ul; p.j0 = 0ul; p.j1 = 0ul; p.e0 = 0ul; p.e1 = 0ul;
   p.dvi = -1l;
-  p.bv = 0.0;
-  p.dv = 0.0;
+  p.bv = REAL(0.0);
+  p.dv = REAL(0.0);
   if (p.ok) {
     uint64_t q = uint64_t(l) / k;
     p.c = uint64_t(l) - q * k;
@@ -186,8 +190,8 @@ Pre rec_load(Meta m, uint l) {
 
 void stage_b(inout Pre p) {
   if (!p.ok) return;
-  p.bv = ldf(pc.b, p.row * uint64_t(pc.k) + p.c);
-  if (p.dvi >= 0l) p.dv = ldf(pc.values, uint64_t(p.dvi));
+  p.bv = lde(pc.b, p.row * uint64_t(pc.k) + p.c);
+  if (p.dvi >= 0l) p.dv = lde(pc.values, uint64_t(p.dvi));
   if (p.rb < p.re) {
     p.j0 = uint64_t(csr_at(pc.col, p.rb));
     p.e0 = pc.perm != 0ul ? uint64_t(csr_at(pc.perm, p.rb)) : p.rb;
@@ -201,17 +205,17 @@ void stage_b(inout Pre p) {
 // The short row's formula, as step1 computes it.
 void finish_pre(Pre p) {
   uint64_t k = uint64_t(pc.k);
-  float s = 0.0;
-  if (p.rb < p.re) s = xadd(s, xmul(ldf(pc.values, p.e0), ldx(p.j0 * k + p.c)));
-  if (p.rb + 1ul < p.re) s = xadd(s, xmul(ldf(pc.values, p.e1), ldx(p.j1 * k + p.c)));
+  REAL s = REAL(0.0);
+  if (p.rb < p.re) s = xadd(s, xmul(lde(pc.values, p.e0), ldx(p.j0 * k + p.c)));
+  if (p.rb + 1ul < p.re) s = xadd(s, xmul(lde(pc.values, p.e1), ldx(p.j1 * k + p.c)));
   for (uint64_t e = p.rb + 2ul; e < p.re; ++e) {
     uint64_t j = uint64_t(csr_at(pc.col, e));
     s = xadd(s, xmul(csr_value(pc.values, pc.perm, e), ldx(j * k + p.c)));
   }
   uint64_t at = p.row * k + p.c;
-  float r = xsub(p.bv, s);
-  if ((pc.flags & 1u) == 0u) r = xdiv(r, p.dvi >= 0l ? p.dv : 0.0);
-  F32Coherent(pc.x + at * 4ul).v = r;
+  REAL r = xsub(p.bv, s);
+  if ((pc.flags & 1u) == 0u) r = xdiv(r, p.dvi >= 0l ? p.dv : REAL(0.0));
+  stx(at, r);
 }
 #endif
 
