@@ -5,6 +5,8 @@
 // in the two colsum stages of 3.5 through scratch memory. f16/bf16 tensors
 // (docs/semantics.md 7.2) take the v2 kernels' narrow variants whatever the
 // rows option: the same f32 orders, widened on load and narrowed on store.
+// f64 tensors (7.3) take the v1 kernels compiled in binary64 (one width,
+// CPG = 1), whatever the rows option.
 #include <initializer_list>
 #include <utility>
 
@@ -56,26 +58,40 @@ ShaderId row_variant2(ShaderId c1, uint64_t n) {
   return static_cast<ShaderId>(c1 + step);
 }
 
-bool v2(const Device* d) { return d->options.rows != 1; }
-
 bool is_narrow(xhal_dtype_t t) { return t == XHAL_DTYPE_F16 || t == XHAL_DTYPE_BF16; }
 
-// A shader family's variant for a tensor's storage dtype (f32, f16, bf16).
-ShaderId by_dtype(xhal_dtype_t t, ShaderId f32, ShaderId f16, ShaderId bf16) {
-  return t == XHAL_DTYPE_F16 ? f16 : t == XHAL_DTYPE_BF16 ? bf16 : f32;
+// A shader family's variant for a tensor's storage dtype (f32, f16, bf16,
+// f64).
+ShaderId by_dtype(xhal_dtype_t t, ShaderId f32, ShaderId f16, ShaderId bf16, ShaderId f64) {
+  return t == XHAL_DTYPE_F16 ? f16 : t == XHAL_DTYPE_BF16 ? bf16 : t == XHAL_DTYPE_F64 ? f64 : f32;
 }
 
-// The v2 row kernels of one op: f32, f16 and bf16 (each c1 of five widths).
+// The row kernels of one op: v1 (c1 of four widths), v2 f32, f16 and bf16
+// (each c1 of five widths), and the one f64 kernel.
 struct RowIds {
-  ShaderId v1, f32, f16, bf16;
+  ShaderId v1, f32, f16, bf16, f64;
 };
+
+// The row kernel for rows of n elements of dtype t.
+ShaderId row_kernel(const Device* d, RowIds ids, xhal_dtype_t t, uint64_t n) {
+  if (t == XHAL_DTYPE_F64) return ids.f64;
+  if (d->options.rows != 1 || is_narrow(t))
+    return row_variant2(by_dtype(t, ids.f32, ids.f16, ids.bf16, ids.f32), n);
+  return row_variant(ids.v1, n);
+}
+
+// Whether the kernel takes the v2 push block (the v1 and f64 kernels take
+// its shorter prefix).
+bool second_push(const Device* d, xhal_dtype_t t) {
+  return t != XHAL_DTYPE_F64 && (d->options.rows != 1 || is_narrow(t));
+}
 
 // rows=v2 splits rows of more than one group (CPG = 16 chunks) over one
 // workgroup per (row, group): the groups of a row in that many dispatches
 // (phases), partials in scratch (2 floats per item).
-uint64_t split_groups(const Device* d, uint64_t n) {
+uint64_t split_groups(const Device* d, xhal_dtype_t t, uint64_t n) {
   const uint64_t groups = (n + 16383) / 16384;
-  return d->options.rows == 2 && groups > 1 ? groups : 0;
+  return d->options.rows == 2 && t != XHAL_DTYPE_F64 && groups > 1 ? groups : 0;
 }
 
 // Records a row kernel: one dispatch of a workgroup per row, or `phases`
@@ -115,16 +131,13 @@ xhal_status_t softmax(Device* d, RowIds ids, const xhal_plugin_tensor_t* a,
                       const xhal_plugin_tensor_t* b, const xhal_plugin_tensor_t* out) {
   std::lock_guard lock(d->mutex);
   const xhal_dtype_t t = a->dtype;
-  const bool second = v2(d) || is_narrow(t);
+  const bool second = second_push(d, t);
   VkPipeline p[1];
-  XHAL_VK_TRY(pipelines(d,
-                        {second ? row_variant2(by_dtype(t, ids.f32, ids.f16, ids.bf16), cols_of(a))
-                                : row_variant(ids.v1, cols_of(a))},
-                        p));
+  XHAL_VK_TRY(pipelines(d, {row_kernel(d, ids, t, cols_of(a))}, p));
   SoftmaxPush push{address_of(a), addr(b), address_of(out), rows_of(a), cols_of(a), 0, 0, 0};
   if (push.rows == 0 || push.n == 0) return XHAL_OK;
   push.vec = vec_ok(push.n, {{push.a, t}, {push.b, t}, {push.out, t}});
-  const uint64_t groups = split_groups(d, push.n);
+  const uint64_t groups = split_groups(d, t, push.n);
   if (groups) XHAL_VK_TRY(d->need_scratch(push.rows * groups * 2 * sizeof(float)));
   push.scratch = groups ? d->scratch.address : 0;
   XHAL_VK_TRY(d->begin());
@@ -139,18 +152,18 @@ xhal_status_t norm(Device* d, RowIds ids, bool layer, bool backward, NormPush pu
                    xhal_dtype_t gt, const xhal_plugin_tensor_t* dgamma,
                    const xhal_plugin_tensor_t* dbeta) {
   std::lock_guard lock(d->mutex);
-  const bool second = v2(d) || is_narrow(xt);
+  const bool second = second_push(d, xt);
   using namespace xhal_spirv;
-  const ShaderId col1 = layer ? by_dtype(xt, colsum1_ln, colsum1_ln_f16, colsum1_ln_bf16)
-                              : by_dtype(xt, colsum1_rms, colsum1_rms_f16, colsum1_rms_bf16);
-  const ShaderId col2 = layer ? by_dtype(gt, colsum2_ln, colsum2_ln_f16, colsum2_ln_bf16)
-                              : by_dtype(gt, colsum2_rms, colsum2_rms_f16, colsum2_rms_bf16);
+  const ShaderId col1 =
+      layer ? by_dtype(xt, colsum1_ln, colsum1_ln_f16, colsum1_ln_bf16, colsum1_ln_f64)
+            : by_dtype(xt, colsum1_rms, colsum1_rms_f16, colsum1_rms_bf16, colsum1_rms_f64);
+  const ShaderId col2 =
+      layer ? by_dtype(gt, colsum2_ln, colsum2_ln_f16, colsum2_ln_bf16, colsum2_ln_f64)
+            : by_dtype(gt, colsum2_rms, colsum2_rms_f16, colsum2_rms_bf16, colsum2_rms_f64);
+  // colsum's partials are binary64 for f64 x, else f32.
+  const uint64_t part = xt == XHAL_DTYPE_F64 ? 8 : 4;
   VkPipeline p[3];
-  XHAL_VK_TRY(pipelines(d,
-                        {second ? row_variant2(by_dtype(xt, ids.f32, ids.f16, ids.bf16), push.n)
-                                : row_variant(ids.v1, push.n),
-                         col1, col2},
-                        p));
+  XHAL_VK_TRY(pipelines(d, {row_kernel(d, ids, xt, push.n), col1, col2}, p));
   push.nf = static_cast<float>(push.n);
   push.params_narrow = is_narrow(gt) ? 1 : 0;
   // (mean and rstd are read and written as scalars; the unused addresses are 0.)
@@ -161,7 +174,7 @@ xhal_status_t norm(Device* d, RowIds ids, bool layer, bool backward, NormPush pu
   // dispatches, and on the H200 it was 2.3x slower than the unsplit kernel
   // at 64 x 262144 (0.388 against 0.169 ms, 2026-12-02; the other row ops'
   // splits were as fast or faster).
-  const uint64_t groups = layer && !backward ? 0 : split_groups(d, push.n);
+  const uint64_t groups = layer && !backward ? 0 : split_groups(d, xt, push.n);
   const uint32_t phases = 2;
   uint64_t col_bytes = 0;  // colsum's scratch first, then the split rows'
   ColsumPush col{};
@@ -179,7 +192,7 @@ xhal_status_t norm(Device* d, RowIds ids, bool layer, bool backward, NormPush pu
     // (64 times fewer), for p and (LN) q, each 256-byte aligned.
     auto align = [](uint64_t b) { return (b + 255) / 256 * 256; };
     for (uint64_t count = col.blocks;; count = (count + 63) / 64) {
-      col_bytes += align(count * col.n * sizeof(float)) * (layer ? 2 : 1);
+      col_bytes += align(count * col.n * part) * (layer ? 2 : 1);
       if (count <= 1) break;
     }
   }
@@ -194,10 +207,10 @@ xhal_status_t norm(Device* d, RowIds ids, bool layer, bool backward, NormPush pu
     uint64_t at = d->scratch.address;
     uint64_t count = col.blocks;
     col.p = at;
-    at += align(count * col.n * 4);
+    at += align(count * col.n * part);
     if (layer) {
       col.q = at;
-      at += align(count * col.n * 4);
+      at += align(count * col.n * part);
     }
     ColsumPush stage1 = col;
     d->dispatch(p[1], &stage1, sizeof stage1, d->groups_for(col.blocks * col.n, 256));
@@ -208,10 +221,10 @@ xhal_status_t norm(Device* d, RowIds ids, bool layer, bool backward, NormPush pu
       ColsumPush pass = col;
       pass.blocks = count;
       pass.p_out = at;
-      at += align(next * col.n * 4);
+      at += align(next * col.n * part);
       if (layer) {
         pass.q_out = at;
-        at += align(next * col.n * 4);
+        at += align(next * col.n * part);
       }
       d->dispatch(p[2], &pass, sizeof pass, d->groups_for(next * col.n, 256));
       if (next == 1) break;
@@ -231,17 +244,19 @@ xhal_status_t norm(Device* d, RowIds ids, bool layer, bool backward, NormPush pu
 xhal_status_t softmax_forward(void* device, const xhal_plugin_tensor_t* x,
                               const xhal_plugin_tensor_t* y) {
   using namespace xhal_spirv;
-  return softmax(dev(device),
-                 {softmax_fwd_c1, softmax2_fwd_c1, softmax2_fwd_f16_c1, softmax2_fwd_bf16_c1}, x,
-                 nullptr, y);
+  return softmax(
+      dev(device),
+      {softmax_fwd_c1, softmax2_fwd_c1, softmax2_fwd_f16_c1, softmax2_fwd_bf16_c1, softmax_fwd_f64},
+      x, nullptr, y);
 }
 
 xhal_status_t softmax_backward(void* device, const xhal_plugin_tensor_t* y,
                                const xhal_plugin_tensor_t* dy, const xhal_plugin_tensor_t* dx) {
   using namespace xhal_spirv;
-  return softmax(dev(device),
-                 {softmax_bwd_c1, softmax2_bwd_c1, softmax2_bwd_f16_c1, softmax2_bwd_bf16_c1}, y,
-                 dy, dx);
+  return softmax(
+      dev(device),
+      {softmax_bwd_c1, softmax2_bwd_c1, softmax2_bwd_f16_c1, softmax2_bwd_bf16_c1, softmax_bwd_f64},
+      y, dy, dx);
 }
 
 xhal_status_t rms_norm_forward(void* device, const xhal_plugin_tensor_t* x,
@@ -256,7 +271,8 @@ xhal_status_t rms_norm_forward(void* device, const xhal_plugin_tensor_t* x,
   push.n = cols_of(x);
   push.eps = eps;
   using namespace xhal_spirv;
-  return norm(dev(device), {rms_fwd_c1, rms2_fwd_c1, rms2_fwd_f16_c1, rms2_fwd_bf16_c1}, false,
+  return norm(dev(device),
+              {rms_fwd_c1, rms2_fwd_c1, rms2_fwd_f16_c1, rms2_fwd_bf16_c1, rms_fwd_f64}, false,
               false, push, x->dtype, gamma->dtype, nullptr, nullptr);
 }
 
@@ -273,7 +289,8 @@ xhal_status_t rms_norm_backward(void* device, const xhal_plugin_tensor_t* x,
   push.rows = rows_of(x);
   push.n = cols_of(x);
   using namespace xhal_spirv;
-  return norm(dev(device), {rms_bwd_c1, rms2_bwd_c1, rms2_bwd_f16_c1, rms2_bwd_bf16_c1}, false,
+  return norm(dev(device),
+              {rms_bwd_c1, rms2_bwd_c1, rms2_bwd_f16_c1, rms2_bwd_bf16_c1, rms_bwd_f64}, false,
               true, push, x->dtype, gamma->dtype, dgamma, nullptr);
 }
 
@@ -293,8 +310,8 @@ xhal_status_t layer_norm_forward(void* device, const xhal_plugin_tensor_t* x,
   push.n = cols_of(x);
   push.eps = eps;
   using namespace xhal_spirv;
-  return norm(dev(device), {ln_fwd_c1, ln2_fwd_c1, ln2_fwd_f16_c1, ln2_fwd_bf16_c1}, true, false,
-              push, x->dtype, gamma->dtype, nullptr, nullptr);
+  return norm(dev(device), {ln_fwd_c1, ln2_fwd_c1, ln2_fwd_f16_c1, ln2_fwd_bf16_c1, ln_fwd_f64},
+              true, false, push, x->dtype, gamma->dtype, nullptr, nullptr);
 }
 
 xhal_status_t layer_norm_backward(void* device, const xhal_plugin_tensor_t* x,
@@ -314,8 +331,8 @@ xhal_status_t layer_norm_backward(void* device, const xhal_plugin_tensor_t* x,
   push.rows = rows_of(x);
   push.n = cols_of(x);
   using namespace xhal_spirv;
-  return norm(dev(device), {ln_bwd_c1, ln2_bwd_c1, ln2_bwd_f16_c1, ln2_bwd_bf16_c1}, true, true,
-              push, x->dtype, gamma->dtype, dgamma, dbeta);
+  return norm(dev(device), {ln_bwd_c1, ln2_bwd_c1, ln2_bwd_f16_c1, ln2_bwd_bf16_c1, ln_bwd_f64},
+              true, true, push, x->dtype, gamma->dtype, dgamma, dbeta);
 }
 
 }  // namespace xhal::vk

@@ -40,10 +40,10 @@ std::string format_uuid(const uint8_t* u) {
 // the row ops also take f16/bf16 storage, docs/semantics.md 7.2, converted
 // in the shaders without 16-bit device features: shaders/narrow.glsl), and
 // so do spmv and spmm (f16/bf16 matrices; the core refuses the other sparse
-// ops on them). f64 arithmetic (7.3) on a device with binary64 under RTE:
-// index_add and every sparse op (the solves' binary64 division is built
-// from integer operations, common.glsl); the row ops are f32 and narrow
-// only (their binary64 square root and exp are not built yet).
+// ops on them). f64 arithmetic (7.3) on a device with binary64 under RTE
+// that passes the f64 self-test: every arithmetic op (binary64 division,
+// square root and xhal_exp64 are built from exact operations in
+// common.glsl).
 void fill_op_dtypes(const Gpu& g, xhal_plugin_device_info_t* info) {
   uint32_t all = 0;
   for (int d = XHAL_DTYPE_F32; d < XHAL_DTYPE_COUNT_; ++d) all |= 1u << d;
@@ -57,7 +57,9 @@ void fill_op_dtypes(const Gpu& g, xhal_plugin_device_info_t* info) {
                  XHAL_OP_LAYER_NORM_BACKWARD, XHAL_OP_SPMV, XHAL_OP_SPMM})
     info->op_dtypes[op] = narrow;
   if (g.f64)
-    for (int op : {XHAL_OP_INDEX_ADD, XHAL_OP_SPMV, XHAL_OP_SPMM, XHAL_OP_CSR_SOLVE,
+    for (int op : {XHAL_OP_INDEX_ADD, XHAL_OP_SOFTMAX_FORWARD, XHAL_OP_SOFTMAX_BACKWARD,
+                   XHAL_OP_RMS_NORM_FORWARD, XHAL_OP_RMS_NORM_BACKWARD, XHAL_OP_LAYER_NORM_FORWARD,
+                   XHAL_OP_LAYER_NORM_BACKWARD, XHAL_OP_SPMV, XHAL_OP_SPMM, XHAL_OP_CSR_SOLVE,
                    XHAL_OP_CSR_SOLVE_BACKWARD, XHAL_OP_SPGEMM})
       info->op_dtypes[op] |= 1u << XHAL_DTYPE_F64;
 }

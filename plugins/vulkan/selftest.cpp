@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "../gpu/exp64.h"  // xhal_exp64's host form, checked against the cpu plugin's
 #include "vk_plugin.h"
 
 namespace xhal::vk {
@@ -180,9 +181,9 @@ namespace {
 double from_bits64(uint64_t b) { return std::bit_cast<double>(b); }
 uint64_t bits64(double f) { return std::bit_cast<uint64_t>(f); }
 
-constexpr int kOutputs64 = 5;
-const char* const kOutputNames64[kOutputs64] = {"a+b", "a-b", "a*b", "a*b+c (unfused)",
-                                                "a/b (integer)"};
+constexpr int kOutputs64 = 7;
+const char* const kOutputNames64[kOutputs64] = {
+    "a+b", "a-b", "a*b", "a*b+c (unfused)", "a/b (integer)", "sqrt(a) (integer)", "xhal_exp64(a)"};
 
 struct Triple64 {
   double a, b, c;
@@ -235,6 +236,11 @@ std::vector<Triple64> make_inputs64() {
     if (i % 2 == 0) m = d < 53 ? (m & ~((1ull << d) - 1)) | (1ull << (d - 1)) : 0;
     v.push_back({from_bits64(m | (ea << 52)), from_bits64(eb << 52), 1.0});
   }
+  for (int i = 0; i < 1500; ++i) {
+    // xhal_exp64's range and beyond (overflow, underflow, subnormal results).
+    const double x = static_cast<double>(next() % 3000000000ull) / 2000000.0 - 750.0;
+    v.push_back({x, 1.0, 1.0});
+  }
   for (int i = 0; i < 2000; ++i) {
     // a, b near 2^-511 so products fall on subnormals and normals alike.
     const uint64_t ea = 512 + next() % 512, eb = 512 + next() % 512;
@@ -282,7 +288,8 @@ bool run_selftest_f64(Gpu& g, std::string* why) {
   for (uint64_t i = 0; i < n; ++i) {
     const Triple64& t = in[i];
     const double p = t.a * t.b;
-    const double want[kOutputs64] = {t.a + t.b, t.a - t.b, p, p + t.c, t.a / t.b};
+    const double want[kOutputs64] = {
+        t.a + t.b, t.a - t.b, p, p + t.c, t.a / t.b, std::sqrt(t.a), gpu::f64::exp64_slow(t.a)};
     for (int k = 0; k < kOutputs64; ++k) {
       const double got = out[i * kOutputs64 + k];
       if (std::isnan(want[k]) ? std::isnan(got) : bits64(got) == bits64(want[k])) continue;

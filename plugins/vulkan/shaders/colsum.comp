@@ -11,6 +11,9 @@
 //   the last pass writes to dgamma/dbeta (narrowed once when STORAGE_* is
 //   defined: the variant for a gamma in x's narrow dtype). Short serial chains, and no
 //   invocation loops long (lavapipe's loop limiter).
+// F64 (docs/semantics.md 7.3): x, dy, mean, rstd, the partials and
+// dgamma/dbeta in binary64 (REAL; ldr/str are REAL loads and stores, f32 in
+// the other variants: mean, rstd and the partials stay f32 for narrow x).
 #extension GL_GOOGLE_include_directive : require
 layout(local_size_x = 256) in;
 #include "common.glsl"
@@ -38,21 +41,21 @@ void main() {
   for (uint64_t g = global_id(); g < items; g += global_threads()) {
     uint64_t b = g / pc.n, j = g - b * pc.n;
     uint64_t end = min(32ul * b + 32ul, pc.rows);
-    float p = 0.0, q = 0.0;
+    REAL p = REAL(0.0), q = REAL(0.0);
     for (uint64_t r = 32ul * b; r < end; ++r) {
       uint64_t at = r * pc.n + j;
-      float dy = lde(pc.dy, at);
+      REAL dy = lde(pc.dy, at);
 #if LN
-      float xh = xmul(xsub(lde(pc.x, at), ldf(pc.mean, r)), ldf(pc.rstd, r));
+      REAL xh = xmul(xsub(lde(pc.x, at), ldr(pc.mean, r)), ldr(pc.rstd, r));
       q = xadd(q, dy);
 #else
-      float xh = xmul(lde(pc.x, at), ldf(pc.rstd, r));
+      REAL xh = xmul(lde(pc.x, at), ldr(pc.rstd, r));
 #endif
       p = xadd(p, xmul(dy, xh));
     }
-    stf(pc.p, g, p);
+    str(pc.p, g, p);
 #if LN
-    stf(pc.q, g, q);
+    str(pc.q, g, q);
 #endif
   }
 #else
@@ -63,14 +66,14 @@ void main() {
     uint64_t end = min(64ul * grp + 64ul, pc.blocks);
     bool last = groups == 1ul;
     st_reset();
-    for (uint64_t b = 64ul * grp; b < end; ++b) st_push(ldf(pc.p, b * pc.n + j));
+    for (uint64_t b = 64ul * grp; b < end; ++b) st_push(ldr(pc.p, b * pc.n + j));
     if (last) ste(pc.dgamma, j, st_finish());
-    else stf(pc.p_out, g, st_finish());
+    else str(pc.p_out, g, st_finish());
 #if LN
     st_reset();
-    for (uint64_t b = 64ul * grp; b < end; ++b) st_push(ldf(pc.q, b * pc.n + j));
+    for (uint64_t b = 64ul * grp; b < end; ++b) st_push(ldr(pc.q, b * pc.n + j));
     if (last) ste(pc.dbeta, j, st_finish());
-    else stf(pc.q_out, g, st_finish());
+    else str(pc.q_out, g, st_finish());
 #endif
   }
 #endif

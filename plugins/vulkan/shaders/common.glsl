@@ -59,6 +59,7 @@ double xneg(double a) { precise double r = -a; return r; }
 layout(buffer_reference, std430, buffer_reference_align = 8) coherent buffer F64Coherent { double v; };
 #define REAL double
 #define REAL_BYTES 8ul
+#define REAL_NEG_INF uint64BitsToDouble(0xfff0000000000000ul)
 #define RealCoherent F64Coherent
 // Scratch of REAL (partial sums between dispatches).
 #define ldr ldd
@@ -66,6 +67,7 @@ layout(buffer_reference, std430, buffer_reference_align = 8) coherent buffer F64
 #else
 #define REAL float
 #define REAL_BYTES 4ul
+#define REAL_NEG_INF uintBitsToFloat(0xff800000u)
 #define RealCoherent F32Coherent
 #define ldr ldf
 #define str stf
@@ -327,6 +329,84 @@ double xdiv(double a, double b) {
     e += 1;
   }
   return round_pack64(sign, q, e, sticky);
+}
+
+// sqrt(a), IEEE binary64, correctly rounded: the digit-by-digit integer
+// root of the mantissa (two radicand bits per step, the remainder below
+// 2^57), the remainder as sticky, then round_pack64.
+double xsqrt(double a) {
+  uint64_t ua = doubleBitsToUint64(a);
+  uint64_t aa = ua & 0x7ffffffffffffffful;
+  if (aa > kExp64) return kQuietNaN64;
+  if (aa == 0ul) return a;  // +-0
+  if ((ua & 0x8000000000000000ul) != 0ul) return kQuietNaN64;
+  if (aa == kExp64) return a;
+  uint64_t m;
+  int e;
+  unpack_finite64(aa, m, e);
+  // a = m 2^p with p even (m in [2^52, 2^54)); root = floor(sqrt(m 2^56))
+  // in [2^54, 2^55), and sqrt(a) = (root + frac) 2^(p/2 - 28).
+  int p = e - 1075;
+  if ((p & 1) != 0) {
+    m <<= 1;
+    p -= 1;
+  }
+  uint64_t rem = 0ul, root = 0ul;
+  for (int i = 0; i < 55; ++i) {
+    uint64_t pair = i < 27 ? (m >> uint(52 - 2 * i)) & 3ul : 0ul;
+    rem = (rem << 2) | pair;
+    uint64_t trial = (root << 2) | 1ul;
+    root <<= 1;
+    if (rem >= trial) {
+      rem -= trial;
+      root |= 1ul;
+    }
+  }
+  return round_pack64(0ul, root, p / 2 - 28, rem != 0ul);
+}
+
+bool xisnan(double a) { return (doubleBitsToUint64(a) & 0x7ffffffffffffffful) > kExp64; }
+
+// max of section 1 in binary64: NaN if either is NaN.
+double nan_max(double a, double b) {
+  if (xisnan(a)) return a;
+  if (xisnan(b)) return b;
+  return a < b ? b : a;
+}
+
+// 2^j for integer j in [-1022, 1023], exact (from the bits).
+double pow2i64(int j) { return uint64BitsToDouble(uint64_t(j + 1023) << 52); }
+double dbits(uint64_t u) { return uint64BitsToDouble(u); }
+
+// xhal_exp64, docs/semantics.md 7.3, one correctly rounded operation at a
+// time in the order written there (constants as their bit patterns).
+double xexp(double x) {
+  if (xisnan(x)) return x;
+  if (x > dbits(0x40862e42fefa39eful)) return uint64BitsToDouble(kExp64);
+  if (x < dbits(0xc0874910d52d3051ul)) return 0.0LF;
+  const double shifter = dbits(0x4338000000000000ul);  // 0x1.8p52
+  double t = xmul(x, dbits(0x3ff71547652b82feul));
+  double k = xsub(xadd(t, shifter), shifter);
+  double r = xsub(x, xmul(k, dbits(0x3fe62e42fee00000ul)));
+  r = xsub(r, xmul(k, dbits(0x3dea39ef35793c76ul)));
+  double p = dbits(0x3de6124613a86d09ul);
+  p = xadd(xmul(p, r), dbits(0x3e21eed8eff8d898ul));
+  p = xadd(xmul(p, r), dbits(0x3e5ae64567f544e4ul));
+  p = xadd(xmul(p, r), dbits(0x3e927e4fb7789f5cul));
+  p = xadd(xmul(p, r), dbits(0x3ec71de3a556c734ul));
+  p = xadd(xmul(p, r), dbits(0x3efa01a01a01a01aul));
+  p = xadd(xmul(p, r), dbits(0x3f2a01a01a01a01aul));
+  p = xadd(xmul(p, r), dbits(0x3f56c16c16c16c17ul));
+  p = xadd(xmul(p, r), dbits(0x3f81111111111111ul));
+  p = xadd(xmul(p, r), dbits(0x3fa5555555555555ul));
+  p = xadd(xmul(p, r), dbits(0x3fc5555555555555ul));
+  p = xadd(xmul(p, r), dbits(0x3fe0000000000000ul));
+  p = xadd(xmul(p, r), 1.0LF);
+  p = xadd(xmul(p, r), 1.0LF);
+  int ki = int(k);
+  if (ki > 1023) return xmul(xmul(p, pow2i64(1023)), pow2i64(ki - 1023));
+  if (ki < -1022) return xmul(xmul(p, pow2i64(-600)), pow2i64(ki + 600));
+  return xmul(p, pow2i64(ki));
 }
 #endif
 

@@ -4,9 +4,13 @@
 // row when the host picks CPG for it, up to 8 chunks = 8192 elements) is
 // read once and kept in registers; longer rows are read again per pass.
 // dgamma/dbeta are colsum.comp's.
+// F64 (docs/semantics.md 7.3): x, gamma, beta, dy, the outputs and the
+// saved mean/rstd in binary64 (REAL, common.glsl), n as double(n) (exact
+// below 2^53), eps widened.
 #extension GL_GOOGLE_include_directive : require
 layout(local_size_x = 128 * CPG) in;
 #include "common.glsl"
+#include "narrow.glsl"
 #include "rows.glsl"
 
 layout(push_constant) uniform Params {
@@ -23,18 +27,24 @@ layout(push_constant) uniform Params {
   float eps;
 } pc;
 
-float v[8];  // x of this invocation's elements in the current group
-float w[8];  // dy (backward)
+#ifdef F64
+#define NF double(pc.n)
+#else
+#define NF pc.nf
+#endif
+
+REAL v[8];  // x of this invocation's elements in the current group
+REAL w[8];  // dy (backward)
 
 void load_group(uint64_t rx, uint64_t rdy, uint64_t q) {
   [[unroll]] for (uint k = 0u; k < 8u; ++k) {
     uint64_t i = row_index(q, k);
-    v[k] = 0.0;
-    w[k] = 0.0;
+    v[k] = REAL(0.0);
+    w[k] = REAL(0.0);
     if (i < pc.n) {
-      v[k] = ldf(rx, i);
+      v[k] = lde(rx, i);
 #if RMS_BWD || LN_BWD
-      w[k] = ldf(rdy, i);
+      w[k] = lde(rdy, i);
 #endif
     }
   }
@@ -44,120 +54,120 @@ void main() {
   uint t = wg_t();
   uint64_t n = pc.n, groups = row_groups(n);
   for (uint64_t row = first_row(); row < pc.rows; row += row_step()) {
-    uint64_t rx = pc.x + row * n * 4ul, rdy = pc.dy + row * n * 4ul, ro = pc.out_addr + row * n * 4ul;
+    uint64_t rx = pc.x + row * n * REAL_BYTES, rdy = pc.dy + row * n * REAL_BYTES, ro = pc.out_addr + row * n * REAL_BYTES;
 #if RMS_FWD
     if (t == 0u) st_reset();
     for (uint64_t q = 0ul; q < groups; ++q) {
       load_group(rx, rdy, q);
-      float a = 0.0;
+      REAL a = REAL(0.0);
       [[unroll]] for (uint k = 0u; k < 8u; ++k)
         if (row_index(q, k) < n) a = xadd(a, xmul(v[k], v[k]));
-      float s = wg_group_tree(a);
+      REAL s = wg_group_tree(a);
       if (t == 0u) st_push(s);
     }
-    float ss = wg_bcast(t == 0u ? st_finish() : 0.0);
-    float rs = xdiv(1.0, xsqrt(xadd(xdiv(ss, pc.nf), pc.eps)));
-    if (t == 0u) stf(pc.rstd, row, rs);
+    REAL ss = wg_bcast(t == 0u ? st_finish() : REAL(0.0));
+    REAL rs = xdiv(REAL(1.0), xsqrt(xadd(xdiv(ss, NF), REAL(pc.eps))));
+    if (t == 0u) ste(pc.rstd, row, rs);
     for (uint64_t q = 0ul; q < groups; ++q) {
       if (groups > 1ul) load_group(rx, rdy, q);
       [[unroll]] for (uint k = 0u; k < 8u; ++k) {
         uint64_t i = row_index(q, k);
-        if (i < n) stf(ro, i, xmul(xmul(v[k], rs), ldf(pc.gamma, i)));
+        if (i < n) ste(ro, i, xmul(xmul(v[k], rs), lde(pc.gamma, i)));
       }
     }
 #elif LN_FWD
     if (t == 0u) st_reset();
     for (uint64_t q = 0ul; q < groups; ++q) {
       load_group(rx, rdy, q);
-      float a = 0.0;
+      REAL a = REAL(0.0);
       [[unroll]] for (uint k = 0u; k < 8u; ++k)
         if (row_index(q, k) < n) a = xadd(a, v[k]);
-      float s = wg_group_tree(a);
+      REAL s = wg_group_tree(a);
       if (t == 0u) st_push(s);
     }
-    float mean = xdiv(wg_bcast(t == 0u ? st_finish() : 0.0), pc.nf);
+    REAL mean = xdiv(wg_bcast(t == 0u ? st_finish() : REAL(0.0)), NF);
     if (t == 0u) st_reset();
     for (uint64_t q = 0ul; q < groups; ++q) {
       if (groups > 1ul) load_group(rx, rdy, q);
-      float a = 0.0;
+      REAL a = REAL(0.0);
       [[unroll]] for (uint k = 0u; k < 8u; ++k)
         if (row_index(q, k) < n) a = xadd(a, xmul(xsub(v[k], mean), xsub(v[k], mean)));
-      float s = wg_group_tree(a);
+      REAL s = wg_group_tree(a);
       if (t == 0u) st_push(s);
     }
-    float var = xdiv(wg_bcast(t == 0u ? st_finish() : 0.0), pc.nf);
-    float rs = xdiv(1.0, xsqrt(xadd(var, pc.eps)));
+    REAL var = xdiv(wg_bcast(t == 0u ? st_finish() : REAL(0.0)), NF);
+    REAL rs = xdiv(REAL(1.0), xsqrt(xadd(var, REAL(pc.eps))));
     if (t == 0u) {
-      stf(pc.mean, row, mean);
-      stf(pc.rstd, row, rs);
+      ste(pc.mean, row, mean);
+      ste(pc.rstd, row, rs);
     }
     for (uint64_t q = 0ul; q < groups; ++q) {
       if (groups > 1ul) load_group(rx, rdy, q);
       [[unroll]] for (uint k = 0u; k < 8u; ++k) {
         uint64_t i = row_index(q, k);
         if (i < n)
-          stf(ro, i, xadd(xmul(xmul(xsub(v[k], mean), rs), ldf(pc.gamma, i)), ldf(pc.beta, i)));
+          ste(ro, i, xadd(xmul(xmul(xsub(v[k], mean), rs), lde(pc.gamma, i)), lde(pc.beta, i)));
       }
     }
 #elif RMS_BWD
-    float rs = ldf(pc.rstd, row);
+    REAL rs = lde(pc.rstd, row);
     if (t == 0u) st_reset();
     for (uint64_t q = 0ul; q < groups; ++q) {
       load_group(rx, rdy, q);
-      float a = 0.0;
+      REAL a = REAL(0.0);
       [[unroll]] for (uint k = 0u; k < 8u; ++k) {
         uint64_t i = row_index(q, k);
-        if (i < n) a = xadd(a, xmul(xmul(w[k], ldf(pc.gamma, i)), xmul(v[k], rs)));
+        if (i < n) a = xadd(a, xmul(xmul(w[k], lde(pc.gamma, i)), xmul(v[k], rs)));
       }
-      float s = wg_group_tree(a);
+      REAL s = wg_group_tree(a);
       if (t == 0u) st_push(s);
     }
-    float c = xdiv(wg_bcast(t == 0u ? st_finish() : 0.0), pc.nf);
+    REAL c = xdiv(wg_bcast(t == 0u ? st_finish() : REAL(0.0)), NF);
     for (uint64_t q = 0ul; q < groups; ++q) {
       if (groups > 1ul) load_group(rx, rdy, q);
       [[unroll]] for (uint k = 0u; k < 8u; ++k) {
         uint64_t i = row_index(q, k);
         if (i < n) {
-          float g = xmul(w[k], ldf(pc.gamma, i));
-          float xh = xmul(v[k], rs);
-          stf(ro, i, xmul(xsub(g, xmul(xh, c)), rs));
+          REAL g = xmul(w[k], lde(pc.gamma, i));
+          REAL xh = xmul(v[k], rs);
+          ste(ro, i, xmul(xsub(g, xmul(xh, c)), rs));
         }
       }
     }
 #elif LN_BWD
-    float mean = ldf(pc.mean, row), rs = ldf(pc.rstd, row);
-    float sa = 0.0, sb = 0.0;
+    REAL mean = lde(pc.mean, row), rs = lde(pc.rstd, row);
+    REAL sa = REAL(0.0), sb = REAL(0.0);
     if (t == 0u) st_reset();
     for (uint64_t q = 0ul; q < groups; ++q) {
       load_group(rx, rdy, q);
-      float a = 0.0;
+      REAL a = REAL(0.0);
       [[unroll]] for (uint k = 0u; k < 8u; ++k)
-        if (row_index(q, k) < n) a = xadd(a, xmul(w[k], ldf(pc.gamma, row_index(q, k))));
-      float s = wg_group_tree(a);
+        if (row_index(q, k) < n) a = xadd(a, xmul(w[k], lde(pc.gamma, row_index(q, k))));
+      REAL s = wg_group_tree(a);
       if (t == 0u) st_push(s);
     }
-    sa = wg_bcast(t == 0u ? st_finish() : 0.0);
+    sa = wg_bcast(t == 0u ? st_finish() : REAL(0.0));
     if (t == 0u) st_reset();
     for (uint64_t q = 0ul; q < groups; ++q) {
       if (groups > 1ul) load_group(rx, rdy, q);
-      float b = 0.0;
+      REAL b = REAL(0.0);
       [[unroll]] for (uint k = 0u; k < 8u; ++k) {
         uint64_t i = row_index(q, k);
-        if (i < n) b = xadd(b, xmul(xmul(w[k], ldf(pc.gamma, i)), xmul(xsub(v[k], mean), rs)));
+        if (i < n) b = xadd(b, xmul(xmul(w[k], lde(pc.gamma, i)), xmul(xsub(v[k], mean), rs)));
       }
-      float s = wg_group_tree(b);
+      REAL s = wg_group_tree(b);
       if (t == 0u) st_push(s);
     }
-    sb = wg_bcast(t == 0u ? st_finish() : 0.0);
-    float a = xdiv(sa, pc.nf), b = xdiv(sb, pc.nf);
+    sb = wg_bcast(t == 0u ? st_finish() : REAL(0.0));
+    REAL a = xdiv(sa, NF), b = xdiv(sb, NF);
     for (uint64_t q = 0ul; q < groups; ++q) {
       if (groups > 1ul) load_group(rx, rdy, q);
       [[unroll]] for (uint k = 0u; k < 8u; ++k) {
         uint64_t i = row_index(q, k);
         if (i < n) {
-          float g = xmul(w[k], ldf(pc.gamma, i));
-          float xh = xmul(xsub(v[k], mean), rs);
-          stf(ro, i, xmul(xsub(xsub(g, a), xmul(xh, b)), rs));
+          REAL g = xmul(w[k], lde(pc.gamma, i));
+          REAL xh = xmul(xsub(v[k], mean), rs);
+          ste(ro, i, xmul(xsub(xsub(g, a), xmul(xh, b)), rs));
         }
       }
     }

@@ -13,8 +13,8 @@
 // on lavapipe) cannot change an answer.
 #define GROUP (128u * uint(CPG))
 shared REAL s_tree[GROUP];  // double in the F64 variants (common.glsl)
-shared float s_max[GROUP];
-shared float s_bcast[2];
+shared REAL s_max[GROUP];
+shared REAL s_bcast[2];
 
 uint wg_t() { return gl_LocalInvocationID.x; }
 uint wg_lane() { return gl_LocalInvocationID.x & 127u; }
@@ -50,7 +50,7 @@ REAL wg_chunk_tree(REAL a) {
 
 // NaN-propagating max over each chunk's lanes (max needs no fixed order);
 // the chunk's max stays at its first leaf of s_max.
-float wg_chunk_max(float a) {
+REAL wg_chunk_max(REAL a) {
   uint t = wg_t(), l = wg_lane();
   barrier();
   s_max[t] = a;
@@ -63,7 +63,7 @@ float wg_chunk_max(float a) {
 }
 
 // Invocation 0's value, to every invocation.
-float wg_bcast(float v) {
+REAL wg_bcast(REAL v) {
   barrier();
   if (wg_t() == 0u) s_bcast[0] = v;
   barrier();

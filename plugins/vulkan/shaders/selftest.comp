@@ -13,9 +13,9 @@ layout(push_constant) uniform Params {
 
 #ifdef F64
 // The f64 variant: the binary64 operations the F64 kernels use (add, sub,
-// mul, an unfused a*b+c, the integer division), stored as doubles; in and
-// out as in f32.
-const uint kOutputs = 5u;
+// mul, an unfused a*b+c, the integer division and square root, xhal_exp64),
+// stored as doubles; in and out as in f32.
+const uint kOutputs = 7u;
 
 void main() {
   for (uint64_t i = global_id(); i < pc.n; i += global_threads()) {
@@ -28,6 +28,8 @@ void main() {
     std64(pc.out_addr, o + 2ul, xmul(a, b));
     std64(pc.out_addr, o + 3ul, xadd(xmul(a, b), c));  // must not be fused
     std64(pc.out_addr, o + 4ul, xdiv(a, b));
+    std64(pc.out_addr, o + 5ul, xsqrt(a));
+    std64(pc.out_addr, o + 6ul, xexp(a));
   }
 }
 #else

@@ -4,9 +4,12 @@
 // chunks keeps x and its exponentials in registers: one xhal_exp per
 // element, as 3.3 intends; longer rows recompute e in the output pass from
 // the kept chunk maxima (the same bits).
+// F64 (docs/semantics.md 7.3): every tensor and operation in binary64
+// (REAL, common.glsl: xexp is xhal_exp64, xdiv the binary64 division).
 #extension GL_GOOGLE_include_directive : require
 layout(local_size_x = 128 * CPG) in;
 #include "common.glsl"
+#include "narrow.glsl"
 #include "rows.glsl"
 
 layout(push_constant) uniform Params {
@@ -17,25 +20,25 @@ layout(push_constant) uniform Params {
   uint64_t n;
 } pc;
 
-float v[8];
-float w[8];
+REAL v[8];
+REAL w[8];
 
 #if FORWARD
 // The (m, s) operator of 3.3 and its subtree stack (invocation 0 only).
-float ms_m[40], ms_s[40];
+REAL ms_m[40], ms_s[40];
 int ms_top;
 uint ms_count;
 
-void ms_combine(float am, float as_, float bm, float bs, out float m, out float s) {
+void ms_combine(REAL am, REAL as_, REAL bm, REAL bs, out REAL m, out REAL s) {
   m = nan_max(am, bm);
-  if (m == kNegInf) {
-    s = 0.0;
+  if (m == REAL_NEG_INF) {
+    s = REAL(0.0);
     return;
   }
   s = xadd(xmul(as_, xexp(xsub(am, m))), xmul(bs, xexp(xsub(bm, m))));
 }
 
-void ms_push(float m, float s) {
+void ms_push(REAL m, REAL s) {
   ms_count += 1u;
   uint c = ms_count;
   while ((c & 1u) == 0u) {
@@ -50,23 +53,23 @@ void ms_push(float m, float s) {
 
 // Chunk maxima of the row for the output pass; longer rows recompute them.
 const uint kKeptChunks = 2048u;
-shared float s_chunk_max[kKeptChunks];
+shared REAL s_chunk_max[kKeptChunks];
 
-float chunk_exp(float x, float m) { return m == kNegInf ? 0.0 : xexp(xsub(x, m)); }
+REAL chunk_exp(REAL x, REAL m) { return m == REAL_NEG_INF ? REAL(0.0) : xexp(xsub(x, m)); }
 #endif
 
 void load_group(uint64_t ra, uint64_t rb, uint64_t q) {
   [[unroll]] for (uint k = 0u; k < 8u; ++k) {
     uint64_t i = row_index(q, k);
 #if FORWARD
-    v[k] = kNegInf;  // (no ?: around a load: it may become a select that loads anyway)
-    if (i < pc.n) v[k] = ldf(ra, i);
+    v[k] = REAL_NEG_INF;  // (no ?: around a load: it may become a select that loads anyway)
+    if (i < pc.n) v[k] = lde(ra, i);
 #else
-    v[k] = 0.0;
-    w[k] = 0.0;
+    v[k] = REAL(0.0);
+    w[k] = REAL(0.0);
     if (i < pc.n) {
-      v[k] = ldf(ra, i);
-      w[k] = ldf(rb, i);
+      v[k] = lde(ra, i);
+      w[k] = lde(rb, i);
     }
 #endif
   }
@@ -76,20 +79,20 @@ void main() {
   uint t = wg_t(), l = wg_lane(), g = wg_chunk();
   uint64_t n = pc.n, groups = row_groups(n);
   for (uint64_t row = first_row(); row < pc.rows; row += row_step()) {
-    uint64_t ra = pc.a + row * n * 4ul, rb = pc.b + row * n * 4ul, ro = pc.out_addr + row * n * 4ul;
+    uint64_t ra = pc.a + row * n * REAL_BYTES, rb = pc.b + row * n * REAL_BYTES, ro = pc.out_addr + row * n * REAL_BYTES;
 #if FORWARD
     if (t == 0u) {
       ms_top = 0;
       ms_count = 0u;
     }
-    float m = kNegInf;
+    REAL m = REAL_NEG_INF;
     for (uint64_t q = 0ul; q < groups; ++q) {
       load_group(ra, rb, q);
-      float m_l = kNegInf;
+      REAL m_l = REAL_NEG_INF;
       [[unroll]] for (uint k = 0u; k < 8u; ++k)
         if (row_index(q, k) < n) m_l = nan_max(m_l, v[k]);
       m = wg_chunk_max(m_l);
-      float a = 0.0;
+      REAL a = REAL(0.0);
       [[unroll]] for (uint k = 0u; k < 8u; ++k) {
         if (row_index(q, k) < n) {
           w[k] = chunk_exp(v[k], m);  // e, kept for the output pass
@@ -109,12 +112,12 @@ void main() {
       }
     }
     // (M, S) and 1/S from invocation 0.
-    float big_m = 0.0, inv = 0.0;
+    REAL big_m = REAL(0.0), inv = REAL(0.0);
     if (t == 0u) {
-      float mm = ms_m[ms_top - 1], ss = ms_s[ms_top - 1];
+      REAL mm = ms_m[ms_top - 1], ss = ms_s[ms_top - 1];
       for (int k = ms_top - 2; k >= 0; --k) ms_combine(ms_m[k], ms_s[k], mm, ss, mm, ss);
       big_m = mm;
-      inv = xdiv(1.0, ss);
+      inv = xdiv(REAL(1.0), ss);
     }
     big_m = wg_bcast(big_m);
     inv = wg_bcast(inv);
@@ -125,7 +128,7 @@ void main() {
         if (chunk < uint64_t(kKeptChunks)) {
           m = s_chunk_max[uint(chunk)];
         } else {
-          float m_l = kNegInf;
+          REAL m_l = REAL_NEG_INF;
           [[unroll]] for (uint k = 0u; k < 8u; ++k)
             if (row_index(q, k) < n) m_l = nan_max(m_l, v[k]);
           m = wg_chunk_max(m_l);
@@ -133,10 +136,10 @@ void main() {
         [[unroll]] for (uint k = 0u; k < 8u; ++k)
           if (row_index(q, k) < n) w[k] = chunk_exp(v[k], m);
       }
-      float r = xmul(xexp(xsub(m, big_m)), inv);
+      REAL r = xmul(xexp(xsub(m, big_m)), inv);
       [[unroll]] for (uint k = 0u; k < 8u; ++k) {
         uint64_t i = row_index(q, k);
-        if (i < n) stf(ro, i, xmul(w[k], r));
+        if (i < n) ste(ro, i, xmul(w[k], r));
       }
     }
     barrier();  // s_chunk_max is rewritten by the next row
@@ -144,18 +147,18 @@ void main() {
     if (t == 0u) st_reset();
     for (uint64_t q = 0ul; q < groups; ++q) {
       load_group(ra, rb, q);
-      float a = 0.0;
+      REAL a = REAL(0.0);
       [[unroll]] for (uint k = 0u; k < 8u; ++k)
         if (row_index(q, k) < n) a = xadd(a, xmul(v[k], w[k]));
-      float s = wg_group_tree(a);
+      REAL s = wg_group_tree(a);
       if (t == 0u) st_push(s);
     }
-    float d = wg_bcast(t == 0u ? st_finish() : 0.0);
+    REAL d = wg_bcast(t == 0u ? st_finish() : REAL(0.0));
     for (uint64_t q = 0ul; q < groups; ++q) {
       if (groups > 1ul) load_group(ra, rb, q);
       [[unroll]] for (uint k = 0u; k < 8u; ++k) {
         uint64_t i = row_index(q, k);
-        if (i < n) stf(ro, i, xmul(v[k], xsub(w[k], d)));
+        if (i < n) ste(ro, i, xmul(v[k], xsub(w[k], d)));
       }
     }
 #endif
