@@ -142,6 +142,8 @@ struct NamedMatrix {
 std::vector<NamedMatrix> multiply_matrices(Rng& rng) {
   return {{"random 700x500 with hubs", random_matrix(700, 500, rng)},
           {"wide 40x1200 (hub rows of 19 chunks)", random_matrix(40, 1200, rng)},
+          {"wide 12x5000 (hub rows of 79 chunks)", random_matrix(12, 5000, rng)},
+          {"tall 5000x12 (A^T rows of 40-100 chunks)", random_matrix(5000, 12, rng)},
           {"river 3000", river_tree(3000, rng)}};
 }
 

@@ -20,6 +20,10 @@ std::vector<NamedMatrix> test_matrices(Rng& rng) {
   std::vector<NamedMatrix> m;
   m.push_back({"random 700x500 with hubs", random_matrix(700, 500, rng)});
   m.push_back({"wide 40x1200 (hub rows of 19 chunks)", random_matrix(40, 1200, rng)});
+  // Rows of more than 1024 terms (several 32-chunk subtrees: a backend may
+  // split a row there, the cuda plugin does): hub rows of A, every row of A^T.
+  m.push_back({"wide 12x5000 (hub rows of 79 chunks)", random_matrix(12, 5000, rng)});
+  m.push_back({"tall 5000x12 (A^T rows of 40-100 chunks)", random_matrix(5000, 12, rng)});
   m.push_back({"chain 300", chain(300, rng)});
   m.push_back({"confluence 300", confluence(300, rng)});
   m.push_back({"river 3000", river_tree(3000, rng)});

@@ -26,19 +26,38 @@ xhal_status_t build_pattern(Device* d, Matrix* m, const std::vector<I>& rp,
                             const std::vector<I>& col, const std::vector<I>* perm, int64_t rows,
                             bool host_levels, Pattern* p) {
   p->rows = rows;
-  std::vector<I> long_rows, hubs;
+  // Rows of more than 32 entries as pieces of 1024 (sparse_views.h).
+  std::vector<I> piece_row, piece_g, multi_row, multi_first;
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t len = rp[r + 1] - rp[r];
-    if (len > kHubTerms) hubs.push_back(static_cast<I>(r));
-    else if (len > 32) long_rows.push_back(static_cast<I>(r));
+    if (len <= 32) continue;
+    const int64_t n = (len + 1023) / 1024;
+    if (n > 1) {
+      multi_row.push_back(static_cast<I>(r));
+      multi_first.push_back(static_cast<I>(piece_row.size()));
+    }
+    for (int64_t g = 0; g < n; ++g) {
+      piece_row.push_back(static_cast<I>(r));
+      piece_g.push_back(static_cast<I>(g));
+    }
   }
-  p->num_hub = static_cast<int64_t>(hubs.size());
-  long_rows.insert(long_rows.end(), hubs.begin(), hubs.end());  // hubs last
-  p->num_long = static_cast<int64_t>(long_rows.size());
+  p->pieces.num = static_cast<int64_t>(piece_row.size());
+  p->pieces.num_multi = static_cast<int64_t>(multi_row.size());
   xhal_status_t st = up(d, m, rp, &p->row_ptr);
   if (st == XHAL_OK) st = up(d, m, col, &p->col);
   if (st == XHAL_OK && perm) st = up(d, m, *perm, &p->perm);
-  if (st == XHAL_OK) st = up(d, m, long_rows, &p->long_rows);
+  if (st == XHAL_OK && p->pieces.num) {  // one upload for the four lists
+    const size_t np = piece_row.size(), nm = multi_row.size();
+    piece_row.insert(piece_row.end(), piece_g.begin(), piece_g.end());
+    piece_row.insert(piece_row.end(), multi_row.begin(), multi_row.end());
+    piece_row.insert(piece_row.end(), multi_first.begin(), multi_first.end());
+    I* all = nullptr;
+    st = up(d, m, piece_row, &all);
+    p->pieces.row = all;
+    p->pieces.g = all + np;
+    p->pieces.multi_row = all + 2 * np;
+    p->pieces.multi_first = all + 2 * np + nm;
+  }
   if (st == XHAL_OK && host_levels) st = build_level_schedule(d, m, rp, col, rows, true, &p->asc);
   if (st == XHAL_OK && host_levels) st = build_level_schedule(d, m, rp, col, rows, false, &p->desc);
   return st;

@@ -28,18 +28,11 @@ struct LevelSchedule {
   std::vector<Batch> batches;
 };
 
-// Rows of more than this many entries (more than 128 chunks of 32) are
-// hubs: spmv gives each one a block (sparse_spmv.cpp).
-constexpr int64_t kHubTerms = 4096;
-
 struct Pattern {
   I* row_ptr = nullptr;
   I* col = nullptr;
   I* perm = nullptr;  // transposed: index into A's values; null for A
-  // Rows of more than 32 entries; the last num_hub of them have more than
-  // kHubTerms (spmv's block-per-row kernel, sparse_spmv.cpp).
-  I* long_rows = nullptr;
-  int64_t num_long = 0, num_hub = 0;
+  PieceView pieces;  // rows of more than 32 entries, for spmv/spmm
   int64_t rows = 0;
   LevelSchedule asc, desc;           // host-built level batches
   SyncFreeSchedule sf_asc, sf_desc;  // device-built (CUDA)

@@ -45,6 +45,20 @@ struct PatternViewT {
 };
 using PatternView = PatternViewT<float>;
 
+// spmv/spmm's rows of more than 32 entries as pieces of 32 chunks (1024
+// entries; sparse_spmv.cpp): piece q is chunks [32 g[q], 32 g[q] + 32) of
+// row row[q], a row's pieces consecutive. Rows of more than 1024 entries
+// (several pieces) are listed again with their first piece, for the launch
+// that combines them.
+struct PieceView {
+  I* row = nullptr;
+  I* g = nullptr;
+  int64_t num = 0;
+  I* multi_row = nullptr;
+  I* multi_first = nullptr;
+  int64_t num_multi = 0;
+};
+
 // Calls f(T{}) with T the value type of a matrix of `dtype` (f32 or f64):
 // the op entry points instantiate their kernels for both.
 template <class F>

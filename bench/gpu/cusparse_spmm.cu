@@ -1,0 +1,275 @@
+// xhal's spmv/spmm on the cuda device against cuSPARSE's SpMV/SpMM on the
+// same GPU, the same matrices and the same process (issue 14's table):
+// xhal-bench's river and power-law random matrices and a uniform random one
+// (bench/bench_matrices.h), A and A^T, k = 1 (SpMV), 8 and 64 (row-major
+// X and Y), f32. Each xhal result is checked against cuSPARSE's within a
+// relative 1e-4 of the row's absolute sum (the summation orders differ),
+// and the creation of each matrix is timed against cuSPARSE's SpSV
+// analysis of it (A and A^T) where the matrix is lower triangular.
+// Usage: cusparse_spmm [out.json]   (XHAL_DEVICE picks the device)
+#include <cusparse.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "bench_matrices.h"
+#include "check.h"
+
+#define CS(x)                                                                                \
+  do {                                                                                       \
+    cusparseStatus_t s_ = (x);                                                               \
+    if (s_ != CUSPARSE_STATUS_SUCCESS) {                                                     \
+      std::fprintf(stderr, "%s:%d cusparse %d\n", __FILE__, __LINE__, static_cast<int>(s_)); \
+      std::exit(1);                                                                          \
+    }                                                                                        \
+  } while (0)
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+}
+
+// Mean of 20 calls after 3 warm-up calls, the queue drained around them.
+double time_ms(const std::function<void()>& op, const std::function<void()>& drain) {
+  for (int i = 0; i < 3; ++i) op();
+  drain();
+  const auto t = Clock::now();
+  for (int i = 0; i < 20; ++i) op();
+  drain();
+  return ms_since(t) / 20;
+}
+
+struct Row {
+  std::string name;
+  double xhal_ms, cusparse_ms, copy_fraction;
+};
+std::vector<Row> g_rows;
+int g_wrong = 0;
+
+// Device-to-device copy bandwidth of 1 GiB (read + write bytes per second).
+double copy_bandwidth() {
+  const size_t bytes = size_t{1} << 30;
+  void *a, *b;
+  CK(cudaMalloc(&a, bytes));
+  CK(cudaMalloc(&b, bytes));
+  const double ms = time_ms([&] { CK(cudaMemcpyAsync(b, a, bytes, cudaMemcpyDeviceToDevice)); },
+                            [] { CK(cudaDeviceSynchronize()); });
+  CK(cudaFree(a));
+  CK(cudaFree(b));
+  return 2.0 * bytes / (ms * 1e-3);
+}
+
+// Largest |got - want| relative to the row's sum of |A||X| (want's scale).
+bool close_enough(const std::vector<float>& got, const std::vector<float>& want,
+                  const std::vector<float>& scale) {
+  for (size_t i = 0; i < want.size(); ++i)
+    if (!(std::fabs(got[i] - want[i]) <= 1e-4f * scale[i] + 1e-30f)) return false;
+  return true;
+}
+
+void compare(const xhal_bench::HostCsr& a, bool triangular, xhal_device_t dev, cusparseHandle_t h,
+             double copy_bps) {
+  const int64_t n = a.n, nnz = a.nnz();
+  constexpr int64_t kMaxK = 64;
+  std::printf("== %s\n", a.label.c_str());
+  std::vector<float> hx(n * kMaxK);
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (auto& v : hx) v = u(rng);
+
+  // ---- xhal ----
+  xhal_csr_desc_t desc{};
+  desc.struct_size = sizeof desc;
+  desc.rows = n;
+  desc.cols = n;
+  desc.nnz = nnz;
+  desc.index_dtype = XHAL_DTYPE_I32;
+  desc.row_ptr = a.row_ptr.data();
+  desc.col_idx = a.col_idx.data();
+  desc.values_dtype = XHAL_DTYPE_F32;
+  desc.values_data = a.values.data();
+  xhal_csr_t m;
+  auto t0 = Clock::now();
+  XK(xhal_csr_create(dev, &desc, &m));
+  XK(xhal_device_synchronize(dev));
+  const double create_ms = ms_since(t0);
+  xhal_buffer_t bx, by;
+  XK(xhal_buffer_allocate(dev, n * kMaxK * 4, &bx));
+  XK(xhal_buffer_allocate(dev, n * kMaxK * 4, &by));
+  XK(xhal_buffer_write(bx, 0, hx.data(), n * kMaxK * 4));
+
+  // ---- cuSPARSE on its own copies ----
+  int32_t *drp, *dci;
+  float *dv, *dx, *dy;
+  CK(cudaMalloc(&drp, (n + 1) * 4));
+  CK(cudaMalloc(&dci, nnz * 4));
+  CK(cudaMalloc(&dv, nnz * 4));
+  CK(cudaMalloc(&dx, n * kMaxK * 4));
+  CK(cudaMalloc(&dy, n * kMaxK * 4));
+  CK(cudaMemcpy(drp, a.row_ptr.data(), (n + 1) * 4, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(dci, a.col_idx.data(), nnz * 4, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(dv, a.values.data(), nnz * 4, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(dx, hx.data(), n * kMaxK * 4, cudaMemcpyHostToDevice));
+  cusparseSpMatDescr_t A;
+  CS(cusparseCreateCsr(&A, n, n, nnz, drp, dci, dv, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I,
+                       CUSPARSE_INDEX_BASE_ZERO, CUDA_R_32F));
+  const float one = 1, zero = 0;
+  auto drain_x = [&] { XK(xhal_device_synchronize(dev)); };
+  auto drain_c = [] { CK(cudaDeviceSynchronize()); };
+
+  // The scale of each output element: sum over the row of |a| |x| (host).
+  auto scale_of = [&](bool trans, int64_t k) {
+    std::vector<float> s(n * k, 0.0f);
+    for (int64_t i = 0; i < n; ++i)
+      for (int32_t e = a.row_ptr[i]; e < a.row_ptr[i + 1]; ++e) {
+        const int64_t out = trans ? a.col_idx[e] : i, in = trans ? i : a.col_idx[e];
+        for (int64_t c = 0; c < k; ++c)
+          s[out * k + c] += std::fabs(a.values[e]) * std::fabs(hx[in * k + c]);
+      }
+    return s;
+  };
+
+  for (int tr = 0; tr < 2; ++tr) {
+    const xhal_transpose_t xt = tr ? XHAL_TRANSPOSE : XHAL_TRANSPOSE_NONE;
+    const auto op = tr ? CUSPARSE_OPERATION_TRANSPOSE : CUSPARSE_OPERATION_NON_TRANSPOSE;
+    for (int64_t k : {int64_t{1}, int64_t{8}, int64_t{64}}) {
+      xhal_tensor_t tx{}, ty{};
+      const int64_t shape[2] = {n, k};
+      XK(xhal_tensor_init(bx, 0, XHAL_DTYPE_F32, k == 1 ? 1 : 2, shape, &tx));
+      XK(xhal_tensor_init(by, 0, XHAL_DTYPE_F32, k == 1 ? 1 : 2, shape, &ty));
+      const double xm = time_ms(
+          [&] {
+            if (k == 1) XK(xhal_spmv(dev, m, xt, 1.0f, &tx, 0.0f, &ty));
+            else XK(xhal_spmm(dev, m, xt, 1.0f, &tx, 0.0f, &ty));
+          },
+          drain_x);
+      double cm = 0;
+      void* buf = nullptr;
+      size_t bsz = 0;
+      if (k == 1) {
+        cusparseDnVecDescr_t X, Y;
+        CS(cusparseCreateDnVec(&X, n, dx, CUDA_R_32F));
+        CS(cusparseCreateDnVec(&Y, n, dy, CUDA_R_32F));
+        CS(cusparseSpMV_bufferSize(h, op, &one, A, X, &zero, Y, CUDA_R_32F,
+                                   CUSPARSE_SPMV_ALG_DEFAULT, &bsz));
+        CK(cudaMalloc(&buf, std::max<size_t>(bsz, 16)));
+        cm = time_ms(
+            [&] {
+              CS(cusparseSpMV(h, op, &one, A, X, &zero, Y, CUDA_R_32F, CUSPARSE_SPMV_ALG_DEFAULT,
+                              buf));
+            },
+            drain_c);
+        CS(cusparseDestroyDnVec(X));
+        CS(cusparseDestroyDnVec(Y));
+      } else {
+        cusparseDnMatDescr_t X, Y;
+        CS(cusparseCreateDnMat(&X, n, k, k, dx, CUDA_R_32F, CUSPARSE_ORDER_ROW));
+        CS(cusparseCreateDnMat(&Y, n, k, k, dy, CUDA_R_32F, CUSPARSE_ORDER_ROW));
+        CS(cusparseSpMM_bufferSize(h, op, CUSPARSE_OPERATION_NON_TRANSPOSE, &one, A, X, &zero, Y,
+                                   CUDA_R_32F, CUSPARSE_SPMM_ALG_DEFAULT, &bsz));
+        CK(cudaMalloc(&buf, std::max<size_t>(bsz, 16)));
+        cm = time_ms(
+            [&] {
+              CS(cusparseSpMM(h, op, CUSPARSE_OPERATION_NON_TRANSPOSE, &one, A, X, &zero, Y,
+                              CUDA_R_32F, CUSPARSE_SPMM_ALG_DEFAULT, buf));
+            },
+            drain_c);
+        CS(cusparseDestroyDnMat(X));
+        CS(cusparseDestroyDnMat(Y));
+      }
+      CK(cudaFree(buf));
+      // Same numbers up to rounding: xhal's y against cuSPARSE's.
+      std::vector<float> gx(n * k), gc(n * k);
+      XK(xhal_buffer_read(by, 0, gx.data(), n * k * 4));
+      CK(cudaMemcpy(gc.data(), dy, n * k * 4, cudaMemcpyDeviceToHost));
+      const bool ok = close_enough(gx, gc, scale_of(tr != 0, k));
+      if (!ok) ++g_wrong;
+      // Bytes that must move: values and columns, row pointers, X and Y once.
+      const double bytes = 8.0 * nnz + 4.0 * (n + 1) + 2.0 * 4.0 * n * k;
+      const double frac = bytes / (xm * 1e-3) / copy_bps;
+      char name[96];
+      std::snprintf(name, sizeof name, "%s %s k=%lld", a.label.c_str(), tr ? "A^T" : "A",
+                    static_cast<long long>(k));
+      std::printf("%-52s xhal %8.4f ms  cuSPARSE %8.4f ms  speed-up %5.2fx  copy %.2f%s\n", name,
+                  xm, cm, cm / xm, frac, ok ? "" : "  RESULTS DISAGREE");
+      std::fflush(stdout);
+      g_rows.push_back({name, xm, cm, frac});
+    }
+  }
+  if (triangular) {
+    double an[2];
+    for (int tr = 0; tr < 2; ++tr) {
+      const auto op = tr ? CUSPARSE_OPERATION_TRANSPOSE : CUSPARSE_OPERATION_NON_TRANSPOSE;
+      cusparseDnVecDescr_t X, Y;
+      CS(cusparseCreateDnVec(&X, n, dx, CUDA_R_32F));
+      CS(cusparseCreateDnVec(&Y, n, dy, CUDA_R_32F));
+      cusparseSpSVDescr_t sv;
+      CS(cusparseSpSV_createDescr(&sv));
+      cusparseFillMode_t fill = CUSPARSE_FILL_MODE_LOWER;
+      cusparseDiagType_t diag = CUSPARSE_DIAG_TYPE_NON_UNIT;
+      CS(cusparseSpMatSetAttribute(A, CUSPARSE_SPMAT_FILL_MODE, &fill, sizeof fill));
+      CS(cusparseSpMatSetAttribute(A, CUSPARSE_SPMAT_DIAG_TYPE, &diag, sizeof diag));
+      size_t ssz = 0;
+      CS(cusparseSpSV_bufferSize(h, op, &one, A, X, Y, CUDA_R_32F, CUSPARSE_SPSV_ALG_DEFAULT, sv,
+                                 &ssz));
+      void* sbuf;
+      CK(cudaMalloc(&sbuf, std::max<size_t>(ssz, 16)));
+      CK(cudaDeviceSynchronize());
+      const auto t = Clock::now();
+      CS(cusparseSpSV_analysis(h, op, &one, A, X, Y, CUDA_R_32F, CUSPARSE_SPSV_ALG_DEFAULT, sv,
+                               sbuf));
+      CK(cudaDeviceSynchronize());
+      an[tr] = ms_since(t);
+      CS(cusparseSpSV_destroyDescr(sv));
+      CK(cudaFree(sbuf));
+      CS(cusparseDestroyDnVec(X));
+      CS(cusparseDestroyDnVec(Y));
+    }
+    std::printf("%-52s xhal csr_create %.1f ms  cuSPARSE SpSV analysis A %.1f + A^T %.1f ms  "
+                "ratio %.1fx\n",
+                (a.label + " creation").c_str(), create_ms, an[0], an[1],
+                create_ms / (an[0] + an[1]));
+    g_rows.push_back({a.label + " creation (A and A^T analyses)", create_ms, an[0] + an[1], 0});
+  }
+  CS(cusparseDestroySpMat(A));
+  for (void* p : {(void*)drp, (void*)dci, (void*)dv, (void*)dx, (void*)dy}) CK(cudaFree(p));
+  XK(xhal_buffer_release(bx));
+  XK(xhal_buffer_release(by));
+  XK(xhal_csr_release(m));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  xhal_device_t dev = open_device_and_say_which();
+  cusparseHandle_t h;
+  CS(cusparseCreate(&h));
+  const double copy_bps = copy_bandwidth();
+  std::printf("copy bandwidth (cudaMemcpy, 1 GiB, read + write): %.0f GB/s\n", copy_bps / 1e9);
+  compare(xhal_bench::make_river(), true, dev, h, copy_bps);
+  compare(xhal_bench::make_random(), true, dev, h, copy_bps);
+  compare(xhal_bench::make_uniform(), false, dev, h, copy_bps);
+  if (argc > 1) {
+    FILE* f = std::fopen(argv[1], "w");
+    std::fprintf(f, "{\"copy_gbps\": %.1f, \"rows\": [\n", copy_bps / 1e9);
+    for (size_t i = 0; i < g_rows.size(); ++i)
+      std::fprintf(f,
+                   "  {\"name\": \"%s\", \"xhal_ms\": %.6f, \"cusparse_ms\": %.6f, "
+                   "\"copy_fraction\": %.4f}%s\n",
+                   g_rows[i].name.c_str(), g_rows[i].xhal_ms, g_rows[i].cusparse_ms,
+                   g_rows[i].copy_fraction, i + 1 < g_rows.size() ? "," : "");
+    std::fprintf(f, "]}\n");
+    std::fclose(f);
+  }
+  cusparseDestroy(h);
+  XK(xhal_device_release(dev));
+  if (g_wrong) std::printf("FAIL: %d result(s) disagree with cuSPARSE beyond rounding\n", g_wrong);
+  return g_wrong ? 1 : 0;
+}
