@@ -232,10 +232,10 @@ void compare(const xhal_bench::HostCsr& a, bool triangular, xhal_device_t dev, c
       CS(cusparseDestroyDnVec(X));
       CS(cusparseDestroyDnVec(Y));
     }
-    std::printf("%-52s xhal csr_create %.1f ms  cuSPARSE SpSV analysis A %.1f + A^T %.1f ms  "
-                "ratio %.1fx\n",
-                (a.label + " creation").c_str(), create_ms, an[0], an[1],
-                create_ms / (an[0] + an[1]));
+    std::printf(
+        "%-52s xhal csr_create %.1f ms  cuSPARSE SpSV analysis A %.1f + A^T %.1f ms  "
+        "ratio %.1fx\n",
+        (a.label + " creation").c_str(), create_ms, an[0], an[1], create_ms / (an[0] + an[1]));
     g_rows.push_back({a.label + " creation (A and A^T analyses)", create_ms, an[0] + an[1], 0});
   }
   CS(cusparseDestroySpMat(A));

@@ -32,7 +32,7 @@ struct Pattern {
   I* row_ptr = nullptr;
   I* col = nullptr;
   I* perm = nullptr;  // transposed: index into A's values; null for A
-  PieceView pieces;  // rows of more than 32 entries, for spmv/spmm
+  PieceView pieces;   // rows of more than 32 entries, for spmv/spmm
   int64_t rows = 0;
   LevelSchedule asc, desc;           // host-built level batches
   SyncFreeSchedule sf_asc, sf_desc;  // device-built (CUDA)

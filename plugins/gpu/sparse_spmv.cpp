@@ -96,8 +96,8 @@ constexpr int kPieceWarps = sizeof(A) == 4 ? 8 : 4;
 
 template <class S>
 __global__ void __launch_bounds__(kPieceWarps<acc_t<S>> * 32)
-    spmv_piece_kernel(PatternViewT<S> a, PieceView pieces, ColsT<S> x, ColsT<S> y,
-                      acc_t<S> alpha, acc_t<S> beta, acc_t<S>* partial) {
+    spmv_piece_kernel(PatternViewT<S> a, PieceView pieces, ColsT<S> x, ColsT<S> y, acc_t<S> alpha,
+                      acc_t<S> beta, acc_t<S>* partial) {
   using A = acc_t<S>;
   constexpr int W = kPieceWarps<A>;
   __shared__ A prod[W][32][33];
@@ -162,8 +162,8 @@ __global__ void spmm_piece_kernel(PatternViewT<S> a, PieceView pieces, ColsT<S> 
 // row's piece values by the top of its tree (p/32 leaves, the real pieces
 // then +0).
 template <class S>
-__global__ void spmm_combine_kernel(PatternViewT<S> a, PieceView pieces, ColsT<S> y,
-                                    acc_t<S> alpha, acc_t<S> beta, const acc_t<S>* partial) {
+__global__ void spmm_combine_kernel(PatternViewT<S> a, PieceView pieces, ColsT<S> y, acc_t<S> alpha,
+                                    acc_t<S> beta, const acc_t<S>* partial) {
   using A = acc_t<S>;
   const int64_t total = pieces.num_multi * y.k;
   for (int64_t it = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; it < total;
@@ -173,8 +173,8 @@ __global__ void spmm_combine_kernel(PatternViewT<S> a, PieceView pieces, ColsT<S
     const int64_t n = (a.row_ptr[r + 1] - a.row_ptr[r] + 1023) / 1024;
     int64_t p = 1;
     while (p < n) p <<= 1;
-    const A v = serial_tree<SumOpT<A>>([&](int64_t j) { return partial[(first + j) * y.k + c]; },
-                                       0, p, n);
+    const A v =
+        serial_tree<SumOpT<A>>([&](int64_t j) { return partial[(first + j) * y.k + c]; }, 0, p, n);
     finish(y.at(r, c), alpha, v, beta);
   }
 }
@@ -213,9 +213,8 @@ __global__ void spmm_group_kernel(PatternViewT<S> a, int64_t rows, ColsT<S> x, C
 template <class S>
 void launch_group(Device* d, PatternViewT<S> v, int64_t rows, ColsT<S> x, ColsT<S> y,
                   acc_t<S> alpha, acc_t<S> beta) {
-#define XHAL_GROUP(G)                                                                   \
-  spmm_group_kernel<S, G><<<grid_for(rows * G, 256), 256, 0, d->stream>>>(v, rows, x, y, \
-                                                                          alpha, beta)
+#define XHAL_GROUP(G) \
+  spmm_group_kernel<S, G><<<grid_for(rows* G, 256), 256, 0, d->stream>>>(v, rows, x, y, alpha, beta)
   if (y.k > 16) XHAL_GROUP(32);
   else if (y.k > 8) XHAL_GROUP(16);
   else if (y.k > 4) XHAL_GROUP(8);
@@ -245,24 +244,27 @@ xhal_status_t run_spmm(Device* d, const Matrix* m, xhal_transpose_t trans, float
     }
     if (yc.k == 1) {
       constexpr int W = kPieceWarps<A>;
-      spmv_piece_kernel<S><<<static_cast<unsigned>((p.pieces.num + W - 1) / W), W * 32, 0,
-                             d->stream>>>(v, p.pieces, xc, yc, A(alpha), A(beta), partial);
+      spmv_piece_kernel<S>
+          <<<static_cast<unsigned>((p.pieces.num + W - 1) / W), W * 32, 0, d->stream>>>(
+              v, p.pieces, xc, yc, A(alpha), A(beta), partial);
     } else {
-      spmm_piece_kernel<S><<<grid_for(p.pieces.num * ((yc.k + 31) / 32) * 32, 256), 256, 0,
-                             d->stream>>>(v, p.pieces, xc, yc, A(alpha), A(beta), partial);
+      spmm_piece_kernel<S>
+          <<<grid_for(p.pieces.num * ((yc.k + 31) / 32) * 32, 256), 256, 0, d->stream>>>(
+              v, p.pieces, xc, yc, A(alpha), A(beta), partial);
     }
     ++launches;
   }
   if (yc.k > 1) {
     launch_group<S>(d, v, p.rows, xc, yc, A(alpha), A(beta));
   } else if constexpr (sizeof(A) == 4) {
-    spmv_tiled_kernel<S><<<static_cast<unsigned>((p.rows + kTileRows - 1) / kTileRows), kTileRows,
-                           0, d->stream>>>(v, p.rows, xc, yc, A(alpha), A(beta));
+    spmv_tiled_kernel<S>
+        <<<static_cast<unsigned>((p.rows + kTileRows - 1) / kTileRows), kTileRows, 0, d->stream>>>(
+            v, p.rows, xc, yc, A(alpha), A(beta));
   } else {
     // f64 stays on one thread per row: tiled it was slower on the H200
     // (uniform random 0.145 against 0.113 ms, docs/performance.md).
-    spmv_row_kernel<S><<<grid_for(p.rows, 256), 256, 0, d->stream>>>(v, p.rows, xc, yc, A(alpha),
-                                                                    A(beta));
+    spmv_row_kernel<S>
+        <<<grid_for(p.rows, 256), 256, 0, d->stream>>>(v, p.rows, xc, yc, A(alpha), A(beta));
   }
   ++launches;
   if (p.pieces.num_multi) {

@@ -64,10 +64,10 @@ bool compare(const char* step, const Pair& p, uint64_t elements,
       if (a[i] != b[i] && differ++ == 0) first = at + i;
   }
   if (differ)
-    std::printf("%s: FAIL %llu of %llu elements differ from the cpu device, first at %llu (%.1f s)\n",
-                step, static_cast<unsigned long long>(differ),
-                static_cast<unsigned long long>(elements), static_cast<unsigned long long>(first),
-                seconds_since(t0));
+    std::printf(
+        "%s: FAIL %llu of %llu elements differ from the cpu device, first at %llu (%.1f s)\n", step,
+        static_cast<unsigned long long>(differ), static_cast<unsigned long long>(elements),
+        static_cast<unsigned long long>(first), seconds_since(t0));
   else
     std::printf("%s: PASS %llu elements bit-identical to the cpu device (%.1f s)\n", step,
                 static_cast<unsigned long long>(elements), seconds_since(t0));
@@ -78,11 +78,13 @@ bool compare(const char* step, const Pair& p, uint64_t elements,
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"xhal-scale-check: ops on tensors of more than 2^31 elements against the cpu device"};
+  CLI::App app{
+      "xhal-scale-check: ops on tensors of more than 2^31 elements against the cpu device"};
   std::string device = "cuda:0";
   int64_t rows = (int64_t{1} << 21) + 17, width = 1024, count = (int64_t{1} << 21) + 5;
   app.add_option("--device", device, "the device to check (a selector)");
-  app.add_option("--rows", rows, "rows of the source table")->check(CLI::Range(int64_t{2}, int64_t{1} << 40));
+  app.add_option("--rows", rows, "rows of the source table")
+      ->check(CLI::Range(int64_t{2}, int64_t{1} << 40));
   app.add_option("--width", width, "row width")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   app.add_option("--count", count, "indices")->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   CLI11_PARSE(app, argc, argv);
@@ -113,7 +115,7 @@ int main(int argc, char** argv) {
     std::vector<int64_t> idx(static_cast<size_t>(count));
     for (int64_t i = 0; i < count; ++i)
       idx[i] = i >= count - 64 ? rows - 1 - (count - 1 - i) % rows
-                              : static_cast<int64_t>(mix(uint64_t(i) + 7) % uint64_t(rows));
+                               : static_cast<int64_t>(mix(uint64_t(i) + 7) % uint64_t(rows));
     Pair out = allocate(dev, ref, out_elems * 4);
     {
       const auto pd = xhal::IndexPlan::create(dev, idx, static_cast<uint64_t>(rows));
