@@ -39,43 +39,6 @@ __global__ void spmv_row_kernel(PatternViewT<S> a, int64_t rows, ColsT<S> x, Col
   }
 }
 
-// spmv's rows of at most 32 entries, by tiles of kTileRows consecutive rows,
-// whose entries are one contiguous run. When the run fits in shared memory
-// the block first forms every product with coalesced loads of values and
-// columns, then each thread sums its row's products left to right from +0:
-// the canonical order (3.7), the loads of the one-thread-per-row form
-// without its strided reads. A run that does not fit (a long row inside)
-// is summed from memory as spmv_row_kernel does.
-constexpr int kTileRows = 256;
-constexpr int kTileEntries = 4096;
-
-template <class S>
-__global__ void __launch_bounds__(kTileRows)
-    spmv_tiled_kernel(PatternViewT<S> a, int64_t rows, ColsT<S> x, ColsT<S> y, acc_t<S> alpha,
-                      acc_t<S> beta) {
-  using A = acc_t<S>;
-  __shared__ A prod[kTileEntries];
-  const int64_t r0 = blockIdx.x * int64_t{kTileRows}, r = r0 + threadIdx.x;
-  const int64_t last = r0 + kTileRows < rows ? r0 + kTileRows : rows;
-  const I start = a.row_ptr[r0], run = a.row_ptr[last] - start;
-  const bool staged = run <= kTileEntries;  // the same for the whole block
-  if (staged)
-    for (I e = threadIdx.x; e < run; e += kTileRows)
-      prod[e] = xmul(widen(a.value(start + e)), widen(x.at(a.col[start + e], 0)));
-  __syncthreads();
-  if (r >= rows) return;
-  const I b = a.row_ptr[r], e = a.row_ptr[r + 1];
-  if (e - b > 32) return;  // a piece kernel does it
-  A s = A(0);
-  if (staged) {
-    for (I k = b - start; k < e - start; ++k) s = xadd(s, prod[k]);
-  } else {
-#pragma unroll 4
-    for (I k = b; k < e; ++k) s = xadd(s, xmul(widen(a.value(k)), widen(x.at(a.col[k], 0))));
-  }
-  finish(y.at(r, 0), alpha, s, beta);
-}
-
 // Rows of more than 32 entries, by pieces: a piece is an aligned group of
 // 32 chunks (1024 entries) of one row, so its value is a subtree of the
 // row's canonical tree over p chunk sums (3.7; p the power of two at or
@@ -86,44 +49,103 @@ __global__ void __launch_bounds__(kTileRows)
 // Pieces of every long row run side by side, so a hub's critical path is
 // one piece, not its whole length.
 
-// spmv (k = 1): one warp per piece. Products go to a padded 32 x 33 shared
-// tile by coalesced loads of values and columns (row i of the tile is
-// chunk i), lane j sums chunk j left to right from +0, warp_tree gives the
-// piece's subtree. W warps a block: 33.8 KB of shared memory for f32 (8) and
-// f64 (4).
-template <class A>
-constexpr int kPieceWarps = sizeof(A) == 4 ? 8 : 4;
-
-template <class S>
-__global__ void __launch_bounds__(kPieceWarps<acc_t<S>> * 32)
-    spmv_piece_kernel(PatternViewT<S> a, PieceView pieces, ColsT<S> x, ColsT<S> y, acc_t<S> alpha,
-                      acc_t<S> beta, acc_t<S>* partial) {
-  using A = acc_t<S>;
-  constexpr int W = kPieceWarps<A>;
-  __shared__ A prod[W][32][33];
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int64_t q = int64_t{blockIdx.x} * W + warp;
-  if (q >= pieces.num) return;  // whole warps only: no block-wide barrier below
+// spmv's piece q by one warp. Products go to the warp's padded [C][33]
+// staging area C chunks at a time by coalesced loads of values and columns
+// (row i of the area is chunk i), lane j sums chunk j left to right from
+// +0, warp_tree gives the piece's subtree.
+template <int C, class S, class A = acc_t<S>>
+__device__ __forceinline__ void spmv_piece(const PatternViewT<S>& a, const PieceView& pieces,
+                                           int64_t q, const ColsT<S>& x, const ColsT<S>& y, A alpha,
+                                           A beta, A* partial, A (*stage)[33]) {
+  const int lane = threadIdx.x & 31;
   const int64_t r = pieces.row[q];
   const int64_t b = a.row_ptr[r], m = a.row_ptr[r + 1] - b;
   const int64_t c0 = int64_t{pieces.g[q]} * 32;  // the piece's first chunk
   const int64_t left = m - c0 * 32;              // entries from the piece's start
   const int n = left >= 1024 ? 32 : static_cast<int>((left + 31) / 32);  // chunks present
-#pragma unroll 4
-  for (int i = 0; i < n; ++i) {
-    const int64_t e = (c0 + i) * 32 + lane;
-    if (e < m) prod[warp][i][lane] = xmul(widen(a.value(b + e)), widen(x.at(a.col[b + e], 0)));
-  }
-  xhal_warp_sync();
-  const int64_t mine = left - int64_t{lane} * 32;  // terms of chunk c0 + lane
+  const int64_t mine = left - int64_t{lane} * 32;                        // terms of chunk c0 + lane
   const int len = mine <= 0 ? 0 : mine >= 32 ? 32 : static_cast<int>(mine);
   A s = A(0);
-  for (int t = 0; t < len; ++t) s = xadd(s, prod[warp][lane][t]);
+  for (int base = 0; base < n; base += C) {  // the same for the whole warp
+    const int cnt = n - base < C ? n - base : C;
+#pragma unroll 4
+    for (int i = 0; i < cnt; ++i) {
+      const int64_t e = (c0 + base + i) * 32 + lane;
+      if (e < m) stage[i][lane] = xmul(widen(a.value(b + e)), widen(x.at(a.col[b + e], 0)));
+    }
+    xhal_warp_sync();
+    if (lane >= base && lane < base + C)
+      for (int t = 0; t < len; ++t) s = xadd(s, stage[lane - base][t]);
+    xhal_warp_sync();  // the area is refilled by the next round
+  }
   const A v = warp_tree<SumOpT<A>>(s);
   if (lane == 0) {
     if (m <= 1024) finish(y.at(r, 0), alpha, v, beta);
     else partial[q] = v;
   }
+}
+
+// f64 spmv's pieces: one warp each, 4 warps a block (33.8 KB of staging).
+template <class S>
+__global__ void __launch_bounds__(128)
+    spmv_piece_kernel(PatternViewT<S> a, PieceView pieces, ColsT<S> x, ColsT<S> y, acc_t<S> alpha,
+                      acc_t<S> beta, acc_t<S>* partial) {
+  using A = acc_t<S>;
+  __shared__ A stage[4][32][33];
+  const int warp = threadIdx.x >> 5;
+  const int64_t q = int64_t{blockIdx.x} * 4 + warp;
+  if (q >= pieces.num) return;  // whole warps only: no block-wide barrier
+  spmv_piece<32>(a, pieces, q, x, y, alpha, beta, partial, stage[warp]);
+}
+
+// spmv of f32/f16/bf16 matrices in one launch: the first piece_blocks
+// blocks take 8 pieces each (above, 16 chunks a round), the others a tile
+// of kTileRows consecutive rows of at most 32 entries, so the long rows
+// run beside the short ones. A tile's entries are one contiguous run,
+// walked in windows of kTileEntries: the block forms a window's products in
+// shared memory with coalesced loads, then each thread adds its row's
+// products in the window left to right (a row spans at most two windows,
+// taken in order: the canonical order, 3.7). Windows that hold no entry of
+// a short row of the tile (inside a long row) are not loaded.
+constexpr int kTileRows = 256;
+constexpr int kTileEntries = 4096;
+
+template <class S>
+__global__ void __launch_bounds__(kTileRows)
+    spmv_fused_kernel(PatternViewT<S> a, PieceView pieces, int64_t piece_blocks, int64_t rows,
+                      ColsT<S> x, ColsT<S> y, float alpha, float beta, float* partial) {
+  static_assert(kTileRows == 8 * 32, "a piece block is 8 warps");
+  __shared__ float prod[8 * 16 * 33];  // >= kTileEntries
+  if (blockIdx.x < piece_blocks) {
+    const int warp = threadIdx.x >> 5;
+    const int64_t q = int64_t{blockIdx.x} * 8 + warp;
+    if (q < pieces.num)
+      spmv_piece<16>(a, pieces, q, x, y, alpha, beta, partial,
+                     reinterpret_cast<float(*)[33]>(prod + warp * 16 * 33));
+    return;
+  }
+  const int64_t r0 = (blockIdx.x - piece_blocks) * int64_t{kTileRows}, r = r0 + threadIdx.x;
+  const int64_t last = r0 + kTileRows < rows ? r0 + kTileRows : rows;
+  const I start = a.row_ptr[r0], run = a.row_ptr[last] - start;
+  I b = 0, e = 0;
+  if (r < rows) {
+    b = a.row_ptr[r] - start;
+    e = a.row_ptr[r + 1] - start;
+  }
+  const bool short_row = r < rows && e - b <= 32;  // a piece does the others
+  float s = 0.0f;
+  for (I w0 = 0; w0 < run; w0 += kTileEntries) {
+    const I w1 = run - w0 < kTileEntries ? run : w0 + kTileEntries;
+    const bool use = short_row && b < w1 && e > w0;
+    // A barrier too: the window before this one has been read by all.
+    if (!__syncthreads_or(use)) continue;
+    for (I t = threadIdx.x; t < w1 - w0; t += kTileRows)
+      prod[t] = xmul(widen(a.value(start + w0 + t)), widen(x.at(a.col[start + w0 + t], 0)));
+    __syncthreads();
+    if (use)
+      for (I k = b > w0 ? b : w0; k < (e < w1 ? e : w1); ++k) s = xadd(s, prod[k - w0]);
+  }
+  if (short_row) finish(y.at(r, 0), alpha, s, beta);
 }
 
 // spmm (k > 1): one warp per (piece, block of 32 columns of X), lane c for
@@ -231,42 +253,40 @@ xhal_status_t run_spmm(Device* d, const Matrix* m, xhal_transpose_t trans, float
   const ColsT<S> xc = cols_of<S>(x), yc = cols_of<S>(y);
   if (p.rows == 0 || yc.k == 0) return XHAL_OK;
   const PatternViewT<S> v = view<S>(p, m);
-  int launches = 0;
-  // The long rows' pieces first: their partial sums are read by the
-  // combine launch after the short rows.
+  int launches = 1;
+  // Rows of several pieces leave their piece values in scratch for the
+  // combine launch at the end.
   A* partial = nullptr;
-  if (p.pieces.num) {
-    if (p.pieces.num_multi) {
-      void* ws = nullptr;
-      xhal_status_t st = scratch(d, sizeof(A) * p.pieces.num * yc.k, &ws);
-      if (st != XHAL_OK) return st;
-      partial = static_cast<A*>(ws);
-    }
-    if (yc.k == 1) {
-      constexpr int W = kPieceWarps<A>;
-      spmv_piece_kernel<S>
-          <<<static_cast<unsigned>((p.pieces.num + W - 1) / W), W * 32, 0, d->stream>>>(
-              v, p.pieces, xc, yc, A(alpha), A(beta), partial);
-    } else {
+  if (p.pieces.num_multi) {
+    void* ws = nullptr;
+    xhal_status_t st = scratch(d, sizeof(A) * p.pieces.num * yc.k, &ws);
+    if (st != XHAL_OK) return st;
+    partial = static_cast<A*>(ws);
+  }
+  if (yc.k > 1) {
+    if (p.pieces.num) {
       spmm_piece_kernel<S>
           <<<grid_for(p.pieces.num * ((yc.k + 31) / 32) * 32, 256), 256, 0, d->stream>>>(
               v, p.pieces, xc, yc, A(alpha), A(beta), partial);
+      ++launches;
     }
-    ++launches;
-  }
-  if (yc.k > 1) {
     launch_group<S>(d, v, p.rows, xc, yc, A(alpha), A(beta));
   } else if constexpr (sizeof(A) == 4) {
-    spmv_tiled_kernel<S>
-        <<<static_cast<unsigned>((p.rows + kTileRows - 1) / kTileRows), kTileRows, 0, d->stream>>>(
-            v, p.rows, xc, yc, A(alpha), A(beta));
+    const int64_t piece_blocks = (p.pieces.num + 7) / 8;
+    spmv_fused_kernel<S>
+        <<<static_cast<unsigned>(piece_blocks + (p.rows + kTileRows - 1) / kTileRows), kTileRows, 0,
+           d->stream>>>(v, p.pieces, piece_blocks, p.rows, xc, yc, alpha, beta, partial);
   } else {
     // f64 stays on one thread per row: tiled it was slower on the H200
     // (uniform random 0.145 against 0.113 ms, docs/performance.md).
+    if (p.pieces.num) {
+      spmv_piece_kernel<S><<<static_cast<unsigned>((p.pieces.num + 3) / 4), 128, 0, d->stream>>>(
+          v, p.pieces, xc, yc, A(alpha), A(beta), partial);
+      ++launches;
+    }
     spmv_row_kernel<S>
         <<<grid_for(p.rows, 256), 256, 0, d->stream>>>(v, p.rows, xc, yc, A(alpha), A(beta));
   }
-  ++launches;
   if (p.pieces.num_multi) {
     spmm_combine_kernel<S><<<grid_for(p.pieces.num_multi * yc.k, 256), 256, 0, d->stream>>>(
         v, p.pieces, yc, A(alpha), A(beta), partial);
