@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "handles.h"
+#include "parallel.h"
 #include "xhal/xhal.h"
 #include "xhal/xhal_plugin.h"
 
@@ -154,13 +155,13 @@ struct Matrix {
   uint64_t handle = 0;
   // Host copy of the validated pattern (kept: spgemm's symbolic phase,
   // triangle checks, xhal_csr_read) and derived facts.
-  std::vector<int64_t> row_ptr, col_idx;
+  IndexArray row_ptr, col_idx;
   bool lower = false, upper = false;  // pattern lies in that triangle
   bool full_diagonal = false;         // every row has its (i, i) entry
   std::vector<int64_t> diag_pos;      // entry index of (i,i) or -1
   // The rest of the analysed pattern handed to csr_create, kept for the
   // matrix's lifetime so a plugin may refer to it instead of copying.
-  std::vector<int64_t> row_idx, t_row_ptr, t_col_idx, t_perm;
+  IndexArray row_idx, t_row_ptr, t_col_idx, t_perm;
   // Zero-diagonal check of csr_solve: valid only while the values last came
   // from the host (a device write cannot be inspected without a transfer).
   // Read and written under the device's queue lock.

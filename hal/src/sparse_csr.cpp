@@ -34,7 +34,28 @@ xhal_status_t validate_csr_pattern(const CsrPattern& p, const char* arg) {
                 "argument '%s': row %" PRId64 ": row_ptr[%" PRId64 "] = %" PRId64
                 " (end of the last row) but nnz = %" PRId64,
                 arg, p.rows > 0 ? p.rows - 1 : 0, p.rows, rp[p.rows], p.nnz);
-  for (int64_t i = 0; i < p.rows; ++i) {
+  // Columns: rows cut into ranges checked side by side; the message names
+  // the first bad row of the lowest range that has one, which is the
+  // pattern's first bad row.
+  auto row_ok = [&](int64_t i) {
+    for (int64_t k = rp[i]; k < rp[i + 1]; ++k) {
+      const int64_t c = p.col_idx[k];
+      if (c < 0 || c >= p.cols || (k > rp[i] && c <= p.col_idx[k - 1])) return false;
+    }
+    return true;
+  };
+  std::vector<int64_t> first_bad(static_cast<size_t>(parts_for(p.nnz)), -1);
+  parallel_ranges(p.nnz, [&](int64_t e0, int64_t e1, int64_t part) {
+    // The rows whose first entry lies in [e0, e1).
+    const int64_t r0 = std::lower_bound(rp.begin(), rp.begin() + p.rows, e0) - rp.begin();
+    for (int64_t i = r0; i < p.rows && rp[i] < e1; ++i)
+      if (!row_ok(i)) {
+        first_bad[part] = i;
+        return;
+      }
+  });
+  for (int64_t i : first_bad) {
+    if (i < 0) continue;
     for (int64_t k = rp[i]; k < rp[i + 1]; ++k) {
       const int64_t c = p.col_idx[k];
       if (c < 0 || c >= p.cols)
@@ -104,20 +125,38 @@ xhal_status_t check_matrix(Device* device, const char* name, xhal_csr_t handle, 
 namespace {
 
 // row_idx, the transpose (counting sort by column; rows come out ascending
-// because rows are visited in order) and the triangle/diagonal facts.
+// because rows are visited in order) and the triangle/diagonal facts, rows
+// cut into ranges of about equal entry counts side by side.
 void analyse(Matrix& m) {
   const int64_t rows = m.rows, nnz = m.nnz;
   m.row_idx.resize(nnz);
-  m.diag_pos.assign(rows, -1);
-  m.lower = m.upper = true;
-  for (int64_t i = 0; i < rows; ++i)
-    for (int64_t k = m.row_ptr[i]; k < m.row_ptr[i + 1]; ++k) {
-      const int64_t c = m.col_idx[k];
-      m.row_idx[k] = i;
-      if (c > i) m.lower = false;
-      if (c < i) m.upper = false;
-      if (c == i) m.diag_pos[i] = k;
+  m.diag_pos.resize(rows);
+  const int64_t parts = parts_for(nnz);
+  std::vector<char> lower(static_cast<size_t>(parts), 1), upper(static_cast<size_t>(parts), 1);
+  run_parts(parts, [&](int64_t t) {
+    auto row_at = [&](int64_t e) {
+      return std::upper_bound(m.row_ptr.begin(), m.row_ptr.begin() + rows + 1, e) -
+             m.row_ptr.begin() - 1;
+    };
+    const int64_t i0 = t == 0 ? 0 : row_at(nnz / parts * t);
+    const int64_t i1 = t + 1 == parts ? rows : row_at(nnz / parts * (t + 1));
+    bool lo = true, up = true;
+    for (int64_t i = i0; i < i1; ++i) {
+      int64_t diag = -1;
+      for (int64_t k = m.row_ptr[i]; k < m.row_ptr[i + 1]; ++k) {
+        const int64_t c = m.col_idx[k];
+        m.row_idx[k] = i;
+        lo = lo && c <= i;
+        up = up && c >= i;
+        if (c == i) diag = k;
+      }
+      m.diag_pos[i] = diag;
     }
+    lower[t] = lo;
+    upper[t] = up;
+  });
+  m.lower = std::all_of(lower.begin(), lower.end(), [](char b) { return b != 0; });
+  m.upper = std::all_of(upper.begin(), upper.end(), [](char b) { return b != 0; });
   transpose_pattern(m);
   m.full_diagonal = rows == m.cols && std::all_of(m.diag_pos.begin(), m.diag_pos.end(),
                                                   [](int64_t p) { return p >= 0; });
@@ -238,7 +277,7 @@ xhal_status_t check_index_source(Device* device, const char* what, const void* h
 // Reads `count` indices of `dtype` from a host array or a (checked) device
 // buffer and widens them.
 xhal_status_t read_indices(Device* device, const void* host, const Buffer* buffer,
-                           xhal_dtype_t dtype, int64_t count, std::vector<int64_t>* out) {
+                           xhal_dtype_t dtype, int64_t count, IndexArray* out) {
   const uint64_t bytes = static_cast<uint64_t>(count) * xhal_dtype_size(dtype);
   std::vector<std::byte> staged;
   const void* src = host;
@@ -252,12 +291,16 @@ xhal_status_t read_indices(Device* device, const void* host, const Buffer* buffe
     src = staged.data();
   }
   out->resize(count);
-  if (dtype == XHAL_DTYPE_I32) {
-    const auto* p = static_cast<const int32_t*>(src);
-    for (int64_t i = 0; i < count; ++i) (*out)[i] = p[i];
-  } else if (count > 0) {
-    std::memcpy(out->data(), src, bytes);
-  }
+  // Side by side: the threads are the first to touch out's pages.
+  parallel_ranges(count, [&](int64_t b, int64_t e, int64_t) {
+    if (dtype == XHAL_DTYPE_I32) {
+      const auto* p = static_cast<const int32_t*>(src);
+      for (int64_t i = b; i < e; ++i) (*out)[i] = p[i];
+    } else if (e > b) {
+      std::memcpy(out->data() + b, static_cast<const int64_t*>(src) + b,
+                  static_cast<size_t>(e - b) * sizeof(int64_t));
+    }
+  });
   return XHAL_OK;
 }
 
@@ -535,7 +578,7 @@ xhal_status_t xhal_csr_read(xhal_csr_t matrix, void* out_row_ptr, void* out_col_
   return entry("xhal_csr_read", [&]() -> xhal_status_t {
     Matrix* m = nullptr;
     XHAL_TRY(get_matrix(matrix, "matrix", &m));
-    auto write = [&](const std::vector<int64_t>& v, void* dst) {
+    auto write = [&](const IndexArray& v, void* dst) {
       if (!dst) return;
       if (m->index_dtype == XHAL_DTYPE_I32) {
         auto* p = static_cast<int32_t*>(dst);

@@ -6,7 +6,6 @@
 // slices. The slices follow row order, so the result is the sequential
 // sort's, entry for entry, whatever the thread count.
 #include <algorithm>
-#include <thread>
 #include <vector>
 
 #include "validate_sparse.h"
@@ -14,30 +13,11 @@
 namespace xhal {
 namespace {
 
-// Runs part(0 .. parts-1), parts 1.. on their own threads; a thread that
-// cannot be started runs its part on the caller instead.
-template <class F>
-void run_parts(int64_t parts, F part) {
-  std::vector<std::thread> threads;
-  std::vector<int64_t> inline_parts;
-  for (int64_t t = 1; t < parts; ++t) {
-    try {
-      threads.emplace_back(part, t);
-    } catch (const std::system_error&) {
-      inline_parts.push_back(t);
-    }
-  }
-  part(int64_t{0});
-  for (int64_t t : inline_parts) part(t);
-  for (auto& th : threads) th.join();
-}
-
-// Threads for a pattern: one per 2^20 entries, at most 8 and the hardware's
-// count, and no more than entries per column (the per-thread column counts
-// must not outweigh the pattern).
+// Threads for a pattern: parts_for(nnz), at most 8, and no more than
+// entries per column (the per-thread column counts must not outweigh the
+// pattern).
 int64_t thread_count(int64_t nnz, int64_t cols) {
-  const int64_t hw = std::max<int64_t>(1, std::thread::hardware_concurrency());
-  int64_t t = std::min<int64_t>({hw, 8, nnz >> 20});
+  int64_t t = std::min<int64_t>(parts_for(nnz), 8);
   if (cols > 0) t = std::min(t, nnz / cols);
   return std::max<int64_t>(t, 1);
 }
@@ -46,8 +26,9 @@ int64_t thread_count(int64_t nnz, int64_t cols) {
 
 void transpose_pattern(Matrix& m) {
   const int64_t rows = m.rows, cols = m.cols, nnz = m.nnz;
-  m.t_row_ptr.assign(cols + 1, 0);
-  m.t_col_idx.resize(nnz);
+  m.t_row_ptr.resize(cols + 1);
+  m.t_row_ptr[0] = 0;
+  m.t_col_idx.resize(nnz);  // uninitialised: the scatter below touches them first
   m.t_perm.resize(nnz);
   const int64_t parts = thread_count(nnz, cols);
   std::vector<int64_t> first_row(parts + 1, rows);
@@ -59,10 +40,12 @@ void transpose_pattern(Matrix& m) {
     first_row[t] = std::clamp(first_row[t], first_row[t - 1], rows);
   }
   // slot[t * cols + c]: part t's entries in column c, then where its next
-  // one goes.
-  std::vector<int64_t> slot(static_cast<size_t>(parts * cols), 0);
+  // one goes. Each part zeroes its own row of slots (the first touch of
+  // those pages happens on the thread that uses them).
+  IndexArray slot(static_cast<size_t>(parts * cols));
   run_parts(parts, [&](int64_t t) {
     int64_t* s = slot.data() + t * cols;
+    std::fill(s, s + cols, 0);
     for (int64_t k = m.row_ptr[first_row[t]]; k < m.row_ptr[first_row[t + 1]]; ++k)
       ++s[m.col_idx[k]];
   });

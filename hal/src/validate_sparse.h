@@ -11,8 +11,8 @@ namespace xhal {
 
 struct CsrPattern {
   int64_t rows = 0, cols = 0, nnz = 0;
-  std::vector<int64_t> row_ptr;  // [rows + 1]
-  std::vector<int64_t> col_idx;  // [nnz]
+  IndexArray row_ptr;  // [rows + 1]
+  IndexArray col_idx;  // [nnz]
 };
 
 // row_ptr[0] == 0, monotone, every row_ptr <= nnz, row_ptr[rows] == nnz;

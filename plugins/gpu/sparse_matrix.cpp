@@ -17,6 +17,22 @@
 namespace xhal::gpu {
 namespace {
 
+// row_idx[e] = the row of entry e, from the uploaded row pointers (one
+// binary search per entry): derived on the device, not narrowed and
+// uploaded (solve backward and spgemm read it).
+__global__ void expand_rows_kernel(const I* row_ptr, int64_t rows, int64_t nnz, I* row_idx) {
+  for (int64_t e = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; e < nnz;
+       e += int64_t{gridDim.x} * blockDim.x) {
+    int64_t lo = 0, hi = rows;  // the last row whose start is <= e
+    while (hi - lo > 1) {
+      const int64_t mid = (lo + hi) / 2;
+      if (row_ptr[mid] <= e) lo = mid;
+      else hi = mid;
+    }
+    row_idx[e] = static_cast<I>(lo);
+  }
+}
+
 void destroy(Matrix* m) {
   for (void* p : m->allocations) gpuFree(p);
   delete m;
@@ -116,13 +132,12 @@ xhal_status_t csr_create(void* device, const xhal_plugin_csr_desc_t* desc, void*
                  std::chrono::duration<double, std::milli>(t - t0).count());
     t0 = t;
   };
-  // The six index arrays narrow independently: one thread each.
-  std::vector<I> rp, col, ri, trp, tcol, tperm;
+  // The five index arrays narrow independently: one thread each.
+  std::vector<I> rp, col, trp, tcol, tperm;
   {
     auto narrow = [](const int64_t* p, int64_t n, std::vector<I>* out) { out->assign(p, p + n); };
     std::thread t[] = {std::thread(narrow, desc->row_ptr, desc->rows + 1, &rp),
                        std::thread(narrow, desc->col_idx, desc->nnz, &col),
-                       std::thread(narrow, desc->row_idx, desc->nnz, &ri),
                        std::thread(narrow, desc->t_row_ptr, desc->cols + 1, &trp),
                        std::thread(narrow, desc->t_col_idx, desc->nnz, &tcol),
                        std::thread(narrow, desc->t_perm, desc->nnz, &tperm)};
@@ -140,8 +155,18 @@ xhal_status_t csr_create(void* device, const xhal_plugin_csr_desc_t* desc, void*
   lap("pattern of A (upload)");
   if (st == XHAL_OK) st = build_pattern(d, m, trp, tcol, &tperm, desc->cols, host_levels, &m->at);
   lap("pattern of A^T (upload)");
-  if (st == XHAL_OK) st = up(d, m, ri, &m->row_idx);
-  lap("row indices (upload)");
+  if (st == XHAL_OK && desc->nnz > 0) {
+    gpuError_t e = gpuMalloc(reinterpret_cast<void**>(&m->row_idx), sizeof(I) * desc->nnz);
+    if (e != gpuSuccess) {
+      st = runtime_error(e, "allocating the row indices");
+    } else {
+      m->allocations.push_back(m->row_idx);
+      expand_rows_kernel<<<grid_for(desc->nnz, 256), 256, 0, d->stream>>>(m->a.row_ptr, desc->rows,
+                                                                          desc->nnz, m->row_idx);
+      st = check_launch(d, "csr_create");
+    }
+  }
+  lap("row indices (device)");
 #if !defined(XHAL_GPU_HIP)
   if (st == XHAL_OK && solvable && !host_levels && desc->rows > 0) {
     // f64 values publish in two words (syncfree_device.h, TwoWords).

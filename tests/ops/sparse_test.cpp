@@ -114,6 +114,35 @@ TEST_F(SparseTest, TransposeOfALargePatternIsTheSequentialOne) {
   EXPECT_TRUE(p.t_row_ptr == t_row_ptr);
   EXPECT_TRUE(p.t_col_idx == t_col_idx);
   EXPECT_TRUE(p.t_perm == t_perm);
+  // row_idx is filled by row ranges side by side too.
+  V row_idx(nnz);
+  for (int64_t i = 0; i < kRows; ++i)
+    for (int64_t k = row_ptr[i]; k < row_ptr[i + 1]; ++k) row_idx[k] = i;
+  EXPECT_TRUE(p.row_idx == row_idx);
+}
+
+// 2^22 entries: the core checks the columns of row ranges side by side
+// (one thread per 2^20 entries, up to the machine's count). The message
+// must still name the pattern's first bad row, whichever range holds it.
+TEST_F(SparseTest, MalformedLargePatternNamesTheFirstOffendingRow) {
+  constexpr int64_t kRows = 1 << 17, kPerRow = 32, kCols = 4 * kPerRow;
+  V row_ptr(kRows + 1), col_idx(kRows * kPerRow);
+  for (int64_t i = 0; i <= kRows; ++i) row_ptr[i] = i * kPerRow;
+  for (int64_t i = 0; i < kRows; ++i)
+    for (int64_t k = 0; k < kPerRow; ++k) col_idx[i * kPerRow + k] = 4 * k + i % 4;
+  xhal_csr_t m = nullptr;
+  // A duplicate late in the pattern (another range than row 3000's on a
+  // machine of two threads or more).
+  col_idx[100000 * kPerRow + 7] = col_idx[100000 * kPerRow + 6];
+  xhal_csr_desc_t d = desc(kRows, kCols, row_ptr, col_idx);
+  EXPECT_REJECTED(xhal_csr_create(dev, &d, &m), XHAL_INVALID_STRUCTURE,
+                  "row 100000: column 24 (entry 3200007) duplicates the previous column 24");
+  col_idx[3000 * kPerRow + 31] = kCols;  // now an earlier bad row
+  d = desc(kRows, kCols, row_ptr, col_idx);
+  EXPECT_REJECTED(xhal_csr_create(dev, &d, &m), XHAL_INVALID_STRUCTURE,
+                  "row 3000: column 128 (entry 96031) is outside [0, 128)");
+  EXPECT_EQ(m, nullptr);
+  EXPECT_EQ(rec->live_matrices, 0);
 }
 
 TEST_F(SparseTest, Int32IndicesAndNoValues) {
