@@ -13,11 +13,10 @@
 namespace xhal {
 namespace {
 
-// Threads for a pattern: parts_for(nnz), at most 8, and no more than
-// entries per column (the per-thread column counts must not outweigh the
-// pattern).
+// Threads for a pattern: parts_for(nnz), and no more than entries per
+// column (the per-thread column counts must not outweigh the pattern).
 int64_t thread_count(int64_t nnz, int64_t cols) {
-  int64_t t = std::min<int64_t>(parts_for(nnz), 8);
+  int64_t t = parts_for(nnz);
   if (cols > 0) t = std::min(t, nnz / cols);
   return std::max<int64_t>(t, 1);
 }
@@ -49,15 +48,29 @@ void transpose_pattern(Matrix& m) {
     for (int64_t k = m.row_ptr[first_row[t]]; k < m.row_ptr[first_row[t + 1]]; ++k)
       ++s[m.col_idx[k]];
   });
-  int64_t next = 0;
-  for (int64_t c = 0; c < cols; ++c) {
-    for (int64_t t = 0; t < parts; ++t) {
-      const int64_t n = slot[t * cols + c];
-      slot[t * cols + c] = next;
-      next += n;
+  // The prefix over (column, part), by column blocks side by side: each
+  // block's total, their running sum, then each block from its start.
+  const int64_t blocks = parts_for(cols * parts);
+  auto block_begin = [&](int64_t b) { return b == blocks ? cols : cols / blocks * b; };
+  std::vector<int64_t> block_start(static_cast<size_t>(blocks) + 1, 0);
+  run_parts(blocks, [&](int64_t b) {
+    int64_t sum = 0;
+    for (int64_t t = 0; t < parts; ++t)
+      for (int64_t c = block_begin(b); c < block_begin(b + 1); ++c) sum += slot[t * cols + c];
+    block_start[b + 1] = sum;
+  });
+  for (int64_t b = 0; b < blocks; ++b) block_start[b + 1] += block_start[b];
+  run_parts(blocks, [&](int64_t b) {
+    int64_t next = block_start[b];
+    for (int64_t c = block_begin(b); c < block_begin(b + 1); ++c) {
+      for (int64_t t = 0; t < parts; ++t) {
+        const int64_t n = slot[t * cols + c];
+        slot[t * cols + c] = next;
+        next += n;
+      }
+      m.t_row_ptr[c + 1] = next;
     }
-    m.t_row_ptr[c + 1] = next;
-  }
+  });
   run_parts(parts, [&](int64_t t) {
     int64_t* s = slot.data() + t * cols;
     for (int64_t i = first_row[t]; i < first_row[t + 1]; ++i)

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <climits>
 #include <cstdio>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -38,9 +39,8 @@ void destroy(Matrix* m) {
   delete m;
 }
 
-xhal_status_t build_pattern(Device* d, Matrix* m, const std::vector<I>& rp,
-                            const std::vector<I>& col, const std::vector<I>* perm, int64_t rows,
-                            bool host_levels, Pattern* p) {
+xhal_status_t build_pattern(Device* d, Matrix* m, const HostIndices& rp, const HostIndices& col,
+                            const HostIndices* perm, int64_t rows, bool host_levels, Pattern* p) {
   p->rows = rows;
   // Rows of more than 32 entries as pieces of 1024 (sparse_views.h).
   std::vector<I> piece_row, piece_g, multi_row, multi_first;
@@ -86,7 +86,7 @@ struct Triangles {
   bool lower = true, upper = true;
   int64_t long_rows = 0, max_terms = 0;
 };
-Triangles triangles(const std::vector<I>& rp, const std::vector<I>& col) {
+Triangles triangles(const HostIndices& rp, const HostIndices& col) {
   Triangles t;
   const int64_t rows = static_cast<int64_t>(rp.size()) - 1;
   for (int64_t k = 0; k < rows; ++k) {
@@ -132,16 +132,46 @@ xhal_status_t csr_create(void* device, const xhal_plugin_csr_desc_t* desc, void*
                  std::chrono::duration<double, std::milli>(t - t0).count());
     t0 = t;
   };
-  // The five index arrays narrow independently: one thread each.
-  std::vector<I> rp, col, trp, tcol, tperm;
+  // The five index arrays narrow side by side, each cut into pieces of
+  // about 2^21 elements (up to 16 threads in all).
+  HostIndices rp, col, trp, tcol, tperm;
   {
-    auto narrow = [](const int64_t* p, int64_t n, std::vector<I>* out) { out->assign(p, p + n); };
-    std::thread t[] = {std::thread(narrow, desc->row_ptr, desc->rows + 1, &rp),
-                       std::thread(narrow, desc->col_idx, desc->nnz, &col),
-                       std::thread(narrow, desc->t_row_ptr, desc->cols + 1, &trp),
-                       std::thread(narrow, desc->t_col_idx, desc->nnz, &tcol),
-                       std::thread(narrow, desc->t_perm, desc->nnz, &tperm)};
-    for (auto& th : t) th.join();
+    struct Job {
+      const int64_t* from;
+      int64_t n;
+      HostIndices* to;
+    };
+    const Job jobs[] = {{desc->row_ptr, desc->rows + 1, &rp},
+                        {desc->col_idx, desc->nnz, &col},
+                        {desc->t_row_ptr, desc->cols + 1, &trp},
+                        {desc->t_col_idx, desc->nnz, &tcol},
+                        {desc->t_perm, desc->nnz, &tperm}};
+    int64_t total = 0;
+    for (const Job& j : jobs) {
+      j.to->resize(j.n);  // uninitialised: the threads below touch it first
+      total += j.n;
+    }
+    const int64_t hw = std::max<unsigned>(1, std::thread::hardware_concurrency());
+    const int64_t threads = std::clamp<int64_t>(std::min<int64_t>(hw, total >> 21), 1, 16);
+    const int64_t per = (total + threads - 1) / threads;
+    auto narrow = [&](int64_t t) {  // elements [t * per, (t + 1) * per) of the jobs laid end to end
+      int64_t at = 0;
+      for (const Job& j : jobs) {
+        const int64_t b = std::max<int64_t>(t * per - at, 0), e = std::min(j.n, (t + 1) * per - at);
+        for (int64_t i = b; i < e; ++i) (*j.to)[i] = static_cast<I>(j.from[i]);
+        at += j.n;
+      }
+    };
+    std::vector<std::thread> pool;
+    for (int64_t t = 1; t < threads; ++t) {
+      try {
+        pool.emplace_back(narrow, t);
+      } catch (const std::system_error&) {
+        narrow(t);  // no thread to be had: this one does the piece
+      }
+    }
+    narrow(0);
+    for (auto& th : pool) th.join();
   }
   // Only f32/f64 matrices are solved (f16/bf16 ones take spmv/spmm only,
   // docs/semantics.md 7.2): no solve schedule for the others.

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "gpu_plugin.h"
+#include "host_array.h"
 #include "sparse_solve_syncfree.h"
 #include "sparse_views.h"
 
@@ -27,6 +28,9 @@ struct LevelSchedule {
   };
   std::vector<Batch> batches;
 };
+
+// A narrowed pattern array on the host (csr_create).
+using HostIndices = HostArray<I>;
 
 struct Pattern {
   I* row_ptr = nullptr;
@@ -51,9 +55,11 @@ struct Matrix {
   std::vector<void*> allocations;
 };
 
-// Uploads v into a new device allocation that m owns.
-template <class T>
-xhal_status_t up(Device* d, Matrix* m, const std::vector<T>& v, T** out) {
+// Uploads v (a std::vector or a HostArray) into a new device allocation
+// that m owns.
+template <class V, class T>
+xhal_status_t up(Device* d, Matrix* m, const V& v, T** out) {
+  static_assert(sizeof(typename V::value_type) == sizeof(T), "element types differ");
   void* p = nullptr;
   xhal_status_t st = upload(d, v.data(), v.size() * sizeof(T), &p);
   if (p) m->allocations.push_back(p);
@@ -69,8 +75,8 @@ inline PatternViewT<T> view(const Pattern& p, const Matrix* m) {
 // The level batches of rows [0, rows) of a pattern walked ascending or
 // descending, uploaded into m; leaves s->built false when an off-diagonal
 // entry lies on the wrong side.
-xhal_status_t build_level_schedule(Device* d, Matrix* m, const std::vector<I>& rp,
-                                   const std::vector<I>& col, int64_t rows, bool ascending,
+xhal_status_t build_level_schedule(Device* d, Matrix* m, const HostIndices& rp,
+                                   const HostIndices& col, int64_t rows, bool ascending,
                                    LevelSchedule* s);
 
 // Solves op(A) x = b over level batches (the pattern p of op(A)); T is the

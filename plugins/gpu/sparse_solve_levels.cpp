@@ -19,7 +19,7 @@ constexpr int kMaxBatchLevels = 8192;  // level offsets of a batch in shared mem
 
 // Level schedule of rows [0, rows) of a CSR pattern walked ascending or
 // descending; false when an off-diagonal entry lies on the wrong side.
-bool build_levels(const std::vector<I>& rp, const std::vector<I>& col, int64_t rows, bool ascending,
+bool build_levels(const HostIndices& rp, const HostIndices& col, int64_t rows, bool ascending,
                   std::vector<I>& order, std::vector<I>& level_off) {
   std::vector<I> level(rows, 0);
   I max_level = -1;
@@ -172,8 +172,8 @@ __global__ void gather_values_kernel(const T* v, const I* perm, int64_t nnz, T* 
 
 }  // namespace
 
-xhal_status_t build_level_schedule(Device* d, Matrix* m, const std::vector<I>& rp,
-                                   const std::vector<I>& col, int64_t rows, bool ascending,
+xhal_status_t build_level_schedule(Device* d, Matrix* m, const HostIndices& rp,
+                                   const HostIndices& col, int64_t rows, bool ascending,
                                    LevelSchedule* s) {
   std::vector<I> order, off;
   if (!build_levels(rp, col, rows, ascending, order, off)) return XHAL_OK;  // not this triangle

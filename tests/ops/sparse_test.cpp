@@ -25,6 +25,9 @@ class SparseTest : public OpsTest {
     d.col_idx = col_idx.data();
     return d;
   }
+  // A generated pattern of rows x cols (32 entries a row, some empty) whose
+  // analysed transpose and row_idx must be the sequential ones.
+  void check_large_transpose(int64_t rows, int64_t cols);
   // 3 x 4: row 0 {0, 2}, row 1 {3}, row 2 {0, 1, 2}.
   const V rp = {0, 2, 3, 6};
   const V ci = {0, 2, 3, 0, 1, 2};
@@ -76,8 +79,8 @@ TEST_F(SparseTest, TransposeOfAHubColumnListsRowsAscending) {
 // threads (one per 2^20 entries, up to the machine's count). The result
 // must be the sequential counting sort's, entry for entry: each column's
 // rows ascending, t_perm pointing back at the entry.
-TEST_F(SparseTest, TransposeOfALargePatternIsTheSequentialOne) {
-  constexpr int64_t kRows = 1 << 17, kCols = 1 << 17, kPerRow = 32;
+void SparseTest::check_large_transpose(int64_t kRows, int64_t kCols) {
+  constexpr int64_t kPerRow = 32;
   V row_ptr(kRows + 1), col_idx;
   col_idx.reserve(kRows * kPerRow);
   uint64_t state = 88172645463325252u;  // xorshift: any spread of columns
@@ -119,6 +122,16 @@ TEST_F(SparseTest, TransposeOfALargePatternIsTheSequentialOne) {
   for (int64_t i = 0; i < kRows; ++i)
     for (int64_t k = row_ptr[i]; k < row_ptr[i + 1]; ++k) row_idx[k] = i;
   EXPECT_TRUE(p.row_idx == row_idx);
+}
+
+TEST_F(SparseTest, TransposeOfALargePatternIsTheSequentialOne) {
+  check_large_transpose(1 << 17, 1 << 17);
+}
+
+// Columns enough (2^20 + 3) that the prefix over (column, thread) is itself
+// split into column blocks on a machine of two threads or more.
+TEST_F(SparseTest, TransposeWithManyColumnsIsTheSequentialOne) {
+  check_large_transpose(1 << 17, (1 << 20) + 3);
 }
 
 // 2^22 entries: the core checks the columns of row ranges side by side
