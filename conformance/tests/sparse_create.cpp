@@ -32,18 +32,19 @@ void expect_reads_back(xhal_csr_t m, const Csr& a, xhal_dtype_t idx) {
 
 // y = A x on the device matches the canonical result for a's current values.
 void expect_spmv_matches(xhal_device_t dev, xhal_csr_t m, const Csr& a, Rng& rng,
-                         LevelTracker& level, const std::string& what) {
+                         LevelTracker& level, const std::string& what,
+                         xhal_transpose_t trans = XHAL_TRANSPOSE_NONE) {
   BufferGuard g;
-  const auto x = random_values(rng, a.cols);
-  const xhal_tensor_t xt = dense(dev, g, x, {a.cols});
-  const xhal_tensor_t yt = poisoned(dev, g, a.rows, {a.rows});
-  auto call = [&] { return xhal_spmv(dev, m, XHAL_TRANSPOSE_NONE, 1.0f, &xt, 0.0f, &yt); };
+  const int64_t rows = op_rows(a, trans), cols = op_cols(a, trans);
+  const auto x = random_values(rng, cols);
+  const xhal_tensor_t xt = dense(dev, g, x, {cols});
+  const xhal_tensor_t yt = poisoned(dev, g, rows, {rows});
+  auto call = [&] { return xhal_spmv(dev, m, trans, 1.0f, &xt, 0.0f, &yt); };
   ASSERT_EQ(run_on_device(dev, call), XHAL_OK);
   const auto y = read(yt);
-  expect_within(what + " vs float64", y,
-                spmm_f64(a, XHAL_TRANSPOSE_NONE, 1.0, to_f64(x), 0.0, {}, 1),
-                spmm_bound(a, XHAL_TRANSPOSE_NONE, 1.0f, x, 0.0f, {}, 1));
-  level.compare(what, y, spmm_canonical(a, XHAL_TRANSPOSE_NONE, 1.0f, x, 0.0f, {}, 1), [&] {
+  expect_within(what + " vs float64", y, spmm_f64(a, trans, 1.0, to_f64(x), 0.0, {}, 1),
+                spmm_bound(a, trans, 1.0f, x, 0.0f, {}, 1));
+  level.compare(what, y, spmm_canonical(a, trans, 1.0f, x, 0.0f, {}, 1), [&] {
     poison(yt.buffer);
     EXPECT_EQ(call(), XHAL_OK);
     return read(yt);
@@ -52,26 +53,24 @@ void expect_spmv_matches(xhal_device_t dev, xhal_csr_t m, const Csr& a, Rng& rng
 
 // x = solve(A, b) on the device matches the canonical result.
 void expect_solve_matches(xhal_device_t dev, xhal_csr_t m, const Csr& a, Rng& rng,
-                          LevelTracker& level, const std::string& what) {
+                          LevelTracker& level, const std::string& what,
+                          xhal_transpose_t trans = XHAL_TRANSPOSE_NONE) {
   BufferGuard g;
   const auto b = random_values(rng, a.rows);
   const xhal_tensor_t bt = dense(dev, g, b, {a.rows});
   const xhal_tensor_t xt = poisoned(dev, g, a.rows, {a.rows});
   auto call = [&] {
-    return xhal_csr_solve(dev, m, XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_LOWER, XHAL_DIAGONAL_STORED,
-                          &bt, &xt);
+    return xhal_csr_solve(dev, m, trans, XHAL_TRIANGLE_LOWER, XHAL_DIAGONAL_STORED, &bt, &xt);
   };
   ASSERT_EQ(run_on_device(dev, call), XHAL_OK);
   const auto x = read(xt);
-  expect_solve_residual(what, a, XHAL_TRANSPOSE_NONE, XHAL_DIAGONAL_STORED, x, b, 1);
-  level.compare(
-      what, x,
-      solve_canonical(a, XHAL_TRANSPOSE_NONE, XHAL_TRIANGLE_LOWER, XHAL_DIAGONAL_STORED, b, 1),
-      [&] {
-        poison(xt.buffer);
-        EXPECT_EQ(call(), XHAL_OK);
-        return read(xt);
-      });
+  expect_solve_residual(what, a, trans, XHAL_DIAGONAL_STORED, x, b, 1);
+  level.compare(what, x, solve_canonical(a, trans, XHAL_TRIANGLE_LOWER, XHAL_DIAGONAL_STORED, b, 1),
+                [&] {
+                  poison(xt.buffer);
+                  EXPECT_EQ(call(), XHAL_OK);
+                  return read(xt);
+                });
 }
 
 TEST_P(CsrCreateTest, CreateFromHostArrays) {
@@ -147,6 +146,9 @@ TEST_P(CsrCreateTest, SetValuesFromHostGivesNewAnswers) {
     expect_reads_back(m.get(), a, XHAL_DTYPE_I32);
     expect_solve_matches(dev, m.get(), a, rng, level, "x after set_values");
     expect_spmv_matches(dev, m.get(), a, rng, level, "A x after set_values");
+    // A backend may keep A^T's values in its own order: new values reach it.
+    expect_solve_matches(dev, m.get(), a, rng, level, "A^T x after set_values", XHAL_TRANSPOSE);
+    expect_spmv_matches(dev, m.get(), a, rng, level, "A^T x after set_values", XHAL_TRANSPOSE);
   }
 }
 
@@ -175,6 +177,10 @@ TEST_P(CsrCreateTest, SetValuesFromDeviceTensorWithoutHostTransfer) {
     expect_reads_back(m.get(), a, XHAL_DTYPE_I64);
     expect_solve_matches(dev, m.get(), a, rng, level, "x after set_values_tensor");
     expect_spmv_matches(dev, m.get(), a, rng, level, "A x after set_values_tensor");
+    expect_solve_matches(dev, m.get(), a, rng, level, "A^T x after set_values_tensor",
+                         XHAL_TRANSPOSE);
+    expect_spmv_matches(dev, m.get(), a, rng, level, "A^T x after set_values_tensor",
+                        XHAL_TRANSPOSE);
   }
 }
 

@@ -65,6 +65,7 @@ xhal_status_t buffer_write(void* device, void* dst, uint64_t offset, const void*
   auto* d = static_cast<Device*>(device);
   if (!size) return XHAL_OK;
   use_device(d->ordinal);
+  static_cast<Buffer*>(dst)->version++;
   gpuError_t e = gpuMemcpyAsync(static_cast<char*>(static_cast<Buffer*>(dst)->ptr) + offset, src,
                                 size, gpuMemcpyHostToDevice, d->stream);
   if (e == gpuSuccess) e = gpuStreamSynchronize(d->stream);
@@ -91,6 +92,7 @@ xhal_status_t buffer_copy(void* device, void* src, uint64_t src_offset, void* ds
   auto* d = static_cast<Device*>(device);
   if (!size) return XHAL_OK;
   use_device(d->ordinal);
+  static_cast<Buffer*>(dst)->version++;
   gpuError_t e =
       gpuMemcpyAsync(static_cast<char*>(static_cast<Buffer*>(dst)->ptr) + dst_offset,
                      static_cast<const char*>(static_cast<Buffer*>(src)->ptr) + src_offset, size,
@@ -103,6 +105,7 @@ xhal_status_t buffer_fill(void* device, void* dst, uint64_t offset, uint64_t siz
   auto* d = static_cast<Device*>(device);
   if (!size) return XHAL_OK;
   use_device(d->ordinal);
+  static_cast<Buffer*>(dst)->version++;
   uint64_t p = 0;
   std::memcpy(&p, pattern, pattern_size);  // little endian: byte i of the pattern
   unsigned char* base = static_cast<unsigned char*>(static_cast<Buffer*>(dst)->ptr) + offset;

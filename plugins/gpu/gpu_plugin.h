@@ -37,6 +37,10 @@ struct Buffer {
   uint64_t size = 0;
   bool owned = true;            // false: the app's memory (buffer_import), never freed here
   bool stream_ordered = false;  // from gpuMallocAsync on the device's stream
+  // Bumped by every write the plugin makes into the buffer (buffer_write,
+  // buffer_copy, buffer_fill, spgemm's values): a matrix's copy of its
+  // values in transposed order is stale once this moves (sparse_matrix.h).
+  uint64_t version = 0;
 };
 
 // Makes `ordinal` the calling thread's current device. The runtime is linked

@@ -52,6 +52,11 @@ struct Matrix {
   I* row_idx = nullptr;
   SyncFreeState sf;
   Buffer* values = nullptr;
+  // The values in A^T's entry order (values[t_perm[e]]), made by the first
+  // op on A^T and remade when values->version has moved since
+  // (ordered_view below).
+  void* t_values = nullptr;
+  uint64_t t_values_version = ~uint64_t{0};
   std::vector<void*> allocations;
 };
 
@@ -70,6 +75,44 @@ xhal_status_t up(Device* d, Matrix* m, const V& v, T** out) {
 template <class T = float>
 inline PatternViewT<T> view(const Pattern& p, const Matrix* m) {
   return {p.row_ptr, p.col, p.perm, static_cast<const T*>(m->values->ptr)};
+}
+
+template <class S>
+__global__ void transpose_values_kernel(const S* v, const I* perm, int64_t nnz, S* out) {
+  for (int64_t e = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; e < nnz;
+       e += int64_t{gridDim.x} * blockDim.x)
+    out[e] = v[perm[e]];
+}
+
+// The view an op on pattern p reads. For A^T (p.perm set) its values come
+// in the transposed pattern's entry order from m->t_values, so kernels read
+// them in order instead of one random gather through t_perm per entry:
+// allocated by the first op on A^T (nnz values, kept with the matrix) and
+// refilled on the device's stream whenever the values buffer was written
+// since (Buffer::version). S: the value storage type.
+template <class S>
+xhal_status_t ordered_view(Device* d, const Matrix* m, const Pattern& p, PatternViewT<S>* out) {
+  *out = view<S>(p, m);
+  if (!p.perm || m->nnz == 0) return XHAL_OK;
+  auto* mm = const_cast<Matrix*>(m);
+  if (!mm->t_values) {
+    const gpuError_t e = gpuMalloc(&mm->t_values, sizeof(S) * m->nnz);
+    if (e != gpuSuccess) {
+      mm->t_values = nullptr;
+      return runtime_error(e, "allocating the values in transposed order");
+    }
+    mm->allocations.push_back(mm->t_values);
+  }
+  if (mm->t_values_version != m->values->version) {
+    transpose_values_kernel<S><<<grid_for(m->nnz, 256), 256, 0, d->stream>>>(
+        static_cast<const S*>(m->values->ptr), p.perm, m->nnz, static_cast<S*>(mm->t_values));
+    const xhal_status_t st = check_launch(d, "values in transposed order");
+    if (st != XHAL_OK) return st;
+    mm->t_values_version = m->values->version;
+  }
+  out->perm = nullptr;
+  out->values = static_cast<const S*>(mm->t_values);
+  return XHAL_OK;
 }
 
 // The level batches of rows [0, rows) of a pattern walked ascending or

@@ -28,9 +28,11 @@ xhal_status_t run_solve(Device* d, const Matrix* m, xhal_transpose_t trans,
   if (x.n == 0 || x.k == 0) return XHAL_OK;
   const bool unit = diagonal == XHAL_DIAGONAL_UNIT;
 #if !defined(XHAL_GPU_HIP)
-  if (use_syncfree)
-    return syncfree_solve<T>(d, &const_cast<Matrix*>(m)->sf, sf, view<T>(p, m), b, x, unit,
-                             launches);
+  if (use_syncfree) {
+    PatternViewT<T> v;
+    if (const xhal_status_t st = ordered_view<T>(d, m, p, &v); st != XHAL_OK) return st;
+    return syncfree_solve<T>(d, &const_cast<Matrix*>(m)->sf, sf, v, b, x, unit, launches);
+  }
 #endif
   return level_solve<T>(d, m, p, sc, b, x, ascending, unit, transposed, launches);
 }

@@ -36,6 +36,7 @@ xhal_status_t spgemm_numeric(void* device, void* a, void* b, void* c) {
   const Matrix* mb = static_cast<const Matrix*>(b);
   const Matrix* mc = static_cast<const Matrix*>(c);
   if (mc->nnz == 0) return XHAL_OK;
+  mc->values->version++;  // C's values are written below
   // The core gives A, B and C one value dtype.
   with_value_type(mc->values_dtype, [&](auto t) {
     using T = decltype(t);

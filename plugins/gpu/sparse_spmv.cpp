@@ -252,7 +252,8 @@ xhal_status_t run_spmm(Device* d, const Matrix* m, xhal_transpose_t trans, float
   const Pattern& p = trans == XHAL_TRANSPOSE ? m->at : m->a;
   const ColsT<S> xc = cols_of<S>(x), yc = cols_of<S>(y);
   if (p.rows == 0 || yc.k == 0) return XHAL_OK;
-  const PatternViewT<S> v = view<S>(p, m);
+  PatternViewT<S> v;
+  if (const xhal_status_t st = ordered_view<S>(d, m, p, &v); st != XHAL_OK) return st;
   int launches = 1;
   // Rows of several pieces leave their piece values in scratch for the
   // combine launch at the end.
