@@ -202,8 +202,10 @@ __global__ void spmm_combine_kernel(PatternViewT<S> a, PieceView pieces, ColsT<S
 }
 
 // spmm's rows of at most 32 entries: G lanes per row (G = k rounded up to
-// a power of two, at most 32), lane l for columns l, l + G, ...: a row's
-// values and columns are shared by its lanes and consecutive columns of a
+// a power of two, at most 32; 16 for k > 32, so that a warp has two rows in
+// flight, spmm_group16x4_kernel), lane l for columns l, l + G, ... two at
+// a time (four for k > 32): a row's values
+// and columns are shared by its lanes and consecutive columns of a
 // row-major X are read together. The index arithmetic is shifts, not the
 // 64-bit division of one thread per (row, column).
 template <class S, int G>
@@ -216,7 +218,6 @@ __global__ void spmm_group_kernel(PatternViewT<S> a, int64_t rows, ColsT<S> x, C
     const I b = a.row_ptr[r], e = a.row_ptr[r + 1];
     if (e - b > 32) continue;  // a piece kernel does it
     for (int64_t c = l; c < y.k; c += 2 * G) {
-      // Two columns at once: their loads of X overlap.
       const bool two = c + G < y.k;
       A s0 = A(0), s1 = A(0);
 #pragma unroll 4
@@ -232,12 +233,48 @@ __global__ void spmm_group_kernel(PatternViewT<S> a, int64_t rows, ColsT<S> x, C
   }
 }
 
+// k > 32: 16 lanes a row (two rows a warp), 4 columns a lane at once.
+template <class S>
+__global__ void spmm_group16x4_kernel(PatternViewT<S> a, int64_t rows, ColsT<S> x, ColsT<S> y,
+                                      acc_t<S> alpha, acc_t<S> beta) {
+  using A = acc_t<S>;
+  constexpr int G = 16;
+  const int l = threadIdx.x & (G - 1);
+  const int64_t step = int64_t{gridDim.x} * (blockDim.x / G);
+  for (int64_t r = (blockIdx.x * int64_t{blockDim.x} + threadIdx.x) / G; r < rows; r += step) {
+    const I b = a.row_ptr[r], e = a.row_ptr[r + 1];
+    if (e - b > 32) continue;  // a piece kernel does it
+    for (int64_t c = l; c < y.k; c += 4 * G) {
+      A s[4];
+#pragma unroll
+      for (int q = 0; q < 4; ++q) s[q] = A(0);
+#pragma unroll 2
+      for (I k = b; k < e; ++k) {
+        const A v = widen(a.value(k));
+        const I j = a.col[k];
+#pragma unroll
+        for (int q = 0; q < 4; ++q)
+          if (c + q * G < y.k) s[q] = xadd(s[q], xmul(v, widen(x.at(j, c + q * G))));
+      }
+#pragma unroll
+      for (int q = 0; q < 4; ++q)
+        if (c + q * G < y.k) finish(y.at(r, c + q * G), alpha, s[q], beta);
+    }
+  }
+}
+
 template <class S>
 void launch_group(Device* d, PatternViewT<S> v, int64_t rows, ColsT<S> x, ColsT<S> y,
                   acc_t<S> alpha, acc_t<S> beta) {
 #define XHAL_GROUP(G) \
   spmm_group_kernel<S, G><<<grid_for(rows* G, 256), 256, 0, d->stream>>>(v, rows, x, y, alpha, beta)
-  if (y.k > 16) XHAL_GROUP(32);
+  // Measured on the H200 (docs/performance.md, "SpMV and SpMM"): 16 lanes of
+  // 4 columns took k = 64 from 0.37 to 0.21 ms on the river matrix, but the
+  // same kernel made k = 8 slower than 8 lanes of 2.
+  if (y.k > 32)
+    spmm_group16x4_kernel<S>
+        <<<grid_for(rows * 16, 256), 256, 0, d->stream>>>(v, rows, x, y, alpha, beta);
+  else if (y.k > 16) XHAL_GROUP(32);
   else if (y.k > 8) XHAL_GROUP(16);
   else if (y.k > 4) XHAL_GROUP(8);
   else if (y.k > 2) XHAL_GROUP(4);
