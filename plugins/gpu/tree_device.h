@@ -35,25 +35,6 @@ __device__ __forceinline__ typename Op::T warp_tree_of(F f, int64_t m) {
   return warp_tree<Op>(v);
 }
 
-// segsum (3.7) of term(0..m) by one warp: lane c sums chunk c (32 terms,
-// left to right from +0); chunk sums are combined by the tree. With more
-// than 32 chunks a lane walks an aligned power-of-two group of chunks. A:
-// the terms' type (float, or double for f64 matrices; named, not deduced
-// from the lambda, which HIP cannot do in a signature).
-template <class A = float, class F>
-__device__ __forceinline__ A warp_segsum(F term, int64_t m) {
-  const int64_t chunks = (m + 31) / 32;
-  return warp_tree_of<SumOpT<A>>(
-      [&](int64_t c) {
-        A s = A(0);
-        const int64_t end = c * 32 + 32 < m ? c * 32 + 32 : m;
-#pragma unroll 4
-        for (int64_t k = c * 32; k < end; ++k) s = xadd(s, term(k));
-        return s;
-      },
-      chunks);
-}
-
 // segsum by one thread (used where m is known to be small, or as a simple
 // fallback): chunk sums, then their tree.
 template <class A = float, class F>
