@@ -22,9 +22,10 @@ struct Shape {
 // of 32 (45, 70, 33, 100), one row, one column.
 // The last two have over 4,096 rows (ragged in rows and in n): a GPU that
 // fuses the dgamma/dbeta column sums into its row walk only from there on
-// (the cuda plugin does) is checked in that form too.
-const Shape kShapes[] = {{45, 7}, {70, 1024}, {33, 1500}, {5, 4099},  {3, 20000}, {100, 33},
-                         {1, 1},  {1, 5},     {64, 1},    {4100, 40}, {4127, 300}};
+// (the cuda plugin does) is checked in that form too. 40 x 70001: rows
+// longer than any one GPU block, ragged (a partial unit of four).
+const Shape kShapes[] = {{45, 7}, {70, 1024}, {33, 1500}, {5, 4099},  {3, 20000},  {100, 33},
+                         {1, 1},  {1, 5},     {64, 1},    {4100, 40}, {4127, 300}, {40, 70001}};
 
 // T: float (f32) or double (f64, docs/semantics.md 7.3; gamma, beta and the
 // saved mean and rstd in f64 too).

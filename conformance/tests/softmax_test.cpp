@@ -114,6 +114,23 @@ TEST_P(SoftmaxTest, ForwardRowOf200001Columns) {
   check_forward(dev, random_floats(2 * 70001, fresh_seed(), -10.0f, 10.0f), 2, 70001);
 }
 
+// Many rows longer than a GPU block: more row segments than a GPU holds
+// blocks at once, so a block that keeps its segment in registers while the
+// row's other segments arrive (the cuda plugin's resident form) takes
+// several rows in turn; the backward rows are 256 chunks long.
+TEST_P(SoftmaxTest, ForwardManyLongRows) {
+  XHAL_CONF_REQUIRE_OP(XHAL_OP_SOFTMAX_FORWARD);
+  check_forward(dev, random_floats(96 * 100000, fresh_seed(), -10.0f, 10.0f), 96, 100000);
+}
+
+TEST_P(SoftmaxTest, BackwardManyLongRows) {
+  XHAL_CONF_REQUIRE_OP(XHAL_OP_SOFTMAX_BACKWARD);
+  const int64_t rows = 48, n = 262144;
+  std::vector<float> x = random_floats(rows * n, fresh_seed(), -6.0f, 6.0f), y(rows * n);
+  canon::softmax_forward(x.data(), rows, n, y.data());
+  check_backward(dev, y, random_floats(rows * n, fresh_seed(), -2.0f, 2.0f), rows, n);
+}
+
 TEST_P(SoftmaxTest, ForwardSingleRowSingleElementAndEmpty) {
   XHAL_CONF_REQUIRE_OP(XHAL_OP_SOFTMAX_FORWARD);
   check_forward(dev, std::vector<float>{-3.5f}, 1, 1);

@@ -114,6 +114,14 @@ const OptionSpec kOptions[] = {
        return p;
      },
      [](const DeviceOptions& o) { return std::to_string(o.norm_backward_fused_from_rows); }},
+    {"rows.resident", true, false, "0 or 1",
+     [](const std::string& v, GpuBackend, DeviceOptions* o) {
+       if (v == "0") o->rows_resident = false;
+       else if (v == "1") o->rows_resident = true;
+       else return Parsed::kNotChoice;
+       return Parsed::kOk;
+     },
+     [](const DeviceOptions& o) { return std::string(o.rows_resident ? "1" : "0"); }},
     {"trace", true, true, "0 or 1",
      [](const std::string& v, GpuBackend, DeviceOptions* o) {
        if (v == "0") o->trace = false;

@@ -30,6 +30,9 @@ struct DeviceOptions {
   // The norm backward fuses dgamma/dbeta into the row kernel from this many
   // rows on, counted in whole colsum blocks of 32 rows.
   int64_t norm_backward_fused_from_rows = 4096;
+  // Rows longer than one block: one launch whose blocks wait for each
+  // other's partials (true, CUDA) or a launch per reduction (false).
+  bool rows_resident = true;
   bool trace = false;  // csr_create prints where its time goes to stderr
 };
 

@@ -40,6 +40,22 @@ xhal_status_t scratch(Device* d, size_t bytes, void** out) {
   return XHAL_OK;
 }
 
+xhal_status_t sync_counters(Device* d, size_t words, unsigned** out) {
+  if (words > d->sync_words) {
+    gpuStreamSynchronize(d->stream);
+    if (d->sync) gpuFree(d->sync);
+    d->sync = nullptr;
+    d->sync_words = 0;
+    gpuError_t e = gpuMalloc(reinterpret_cast<void**>(&d->sync), words * sizeof(unsigned));
+    if (e != gpuSuccess) return runtime_error(e, "allocating counters");
+    e = gpuMemsetAsync(d->sync, 0, words * sizeof(unsigned), d->stream);
+    if (e != gpuSuccess) return runtime_error(e, "clearing counters");
+    d->sync_words = words;
+  }
+  *out = d->sync;
+  return XHAL_OK;
+}
+
 xhal_status_t upload(Device* d, const void* host, size_t bytes, void** out) {
   *out = nullptr;
   if (!bytes) return XHAL_OK;

@@ -30,6 +30,11 @@ struct Device {
   std::atomic<uint64_t> h2d_transfers{0}, h2d_bytes{0}, d2h_transfers{0}, d2h_bytes{0}, launches{0};
   void* scratch = nullptr;  // grown on demand, used within one slot call
   size_t scratch_size = 0;
+  // Counters of the kernels whose blocks wait for each other (row_kernel.h,
+  // norm_backward.h): zero between launches (each launch's last block
+  // clears what it used), grown on demand.
+  unsigned* sync = nullptr;
+  size_t sync_words = 0;
 };
 
 struct Buffer {
@@ -65,6 +70,8 @@ xhal_status_t check_launch(Device* d, const char* op, int launches = 1);
 // Scratch memory of at least `bytes` on the device (waits for the stream
 // when it has to grow).
 xhal_status_t scratch(Device* d, size_t bytes, void** out);
+// At least `words` zeroed counters on the device (Device::sync).
+xhal_status_t sync_counters(Device* d, size_t words, unsigned** out);
 // Uploads host data into a new device allocation (counted as a transfer).
 xhal_status_t upload(Device* d, const void* host, size_t bytes, void** out);
 

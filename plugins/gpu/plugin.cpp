@@ -187,6 +187,7 @@ void device_close(void* device) {
   use_device(d->ordinal);
   gpuStreamSynchronize(d->stream);
   if (d->scratch) gpuFree(d->scratch);
+  if (d->sync) gpuFree(d->sync);
   if (d->owns_stream) gpuStreamDestroy(d->stream);
   delete d;
 }

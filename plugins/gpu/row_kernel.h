@@ -197,6 +197,150 @@ void launch_rows_w(Device* d, const B& body, int64_t rows, int64_t n, int split,
   else launch_rows<B, kBigW<B>, VEC>(d, body, rows, n, 0, 0, ws);
 }
 
+#if !defined(XHAL_GPU_HIP)
+// The resident form of a split row (CUDA; docs/gpu.md, "Row ops"): one
+// launch instead of kPhases + 1. A block takes (row, segment) items from a
+// ticket counter (sync[0]) in row order, keeps its segment in registers,
+// publishes each reduction's partial, arrives on the row's counter
+// (sync[2 + row]) and waits until all `split` segments of the row have
+// arrived; then it trees the partials exactly as the launch form does and
+// applies. Tickets are taken in order, so a waiting block only waits on
+// items already taken by running blocks, or on items no block can take
+// before them: the host only chooses this form when `split` blocks fit on
+// the device at once, so the waits end.
+template <class T>
+__device__ __forceinline__ T load_coherent(const T* p) {
+  static_assert(sizeof(T) % sizeof(unsigned) == 0, "whole words");
+  union {
+    T v;
+    unsigned w[sizeof(T) / sizeof(unsigned)];
+  } u;
+  const volatile unsigned* src = reinterpret_cast<const volatile unsigned*>(p);
+#pragma unroll
+  for (size_t k = 0; k < sizeof(T) / sizeof(unsigned); ++k) u.w[k] = src[k];
+  return u.v;
+}
+
+// sync[0]: the ticket counter, sync[1]: blocks done, sync[2 + row]: the
+// row's arrivals. The last block to finish clears the `words` counters, so
+// the next launch finds them zero without a memset.
+__device__ __forceinline__ void finish_waiting_launch(unsigned* sync, int64_t words) {
+  __shared__ bool last;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    last = atomicAdd(sync + 1, 1u) == gridDim.x - 1;
+  }
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  for (int64_t i = threadIdx.x; i < words; i += blockDim.x) sync[i] = 0;
+}
+
+// A block's turn: the next item from the ticket counter (every thread gets it).
+__device__ __forceinline__ int64_t take_item(unsigned* sync) {
+  __shared__ unsigned ticket;
+  if (threadIdx.x == 0) ticket = atomicAdd(sync, 1u);
+  __syncthreads();
+  const int64_t item = ticket;
+  __syncthreads();  // ticket is rewritten by the next turn
+  return item;
+}
+
+// Publishes a block's partial of a row and waits until `want` partials of
+// the row have arrived (thread 0 waits; the block follows it).
+template <class T>
+__device__ __forceinline__ void arrive_and_wait(T* part, T c, unsigned* arrivals, unsigned want) {
+  if (threadIdx.x == 0) {
+    *part = c;
+    __threadfence();
+    atomicAdd(arrivals, 1u);
+    const volatile unsigned* seen = arrivals;
+    while (*seen < want) __nanosleep(32);
+    __threadfence();
+  }
+  __syncthreads();
+}
+
+template <class B, int W, bool VEC>
+__global__ void __launch_bounds__(W * 32)
+    row_resident_kernel(B body, int64_t rows, int64_t n, int split, typename B::Op::T* ws,
+                        unsigned* sync) {
+  using Op = typename B::Op;
+  using T = typename Op::T;
+  __shared__ T sh[W + 2];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int64_t items = rows * split;
+  for (;;) {
+    const int64_t item = take_item(sync);
+    if (item >= items) break;
+    const int64_t row = item / split;
+    const int seg = static_cast<int>(item % split);
+    const int64_t i0 = (static_cast<int64_t>(seg) * W + warp) * kChunk;
+    ChunkRegs<typename B::A> r;
+#pragma unroll
+    for (int k = 0; k < B::kInputs; ++k) {
+      const auto* base = body.input(k) + row * n;
+#pragma unroll
+      for (int t = 0; t < 8; ++t)
+        r.in[k][t] = load4<VEC>(base, i0 + t * 128 + 4 * lane, n, B::pad(k));
+    }
+    T tot[B::kPhases];
+#pragma unroll
+    for (int p = 0; p < B::kPhases; ++p) {
+      const T c = block_tree<Op, W>(body.chunk_stat(p, r, tot, row, n, i0), sh);
+      T* part = ws + (p * rows + row) * split;
+      arrive_and_wait(part + seg, c, sync + 2 + row, static_cast<unsigned>(split) * (p + 1));
+      tot[p] = warp_tree_of<Op>([&](int64_t i) { return load_coherent(part + i); }, split);
+    }
+    vec4_t<typename B::A> out[8];
+    body.apply(r, tot, row, n, i0, out);
+    store_chunk<VEC>(body.output() + row * n, i0, lane, n, out);
+    if (seg == 0 && threadIdx.x == 0) body.row_out(row, tot, n);
+  }
+  finish_waiting_launch(sync, 2 + rows);
+}
+
+// Warps per block of the resident form: at most 8, so that several blocks
+// share a multiprocessor and one block's wait overlaps another's loads.
+template <class B>
+constexpr int kResidentW = kBigW<B> < 8 ? kBigW<B> : 8;
+
+// Launches the resident form when the device holds `split` of its blocks at
+// once (and more, to keep the memory busy); returns false (nothing
+// launched) otherwise.
+template <class B, bool VEC>
+bool launch_resident(Device* d, const B& body, int64_t rows, int64_t n, const char* op,
+                     xhal_status_t* st) {
+  constexpr int W = kResidentW<B>;
+  using T = typename B::Op::T;
+  const int64_t seg_elems = int64_t{W} * kChunk;
+  const int64_t split = (n + seg_elems - 1) / seg_elems;
+  const int64_t items = rows * split;
+  if (!d->options.rows_resident || items >= (int64_t{1} << 31)) return false;
+  int per_sm = 0;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, row_resident_kernel<B, W, VEC>, W * 32,
+                                                    0) != cudaSuccess) {
+    gpuGetLastError();
+    return false;
+  }
+  int sms = 0;
+  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, d->ordinal);
+  const int64_t resident = int64_t{per_sm} * sms;
+  if (resident < split) return false;
+  void* ws = nullptr;
+  unsigned* sync = nullptr;
+  *st = sync_counters(d, static_cast<size_t>(2 + rows), &sync);
+  if (*st == XHAL_OK) *st = scratch(d, sizeof(T) * B::kPhases * items, &ws);
+  if (*st != XHAL_OK) return true;
+  const int64_t grid = items < resident ? items : resident;
+  row_resident_kernel<B, W, VEC><<<static_cast<unsigned>(grid), W * 32, 0, d->stream>>>(
+      body, rows, n, static_cast<int>(split), static_cast<T*>(ws), sync);
+  *st = check_launch(d, op);
+  return true;
+}
+#endif
+
 // Whether every pointer allows unit (four-element) loads and stores.
 template <class... P>
 inline bool units_aligned(const P*... p) {
@@ -215,6 +359,14 @@ xhal_status_t run_rows(Device* d, const B& body, int64_t rows, int64_t n, bool v
     else launch_rows_w<B, false>(d, body, rows, n, 0, 0, nullptr);
     return check_launch(d, op);
   }
+#if !defined(XHAL_GPU_HIP)
+  {
+    xhal_status_t st = XHAL_OK;
+    const bool done = vec ? launch_resident<B, true>(d, body, rows, n, op, &st)
+                          : launch_resident<B, false>(d, body, rows, n, op, &st);
+    if (done) return st;
+  }
+#endif
   const int64_t split64 = (n + seg_elems - 1) / seg_elems;
   if (split64 > (1 << 20))
     return fail(XHAL_UNSUPPORTED, "%s plugin: %s: rows of %lld elements are too long",

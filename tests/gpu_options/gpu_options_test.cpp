@@ -28,6 +28,7 @@ void expect_same(const DeviceOptions& a, const DeviceOptions& b) {
   EXPECT_EQ(a.solve_poll_terms, b.solve_poll_terms);
   EXPECT_EQ(a.solve_sleep_ns, b.solve_sleep_ns);
   EXPECT_EQ(a.norm_backward_fused_from_rows, b.norm_backward_fused_from_rows);
+  EXPECT_EQ(a.rows_resident, b.rows_resident);
   EXPECT_EQ(a.trace, b.trace);
 }
 
@@ -56,7 +57,7 @@ std::string parse_refused(const std::string& text, GpuBackend backend = kCuda) {
 
 const char* const kCudaKnown =
     "known options: solve.schedule, solve.block_threads, solve.blocks_per_sm, solve.poll, "
-    "solve.poll_terms, solve.sleep_ns, norm_backward.fused_from_rows, trace";
+    "solve.poll_terms, solve.sleep_ns, norm_backward.fused_from_rows, rows.resident, trace";
 const char* const kRocmKnown =
     "known options: solve.schedule, norm_backward.fused_from_rows, trace";
 
@@ -90,7 +91,7 @@ TEST(GpuOptions, DefaultsAsText) {
   EXPECT_EQ(xhal::gpu::format_device_options(xhal::gpu::default_device_options(kCuda), kCuda),
             "solve.schedule=syncfree,solve.block_threads=128,solve.blocks_per_sm=auto,"
             "solve.poll=auto,solve.poll_terms=auto,solve.sleep_ns=0,"
-            "norm_backward.fused_from_rows=4096,trace=0");
+            "norm_backward.fused_from_rows=4096,rows.resident=1,trace=0");
   EXPECT_EQ(xhal::gpu::format_device_options(xhal::gpu::default_device_options(kRocm), kRocm),
             "solve.schedule=levels,norm_backward.fused_from_rows=4096,trace=0");
 }
@@ -118,6 +119,8 @@ TEST(GpuOptions, EveryOptionAndValue) {
             8192);
   EXPECT_EQ(parse_ok("norm_backward.fused_from_rows=1099511627776").norm_backward_fused_from_rows,
             int64_t{1} << 40);
+  EXPECT_FALSE(parse_ok("rows.resident=0").rows_resident);
+  EXPECT_TRUE(parse_ok("rows.resident=1").rows_resident);
   EXPECT_TRUE(parse_ok("trace=1").trace);
   EXPECT_FALSE(parse_ok("trace=0").trace);
   EXPECT_TRUE(parse_ok("trace=1", kRocm).trace);
@@ -162,8 +165,9 @@ TEST(GpuOptions, UnknownNamesAreRefusedWithTheKnownList) {
 }
 
 TEST(GpuOptions, CudaOnlyOptionsAreRefusedOnRocm) {
-  for (const char* item : {"solve.block_threads=128", "solve.blocks_per_sm=auto",
-                           "solve.poll=lanes", "solve.poll_terms=32", "solve.sleep_ns=0"}) {
+  for (const char* item :
+       {"solve.block_threads=128", "solve.blocks_per_sm=auto", "solve.poll=lanes",
+        "solve.poll_terms=32", "solve.sleep_ns=0", "rows.resident=1"}) {
     const std::string e = parse_refused(item, kRocm);
     EXPECT_NE(e.find("does not apply to rocm"), std::string::npos) << e;
     EXPECT_NE(e.find(std::string("device option '") + item + "'"), std::string::npos) << e;
@@ -195,7 +199,8 @@ TEST(GpuOptions, MalformedItemsAndValuesAreRefused) {
   for (const char* item :
        {"trace=yes", "trace=true", "trace=false", "trace=off", "trace=", "trace=2",
         "solve.poll=fast", "solve.poll=", "solve.poll_terms=8", "solve.poll_terms=64",
-        "solve.schedule=level", "solve.schedule=", "solve.schedule=LEVELS"}) {
+        "solve.schedule=level", "solve.schedule=", "solve.schedule=LEVELS", "rows.resident=2",
+        "rows.resident=on", "rows.resident="}) {
     const std::string e = parse_refused(item);
     EXPECT_NE(e.find("is not a valid value (expects"), std::string::npos) << item << ": " << e;
     EXPECT_NE(e.find(kCudaKnown), std::string::npos) << e;
@@ -229,7 +234,8 @@ TEST(GpuOptions, RoundTripThroughTheOptionsText) {
       "",
       "trace=1",
       "solve.schedule=levels,solve.block_threads=256,solve.blocks_per_sm=32,solve.poll=lanes,"
-      "solve.poll_terms=16,solve.sleep_ns=1000000,norm_backward.fused_from_rows=0,trace=1",
+      "solve.poll_terms=16,solve.sleep_ns=1000000,norm_backward.fused_from_rows=0,rows.resident=0,"
+      "trace=1",
       "solve.blocks_per_sm=3,solve.poll=converged,solve.poll_terms=32,"
       "norm_backward.fused_from_rows=1099511627776",
   };
