@@ -88,21 +88,49 @@ __device__ __forceinline__ V add_sources(V s, const U* __restrict__ src,
   return s;
 }
 
-template <class U, class V = value_t<U>>
+// A thread owns kU units of one row, w/kU apart, so each batch keeps kU
+// times the bytes in flight (the row's loads are latency bound at one unit
+// per thread). Each unit's sum is its own, in the same order.
+template <int kU, class U, class V = value_t<U>>
 __global__ void add_direct_rec_kernel(const U* __restrict__ src, U* __restrict__ dst,
                                       const DirectRow* __restrict__ rows,
                                       const int64_t* __restrict__ sources, int64_t num_rows,
                                       int64_t w, float alpha) {
-  const int64_t total = num_rows * w;
+  const int64_t h = (w + kU - 1) / kU;
+  const int64_t total = num_rows * h;
   for (int64_t it = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; it < total;
        it += int64_t{gridDim.x} * blockDim.x) {
     int64_t k, j;
-    split_item(it, w, k, j);
+    split_item(it, h, k, j);
     const DirectRow d = rows[k];
-    const V old = widen(dst[d.r * w + j]);
-    V s = vadd(vzero<V>(), widen(src[d.first * w + j]));
-    s = add_sources<4>(s, src, sources, d.e0 + 1, d.e0 + d.m, w, j);
-    dst[d.r * w + j] = to_unit<U>(vaxpy(old, alpha, s));
+    V old[kU], s[kU];
+#pragma unroll
+    for (int u = 0; u < kU; ++u)
+      if (j + u * h < w) {
+        old[u] = widen(dst[d.r * w + j + u * h]);
+        s[u] = vadd(vzero<V>(), widen(src[d.first * w + j + u * h]));
+      }
+    const int64_t end = d.e0 + d.m;
+    for (int64_t e = d.e0 + 1; e < end; e += 4) {
+      U t[4][kU];
+#pragma unroll
+      for (int q = 0; q < 4; ++q)
+        if (e + q < end) {
+          const int64_t row = sources[e + q];
+#pragma unroll
+          for (int u = 0; u < kU; ++u)
+            if (j + u * h < w) t[q][u] = src[row * w + j + u * h];
+        }
+#pragma unroll
+      for (int q = 0; q < 4; ++q)
+        if (e + q < end)
+#pragma unroll
+          for (int u = 0; u < kU; ++u)
+            if (j + u * h < w) s[u] = vadd(s[u], widen(t[q][u]));
+    }
+#pragma unroll
+    for (int u = 0; u < kU; ++u)
+      if (j + u * h < w) dst[d.r * w + j + u * h] = to_unit<U>(vaxpy(old[u], alpha, s[u]));
   }
 }
 
@@ -153,8 +181,10 @@ xhal_status_t run_index_add(Device* d, const Plan* p, float alpha, const U* s, U
                             int* launches) {
   using V = value_t<U>;
   if (p->num_direct) {
-    add_direct_rec_kernel<U><<<grid_for(p->num_direct * w, 256), 256, 0, d->stream>>>(
-        s, o, p->direct, p->row_sources, p->num_direct, w, alpha);
+    constexpr int kU = 2;
+    add_direct_rec_kernel<kU, U>
+        <<<grid_for(p->num_direct * ((w + kU - 1) / kU), 256), 256, 0, d->stream>>>(
+            s, o, p->direct, p->row_sources, p->num_direct, w, alpha);
     ++*launches;
   }
   if (p->num_long) {
