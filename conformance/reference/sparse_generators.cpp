@@ -1,6 +1,7 @@
 #include "sparse_generators.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
@@ -104,6 +105,50 @@ Csr river_tree(int64_t n, Rng& rng, int64_t max_span) {
                         : -float(rng.uniform(0.1, 0.9)) / float(std::max<int64_t>(upstream, 1));
     }
   }
+  return a;
+}
+
+Csr few_term_columns(int64_t n, Rng& rng) {
+  std::vector<std::vector<int64_t>> rows(n);
+  for (int64_t i = 0; i < n; ++i) rows[i].push_back(i);
+  for (int64_t j = 0; j < n; ++j) {
+    const double u = rng.uniform(0.0, 1.0);
+    const int64_t want = u < 0.40   ? 0
+                         : u < 0.70 ? 1
+                         : u < 0.85 ? 2
+                         : u < 0.93 ? 3
+                         : u < 0.97 ? 4
+                         : u < 0.99 ? 5
+                                    : 40;
+    const int64_t span = std::min<int64_t>(300, n - 1 - j);
+    std::vector<int64_t> below;
+    for (int64_t t = 0; t < want && int64_t(below.size()) < span; ++t) {
+      const int64_t i = j + rng.integer(1, span);
+      if (std::find(below.begin(), below.end(), i) == below.end()) below.push_back(i);
+    }
+    for (int64_t i : below) rows[i].push_back(j);
+  }
+  Csr a = from_row_lists(n, n, std::move(rows));
+  std::vector<double> row_sum(n, 0.0), col_sum(n, 0.0);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t e = a.row_ptr[i]; e < a.row_ptr[i + 1]; ++e) {
+      const int64_t j = a.col_idx[e];
+      if (j == i) continue;
+      const float v = rng.chance(0.01)
+                          ? -0.0f
+                          : rng.nonzero(1.0f, 2.0f) * float(std::pow(10.0, rng.uniform(-3.0, 3.0)));
+      a.values[e] = v;
+      row_sum[i] += std::fabs(v);
+      col_sum[j] += std::fabs(v);
+    }
+  // Off-diagonals scaled so that every row and column sums to less than 1
+  // in magnitude: bounded solves with the stored diagonal and with a unit one.
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t e = a.row_ptr[i]; e < a.row_ptr[i + 1]; ++e) {
+      const int64_t j = a.col_idx[e];
+      a.values[e] = j == i ? float(rng.uniform(1.0, 2.0))
+                           : a.values[e] / float(1.0 + std::max(row_sum[i], col_sum[j]));
+    }
   return a;
 }
 

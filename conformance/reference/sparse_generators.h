@@ -48,6 +48,16 @@ Csr confluence(int64_t n, Rng& rng);
 // Lower-triangular I - W: row p holds -w for each upstream reach and a
 // diagonal in [1, 2]. max_span 64 gives thousands of levels at 10^5 reaches.
 Csr river_tree(int64_t n, Rng& rng, int64_t max_span = 64);
+// Lower triangular n x n with a stored diagonal whose columns mostly hold
+// 0, 1 or 2 off-diagonal entries (about 15% hold 3, 4, 5 or 40), each
+// within 300 rows below the diagonal: the shape of a river network's A^T,
+// where a backend may sum a column of at most two terms in any order (two
+// terms from +0 commute) but must keep the canonical order beyond. Off-
+// diagonal magnitudes span six decades within a column (so the order of 3
+// or more terms shows in the bits), 1% of them -0, scaled so that each row
+// and column sums to less than 1 in magnitude; the diagonal is in [1, 2]
+// (x stays bounded for op = A and A^T, stored or unit diagonal).
+Csr few_term_columns(int64_t n, Rng& rng);
 // Longest dependency chain (levels of a level-scheduled solve) of a lower
 // triangular pattern.
 int64_t dependency_levels(const Csr& lower);

@@ -17,6 +17,7 @@ struct SolveCase {
   bool as_vector;  // b and x of shape [n] (k == 1)
   bool in_place;   // x is b
   xhal_dtype_t index_dtype;
+  bool signed_zeros = false;  // 1% of b is -0
 };
 
 std::string label_of(const std::string& name, const SolveCase& c) {
@@ -34,7 +35,10 @@ void check_solve(xhal_device_t dev, const Csr& a, const SolveCase& c, LevelTrack
   Matrix m;
   ASSERT_EQ(create_from_host(dev, a, c.index_dtype, m), XHAL_OK) << xhal_last_error();
   const int64_t n = a.rows;
-  const auto b = random_values(rng, n * c.k);
+  auto b = random_values(rng, n * c.k);
+  if (c.signed_zeros)
+    for (auto& v : b)
+      if (rng.chance(0.01)) v = -0.0f;
   const auto shape = dense_shape(n, c.k, c.as_vector);
   const xhal_tensor_t bt = dense(dev, g, b, shape);
   const xhal_tensor_t xt = c.in_place ? bt : poisoned(dev, g, n * c.k, shape);
@@ -116,6 +120,28 @@ TEST_P(CsrSolveTest, RiverTree200000Reaches) {
     for (auto diagonal : {XHAL_DIAGONAL_STORED, XHAL_DIAGONAL_UNIT})
       check_solve(dev, a, {trans, XHAL_TRIANGLE_LOWER, diagonal, 2, false, false, XHAL_DTYPE_I64},
                   level, rng, "river 200000");
+}
+
+// Columns of few terms (few_term_columns): a backend may add a column of at
+// most two terms in any order, but not one of three or more. One vector
+// right-hand side (the shape a backend is most likely to special-case), b
+// with -0 entries; the small matrix keeps a CPU backend on one thread, the
+// large one lets it use several.
+TEST_P(CsrSolveTest, TransposedColumnsOfFewTerms) {
+  LevelTracker level(XHAL_OP_CSR_SOLVE);
+  Rng rng(test_seed());
+  SCOPED_TRACE(seed_note(rng));
+  for (int64_t n : {6000, 60000}) {
+    const Csr lower = few_term_columns(n, rng);
+    const Csr upper = transpose(lower);
+    for (auto triangle : {XHAL_TRIANGLE_LOWER, XHAL_TRIANGLE_UPPER})
+      for (auto trans : {XHAL_TRANSPOSE, XHAL_TRANSPOSE_NONE})
+        for (auto diagonal : {XHAL_DIAGONAL_STORED, XHAL_DIAGONAL_UNIT})
+          for (bool in_place : {false, true})
+            check_solve(dev, triangle == XHAL_TRIANGLE_LOWER ? lower : upper,
+                        {trans, triangle, diagonal, 1, true, in_place, XHAL_DTYPE_I32, true}, level,
+                        rng, "few-term columns " + std::to_string(n));
+  }
 }
 
 // Solve op(A) x = b on the device, multiply back with spmv on the device:

@@ -178,6 +178,22 @@ TEST_P(CsrSolveBackwardTest, WithoutGa) {
                  x, dx, 1, true, false, level);
 }
 
+// gb is a solve with op(A)^T: on few_term_columns (see CsrSolveTest.
+// TransposedColumnsOfFewTerms) with op = A it walks A^T's short rows.
+TEST_P(CsrSolveBackwardTest, ColumnsOfFewTerms) {
+  LevelTracker level(XHAL_OP_CSR_SOLVE_BACKWARD);
+  Rng rng(test_seed());
+  SCOPED_TRACE(seed_note(rng));
+  const Csr a = few_term_columns(6000, rng);
+  for (auto trans : {XHAL_TRANSPOSE_NONE, XHAL_TRANSPOSE})
+    for (auto diagonal : {XHAL_DIAGONAL_STORED, XHAL_DIAGONAL_UNIT}) {
+      SCOPED_TRACE(std::string("op ") + trans_name(trans) + ", " + diag_name(diagonal));
+      const auto x = random_values(rng, a.rows), dx = random_values(rng, a.rows);
+      check_backward(dev, a, XHAL_DTYPE_I32, trans, XHAL_TRIANGLE_LOWER, diagonal, x, dx, 1, true,
+                     true, level);
+    }
+}
+
 TEST_P(CsrSolveBackwardTest, RiverTree200000Reaches) {
   LevelTracker level(XHAL_OP_CSR_SOLVE_BACKWARD);
   Rng rng(test_seed());

@@ -56,6 +56,7 @@ void buffer_free(void*, void* buffer) {
 xhal_status_t buffer_write(void* device, void* dst, uint64_t offset, const void* src,
                            uint64_t size) {
   if (size != 0) std::memcpy(buf(dst)->data + offset, src, size);
+  mark_written(buf(dst));
   dev(device)->h2d_transfers.fetch_add(1, std::memory_order_relaxed);
   dev(device)->h2d_bytes.fetch_add(size, std::memory_order_relaxed);
   return XHAL_OK;
@@ -72,6 +73,7 @@ xhal_status_t buffer_copy(void* device, void* src, uint64_t src_offset, void* ds
                           uint64_t dst_offset, uint64_t size) {
   count_launch(device);
   if (size == 0) return XHAL_OK;
+  mark_written(buf(dst));
   // memmove: the core may allow overlapping ranges within one buffer.
   std::byte* d = buf(dst)->data + dst_offset;
   const std::byte* s = buf(src)->data + src_offset;
@@ -97,6 +99,7 @@ xhal_status_t buffer_fill(void* device, void* dst, uint64_t offset, uint64_t siz
                           const void* pattern, uint32_t pattern_size) {
   count_launch(device);
   if (size == 0) return XHAL_OK;
+  mark_written(buf(dst));
   std::byte* d = buf(dst)->data + offset;
   const auto* p = static_cast<const std::byte*>(pattern);
   if (pattern_size == 1) {

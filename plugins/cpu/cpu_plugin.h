@@ -16,6 +16,10 @@ struct CpuBuffer {
   std::byte* data = nullptr;  // 64-byte aligned, unless imported
   uint64_t size = 0;
   bool owned = true;  // false: the app's memory (buffer_import), never freed here
+  // Bumped by every write the plugin makes into the buffer (buffer_write,
+  // buffer_copy, buffer_fill, spgemm's values): data kept from a matrix's
+  // values is current while the version it was made from is.
+  std::atomic<uint64_t> version{0};
 };
 
 // A device handle given to the core is a CpuDevice*.
@@ -25,6 +29,8 @@ struct CpuDevice {
   std::atomic<uint64_t> kernel_launches{0};
   std::string options;  // in force, as device_get_options reports them
 };
+
+inline void mark_written(CpuBuffer* b) { b->version.fetch_add(1, std::memory_order_relaxed); }
 
 inline void count_launch(void* device) {
   static_cast<CpuDevice*>(device)->kernel_launches.fetch_add(1, std::memory_order_relaxed);

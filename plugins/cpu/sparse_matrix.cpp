@@ -7,8 +7,10 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <bit>
 #include <climits>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <new>
 
@@ -134,6 +136,32 @@ void fill_patterns(CsrPatterns<I>& ps, const xhal_plugin_csr_desc_t* d, bool low
     const int64_t b = d->row_ptr[i], e = d->row_ptr[i + 1];
     ps.has_diagonal[i] = e > b && (d->col_idx[b] == i || d->col_idx[e - 1] == i);
   }
+  int64_t pulled = 0, bandwidth = 0;
+  for (int64_t j = 0; j < d->rows; ++j) {
+    const int64_t off = d->t_row_ptr[j + 1] - d->t_row_ptr[j] - ps.has_diagonal[j];
+    pulled += off > kPushMaxTerms;
+  }
+  ps.push_transposed = pulled * 100 <= kPushMaxPulledPercent * d->rows;
+  if (ps.push_transposed) {
+    ps.push_flags.resize(static_cast<size_t>(d->rows));
+    for (int64_t j = 0; j < d->rows; ++j) {
+      const int64_t off = d->t_row_ptr[j + 1] - d->t_row_ptr[j] - ps.has_diagonal[j];
+      ps.push_flags[j] = static_cast<uint8_t>((ps.has_diagonal[j] ? kPushDiagonal : 0) |
+                                              (off > kPushMaxTerms ? kPushPulled : 0));
+    }
+    for (int64_t i = 0; i < d->rows; ++i) {
+      const int64_t b = d->row_ptr[i], e = d->row_ptr[i + 1];
+      if (e > b)
+        bandwidth =
+            std::max({bandwidth, std::abs(i - d->col_idx[b]), std::abs(d->col_idx[e - 1] - i)});
+    }
+    // The sums live at a row's walk are those of its bandwidth + 1 nearest
+    // columns (those it or a row before it pushes into), so a ring of more
+    // slots never holds two at once.
+    if (bandwidth < kPushMaxRing)
+      ps.push_slot_mask =
+          static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(bandwidth) + 1)) - 1;
+  }
   // A lower: op(A) = A walks A's rows ascending, op(A) = A^T walks A^T's
   // rows descending; an upper A the other way round.
   if (lower) {
@@ -159,7 +187,7 @@ xhal_status_t csr_create(void* device, const xhal_plugin_csr_desc_t* desc, void*
     // csr_values_dtype).
     m->values_dtype = csr_values_dtype(desc);
     m->f64 = m->values_dtype == XHAL_DTYPE_F64;
-    if (m->f64) m->transposed_values.arrays.emplace<TransposedArrays<double>>();
+    if (m->f64) m->transposed_values.arrays.emplace<std::vector<double>>();
     bool lower = true, upper = true;
     for (int64_t e = 0; e < desc->nnz; ++e) {
       lower = lower && desc->col_idx[e] <= desc->row_idx[e];

@@ -107,34 +107,49 @@ struct CsrPatterns {
   // 1 when A's row i stores (i, i) (square A only): the transposed solve
   // then skips it in row i and column i without reading either's indices.
   std::vector<uint8_t> has_diagonal;  // [rows]
+  // The transposed solve on one thread pushes each solved x[i] into running
+  // sums of the columns of A's row i when few columns hold more than
+  // kPushMaxTerms off-diagonal entries (push_transposed): a sum of at most
+  // two terms from +0 has the same bits in either order, so only the columns
+  // flagged in `pulled` are summed in the canonical order, by reading their
+  // row of A^T (sparse_solve.cpp, PushRowSolver). Square A only.
+  bool push_transposed = false;
+  std::vector<uint8_t> push_flags;  // [rows]: kPushDiagonal | kPushPulled
+  // The running sums live in slot j & push_slot_mask: a ring of a power of
+  // two above the pattern's bandwidth (largest |i - j| of an entry) when that
+  // is at most kPushMaxRing, so that they stay in cache; else all ones.
+  int64_t push_slot_mask = -1;
 };
+
+inline constexpr uint8_t kPushDiagonal = 1;  // A's row i stores (i, i)
+inline constexpr uint8_t kPushPulled = 2;    // column i holds > kPushMaxTerms off-diagonal entries
+inline constexpr int64_t kPushMaxRing = int64_t{1} << 16;
+
+inline constexpr int64_t kPushMaxTerms = 2;
+// Largest share of pulled columns for which the push walk is chosen (each
+// pulled column costs a mispredicted branch and a gather of its row).
+inline constexpr int64_t kPushMaxPulledPercent = 20;
 
 // A's values in A^T's order, for the transposed solves (csr_solve with
 // A^T, csr_solve_backward with A): with them a column of A is read as a row,
 // in order, instead of gathering A's values through t_perm (or scattering
-// products into A^T's order) across the whole of nnz on every call. Values
-// may change between calls through any path that writes the core's buffer
-// (set_values, a device tensor, a raw pointer), so each use first compares
-// the current values with the snapshot they were built from, bit for bit;
-// any difference discards them. Built only once the same values are seen by
-// two calls in a row, so a matrix whose values change each step pays one
-// compare (stopping at the first difference) and, now and then, a snapshot.
-template <typename T>
-struct TransposedArrays {
-  std::vector<T> snapshot;    // [nnz] A's values when last seen
-  std::vector<T> transposed;  // [nnz] snapshot[t_perm[q]], when built
-};
-
+// products into A^T's order) across the whole of nnz on every call. The core
+// rewrites a matrix's values only through buffer_write, buffer_copy,
+// buffer_fill and spgemm (docs/plugin-guide.md, csr_create), each of which
+// bumps the buffer's version, so the copy is current while the version it
+// was made from is. Made on the second call in a row that sees one version:
+// a matrix whose values change every step never pays for it.
 struct TransposedValues {
   std::mutex mutex;  // one user at a time; others take the gather path
-  // In the matrix's value dtype (set at creation).
-  std::variant<TransposedArrays<float>, TransposedArrays<double>> arrays;
-  bool seen = false, built = false;
-  uint64_t calls = 0, misses = 0;  // misses: calls in a row whose values differed
+  // [nnz] in the matrix's value dtype (set at creation), when built.
+  std::variant<std::vector<float>, std::vector<double>> arrays;
+  bool built = false;
+  uint64_t built_version = 0;            // the values' version the copy was made from
+  uint64_t seen_version = ~uint64_t{0};  // the version the last call saw
 
   template <typename T>
-  TransposedArrays<T>& of() {
-    return std::get<TransposedArrays<T>>(arrays);
+  std::vector<T>& of() {
+    return std::get<std::vector<T>>(arrays);
   }
 };
 

@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <bit>
 #include <cstdio>
-#include <cstring>
 #include <type_traits>
 
 #include "sparse_solve_schedule.h"
@@ -57,6 +56,17 @@ template <typename T, typename I>
     s = s + std::bit_cast<T>(std::bit_cast<Bits>(t) & keep);
   }
   return s;
+}
+
+template <typename T, typename I>
+[[gnu::always_inline]] inline T sum_products_up_to_2(const T* values, const I* col, const T* x,
+                                                     int64_t rb, int64_t m) {
+  using Bits = BitsOf<T>;
+  const int64_t e0 = m > 0 ? rb : 0, e1 = m > 1 ? rb + 1 : e0;
+  const T t0 = values[e0] * x[col[e0]], t1 = values[e1] * x[col[e1]];
+  const Bits keep0 = m > 0 ? ~Bits{0} : Bits{0}, keep1 = m > 1 ? ~Bits{0} : Bits{0};
+  return (T(0) + std::bit_cast<T>(std::bit_cast<Bits>(t0) & keep0)) +
+         std::bit_cast<T>(std::bit_cast<Bits>(t1) & keep1);
 }
 
 // kShort: rows of varying, mostly short length (A^T of a tree, whose
@@ -189,6 +199,81 @@ struct TransposedRowSolver {
   }
 };
 
+// The same walk, whose one-thread form pushes instead (CsrPatterns::
+// push_transposed): row k takes its column's sum from acc[k], solves x[k],
+// then adds each of its own off-diagonal terms A[k,j] * x[k] into acc[j].
+// A column of at most kPushMaxTerms terms gets them in walking order, which
+// gives the canonical bits (two terms from +0 commute); a pulled column is
+// summed in canonical order from its row of A^T instead (its x are solved by
+// then). acc is zero between calls: each row clears its slot when read.
+template <typename T, typename I, bool kUnit, bool kAscending>
+struct PushRowSolver : TransposedRowSolver<T, I, kUnit, kAscending> {
+  static_assert(kPushMaxTerms == 2, "pull_column takes pulled columns to hold 3 or more terms");
+  const I* t_perm;
+  const uint8_t* flags;  // push_flags
+  int64_t slot_mask;     // column j's sum is acc[j & slot_mask]
+  T* acc;
+
+  void walk_alone(int64_t n) const {
+    const I* row_ptr = this->row_ptr;
+    const I* col = this->col;
+    const T* values = this->values;
+    const T* b = this->b;
+    const uint8_t* flags = this->flags;
+    const int64_t slot_mask = this->slot_mask;
+    T* acc = this->acc;
+    T* x = this->x;
+    for (int64_t step = 0; step < n; ++step) {
+      const int64_t k = kAscending ? step : n - 1 - step;
+      int64_t rb = row_ptr[k], re = row_ptr[k + 1];
+      const uint8_t f = flags[k];
+      int64_t diag = -1;
+      if (f & kPushDiagonal) diag = kAscending ? rb++ : --re;
+      T& slot = acc[k & slot_mask];
+      T s = slot;
+      slot = T(0);
+      if (f & kPushPulled) [[unlikely]]
+        s = pull_column(k, (f & kPushDiagonal) != 0);
+      const T d = kUnit ? T(1) : (diag >= 0 ? values[diag] : T(0));
+      const T r = b[k] - s;
+      const T xk = kUnit ? r : r / d;
+      x[k] = xk;
+      for (int64_t e = rb; e < re; ++e) {
+        T& a = acc[static_cast<int64_t>(col[e]) & slot_mask];
+        a = a + values[e] * xk;
+      }
+    }
+  }
+
+  // Column k's sum of its m > kPushMaxTerms terms in canonical order.
+  [[gnu::always_inline]] T pull_column(int64_t k, bool has_diagonal) const {
+    int64_t tb = this->t_row_ptr[k], te = this->t_row_ptr[k + 1];
+    if (has_diagonal) {
+      if constexpr (kAscending) --te;
+      else ++tb;
+    }
+    auto term = [&](int64_t q) { return this->values[t_perm[q]] * this->x[this->t_col[q]]; };
+    const int64_t m = te - tb;
+    if (m <= 4) [[likely]] {
+      // 3 or 4 terms without a branch on which: a missing fourth is +0,
+      // which leaves the sum's bits unchanged (sum_up_to_4).
+      using Bits = BitsOf<T>;
+      const T s = ((T(0) + term(tb)) + term(tb + 1)) + term(tb + 2);
+      const Bits keep = m == 4 ? ~Bits{0} : Bits{0};
+      return s + std::bit_cast<T>(std::bit_cast<Bits>(term(te - 1)) & keep);
+    }
+    return segsum(m, [&](int64_t i) { return term(tb + i); });
+  }
+};
+
+// A thread's accumulators for PushRowSolver, all zero between uses.
+template <typename T>
+inline T* zeroed_scratch(size_t count) {
+  thread_local std::vector<T> acc;
+  if (acc.size() < count) acc.resize(count, T(0));
+  return acc.data();
+}
+
 template <typename T, typename I, bool kUnit, bool kAscending>
 void solve_transposed_rows(const CsrPatterns<I>& ps, const SolveSchedule<I>& sched, const T* values,
                            T* terms, const Columns<T>& b, const Columns<T>& x) {
@@ -204,7 +289,15 @@ void solve_transposed_rows(const CsrPatterns<I>& ps, const SolveSchedule<I>& sch
                                                          terms,
                                                          b.data,
                                                          x.data};
-  run_rows(sched, n, kAscending, row, work);
+  if (ps.push_transposed) {
+    const int64_t slots = ps.push_slot_mask < 0 ? n : std::min(n, ps.push_slot_mask + 1);
+    const PushRowSolver<T, I, kUnit, kAscending> push{
+        row, ps.at.perm.data(), ps.push_flags.data(), ps.push_slot_mask,
+        zeroed_scratch<T>(static_cast<size_t>(slots))};
+    run_rows(sched, n, kAscending, push, work);
+  } else {
+    run_rows(sched, n, kAscending, row, work);
+  }
 }
 
 template <typename T, typename I>
@@ -221,56 +314,29 @@ void solve_transposed_vector(const CsrPatterns<I>& ps, const SolveSchedule<I>& s
   }
 }
 
-// Whether a and b hold the same bytes; large arrays are compared by the
-// team, half each.
-template <typename T>
-inline bool same_bytes(const T* a, const T* b, size_t count) {
-  const size_t bytes = count * sizeof(T);
-  if (bytes < (size_t{1} << 22) || omp_get_max_threads() < 2 || omp_in_parallel())
-    return std::memcmp(a, b, bytes) == 0;
-  bool same = true;
-#pragma omp parallel num_threads(2) reduction(&& : same)
-  {
-    const auto parts = static_cast<size_t>(omp_get_num_threads());
-    const auto part = static_cast<size_t>(omp_get_thread_num());
-    const size_t first = count / parts * part,
-                 last = part + 1 == parts ? count : first + count / parts;
-    same = std::memcmp(a + first, b + first, (last - first) * sizeof(T)) == 0;
-  }
-  return same;
-}
-
 // A's values in A^T's order if they are current (TransposedValues); null
-// when the values differ from the snapshot or are being seen for the first
-// time (the caller then gathers through t_perm). The caller holds c.mutex.
+// when they are being seen for the first time at this version (the caller
+// then gathers through t_perm). The caller holds c.mutex.
 template <typename T, typename I>
 const T* current_transposed_values(const CsrMatrix& m, const CsrPatterns<I>& ps,
                                    TransposedValues& c) {
-  const T* values = m.value_data<T>();
-  TransposedArrays<T>& arrays = c.of<T>();
-  const auto nnz = static_cast<size_t>(m.nnz);
-  ++c.calls;
-  if (c.seen && same_bytes(values, arrays.snapshot.data(), nnz)) {
-    c.misses = 0;
-    if (!c.built) {
-      arrays.transposed.resize(nnz);
-      const I* perm = ps.at.perm.data();
-      for (size_t q = 0; q < nnz; ++q)
-        arrays.transposed[q] = arrays.snapshot[static_cast<size_t>(perm[q])];
-      c.built = true;
-    }
-    return arrays.transposed.data();
+  const uint64_t version = m.values->version.load(std::memory_order_relaxed);
+  std::vector<T>& transposed = c.of<T>();
+  if (c.built && c.built_version == version) return transposed.data();
+  if (c.seen_version != version) {
+    c.seen_version = version;
+    return nullptr;
   }
-  // New values: snapshot them (always at first, then one call in 8 while
-  // they keep changing, so a matrix updated every step pays little).
+  // The second call in a row at this version: make the copy.
   c.built = false;
-  ++c.misses;
-  if (c.misses <= 2 || c.calls % 8 == 0) {
-    c.seen = false;
-    arrays.snapshot.assign(values, values + nnz);
-    c.seen = true;
-  }
-  return nullptr;
+  const T* values = m.value_data<T>();
+  const auto nnz = static_cast<size_t>(m.nnz);
+  transposed.resize(nnz);
+  const I* perm = ps.at.perm.data();
+  for (size_t q = 0; q < nnz; ++q) transposed[q] = values[static_cast<size_t>(perm[q])];
+  c.built = true;
+  c.built_version = version;
+  return transposed.data();
 }
 
 const char* triangle_name(xhal_triangle_t t) {
@@ -304,7 +370,8 @@ xhal_status_t solve(const CsrMatrix& m, xhal_transpose_t trans, xhal_triangle_t 
     if (x.n == 0 || x.k == 0) return XHAL_OK;
     using I = typename std::remove_cvref_t<decltype(p.row_ptr)>::value_type;
     const bool vectors = x.k == 1 && x.row_stride == 1 && b.row_stride == 1;
-    if (transposed && values != nullptr && m.nnz > 0) {
+    // A pattern that pushes (CsrPatterns::push_transposed) needs no copy.
+    if (transposed && values != nullptr && m.nnz > 0 && !(vectors && ps.push_transposed)) {
       // A^T's rows in order with A's values transposed once (TransposedValues);
       // a concurrent solve on the same matrix takes the gather path instead.
       TransposedValues& cache = m.transposed_values;
@@ -313,10 +380,9 @@ xhal_status_t solve(const CsrMatrix& m, xhal_transpose_t trans, xhal_triangle_t 
       if (lock.owns_lock()) {
         try {
           tvalues = current_transposed_values<T>(m, ps, cache);
-        } catch (const std::bad_alloc&) {  // no room for the copies: gather instead
-          cache.seen = cache.built = false;
-          std::vector<T>().swap(cache.of<T>().snapshot);
-          std::vector<T>().swap(cache.of<T>().transposed);
+        } catch (const std::bad_alloc&) {  // no room for the copy: gather instead
+          cache.built = false;
+          std::vector<T>().swap(cache.of<T>());
         }
       }
       if (tvalues != nullptr) {

@@ -71,6 +71,10 @@ void run_rows(const SolveSchedule<I>& sched, int64_t n, bool ascending, const Ro
               int64_t work) {
   auto walk_alone = [&] {
     const Row local = row;  // a local copy keeps its pointers in registers
+    if constexpr (requires { local.walk_alone(n); }) {
+      local.walk_alone(n);  // a row solver with its own one-thread walk
+      return;
+    }
     NoWait none;
     if (ascending)
       for (int64_t k = 0; k < n; ++k) local(k, none);

@@ -52,6 +52,7 @@ xhal_status_t spgemm_numeric(void* device, void* a, void* b, void* c) {
   const auto& mb = *static_cast<const CsrMatrix*>(b);
   const auto& mc = *static_cast<const CsrMatrix*>(c);
   if (mc.nnz == 0) return XHAL_OK;
+  mark_written(mc.values);
   try {
     // The core gives A, B and C one value dtype.
     with_value_type(mc, [&](auto zero) {
