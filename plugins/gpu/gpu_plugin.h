@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "device_options.h"
@@ -35,6 +36,9 @@ struct Device {
   // clears what it used), grown on demand.
   unsigned* sync = nullptr;
   size_t sync_words = 0;
+  // Blocks of each waiting kernel the device holds at once, by the kernel's
+  // address (row_kernel.h), asked once rather than on every op call.
+  std::unordered_map<const void*, int64_t> resident_blocks;
 };
 
 struct Buffer {

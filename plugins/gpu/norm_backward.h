@@ -38,19 +38,10 @@ __global__ void __launch_bounds__(W* RB * 32)
     const float4 zero = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 #pragma unroll
     for (int t = 0; t < 8; ++t) ag[t] = ab[t] = zero;
-    auto load = [&](ChunkRegs<float>& r, int64_t row) {
-#pragma unroll
-      for (int k = 0; k < B::kInputs; ++k) {
-        const auto* base = body.input(k) + row * n;
-#pragma unroll
-        for (int t = 0; t < 8; ++t)
-          r.in[k][t] = load4<VEC>(base, i0 + t * 128 + 4 * lane, n, B::pad(k));
-      }
-    };
     ChunkRegs<float> cur, nxt;
-    load(cur, r0);
+    load_chunk<VEC>(body, cur, r0, n, i0);
     for (int64_t row = r0; row < r1; ++row) {
-      if (PF && row + 1 < r1) load(nxt, row + 1);
+      if (PF && row + 1 < r1) load_chunk<VEC>(body, nxt, row + 1, n, i0);
       const T tot = block_tree<Op, W>(body.chunk_stat(0, cur, nullptr, row, n, i0), sh);
       float4 out[8];
       body.apply(cur, &tot, row, n, i0, out);
@@ -59,7 +50,7 @@ __global__ void __launch_bounds__(W* RB * 32)
       store_chunk<VEC>(body.output() + row * n, i0, lane, n, out);
       if (row + 1 < r1) {
         if (PF) cur = nxt;
-        else load(cur, row + 1);
+        else load_chunk<VEC>(body, cur, row + 1, n, i0);
       }
     }
 #pragma unroll

@@ -60,6 +60,21 @@ __device__ __forceinline__ double& comp(Dbl4& v, int q) {
   return q == 0 ? v.x : q == 1 ? v.y : q == 2 ? v.z : v.w;
 }
 
+// A warp's chunk at i0 of row `row` of every input, in the load4 layout
+// (pad past n); the inverse of store_chunk.
+template <bool VEC, class B>
+__device__ __forceinline__ void load_chunk(const B& body, ChunkRegs<typename B::A>& r, int64_t row,
+                                           int64_t n, int64_t i0) {
+  const int lane = threadIdx.x & 31;
+#pragma unroll
+  for (int k = 0; k < B::kInputs; ++k) {
+    const auto* base = body.input(k) + row * n;
+#pragma unroll
+    for (int t = 0; t < 8; ++t)
+      r.in[k][t] = load4<VEC>(base, i0 + t * 128 + 4 * lane, n, B::pad(k));
+  }
+}
+
 // A lane's 8 units of a 1024-element chunk (the load4 layout) into a row
 // of n, narrowed to S (7.1): unit stores when the row allows, else element
 // by element.
@@ -140,13 +155,7 @@ __global__ void __launch_bounds__(W * 32)
     const int64_t chunk = static_cast<int64_t>(seg) * W + warp;
     const int64_t i0 = chunk * kChunk;
     ChunkRegs<typename B::A> r;
-#pragma unroll
-    for (int k = 0; k < B::kInputs; ++k) {
-      const auto* base = body.input(k) + row * n;
-#pragma unroll
-      for (int t = 0; t < 8; ++t)
-        r.in[k][t] = load4<VEC>(base, i0 + t * 128 + 4 * lane, n, B::pad(k));
-    }
+    load_chunk<VEC>(body, r, row, n, i0);
     T tot[B::kPhases];
     if (!split) {
 #pragma unroll
@@ -187,6 +196,13 @@ void launch_rows(Device* d, const B& body, int64_t rows, int64_t n, int split, i
 // only picks which aligned subtrees a block computes, never the bits).
 template <class B>
 constexpr int kBigW = (B::kInputs >= 2 ? 8 : 32) / (sizeof(typename B::A) / sizeof(float));
+
+// Segments of a row of n elements cut into blocks of w warps; the launch
+// and resident forms must cut a row alike.
+inline int64_t row_segments(int64_t n, int w) {
+  const int64_t seg_elems = int64_t{w} * kChunk;
+  return (n + seg_elems - 1) / seg_elems;
+}
 
 template <class B, bool VEC>
 void launch_rows_w(Device* d, const B& body, int64_t rows, int64_t n, int split, int phase,
@@ -278,13 +294,7 @@ __global__ void __launch_bounds__(W * 32)
     const int seg = static_cast<int>(item % split);
     const int64_t i0 = (static_cast<int64_t>(seg) * W + warp) * kChunk;
     ChunkRegs<typename B::A> r;
-#pragma unroll
-    for (int k = 0; k < B::kInputs; ++k) {
-      const auto* base = body.input(k) + row * n;
-#pragma unroll
-      for (int t = 0; t < 8; ++t)
-        r.in[k][t] = load4<VEC>(base, i0 + t * 128 + 4 * lane, n, B::pad(k));
-    }
+    load_chunk<VEC>(body, r, row, n, i0);
     T tot[B::kPhases];
 #pragma unroll
     for (int p = 0; p < B::kPhases; ++p) {
@@ -306,6 +316,23 @@ __global__ void __launch_bounds__(W * 32)
 template <class B>
 constexpr int kResidentW = kBigW<B> < 8 ? kBigW<B> : 8;
 
+// Blocks of a waiting kernel the device holds at once (0: the runtime cannot
+// say). Cached per device and kernel, as neither the occupancy nor the SM
+// count changes while a device is open; slots hold the device's mutex.
+template <class K>
+int64_t resident_blocks(Device* d, K* kernel, int threads) {
+  const void* key = reinterpret_cast<const void*>(kernel);
+  const auto it = d->resident_blocks.find(key);
+  if (it != d->resident_blocks.end()) return it->second;
+  int per_sm = 0, sms = 0;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, d->ordinal) != cudaSuccess) {
+    gpuGetLastError();
+    return 0;  // not cached: a later call asks again
+  }
+  return d->resident_blocks[key] = int64_t{per_sm} * sms;
+}
+
 // Launches the resident form when the device holds `split` of its blocks at
 // once (and more, to keep the memory busy); returns false (nothing
 // launched) otherwise.
@@ -314,19 +341,10 @@ bool launch_resident(Device* d, const B& body, int64_t rows, int64_t n, const ch
                      xhal_status_t* st) {
   constexpr int W = kResidentW<B>;
   using T = typename B::Op::T;
-  const int64_t seg_elems = int64_t{W} * kChunk;
-  const int64_t split = (n + seg_elems - 1) / seg_elems;
+  const int64_t split = row_segments(n, W);
   const int64_t items = rows * split;
   if (!d->options.rows_resident || items >= (int64_t{1} << 31)) return false;
-  int per_sm = 0;
-  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, row_resident_kernel<B, W, VEC>, W * 32,
-                                                    0) != cudaSuccess) {
-    gpuGetLastError();
-    return false;
-  }
-  int sms = 0;
-  cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, d->ordinal);
-  const int64_t resident = int64_t{per_sm} * sms;
+  const int64_t resident = resident_blocks(d, row_resident_kernel<B, W, VEC>, W * 32);
   if (resident < split) return false;
   void* ws = nullptr;
   unsigned* sync = nullptr;
@@ -353,8 +371,8 @@ xhal_status_t run_rows(Device* d, const B& body, int64_t rows, int64_t n, bool v
   if (rows == 0 || n == 0) return XHAL_OK;
   vec = vec && n % 4 == 0;
   using T = typename B::Op::T;
-  const int64_t seg_elems = int64_t{kBigW<B>} * kChunk;
-  if (n <= seg_elems) {
+  const int64_t split64 = row_segments(n, kBigW<B>);
+  if (split64 == 1) {
     if (vec) launch_rows_w<B, true>(d, body, rows, n, 0, 0, nullptr);
     else launch_rows_w<B, false>(d, body, rows, n, 0, 0, nullptr);
     return check_launch(d, op);
@@ -367,7 +385,6 @@ xhal_status_t run_rows(Device* d, const B& body, int64_t rows, int64_t n, bool v
     if (done) return st;
   }
 #endif
-  const int64_t split64 = (n + seg_elems - 1) / seg_elems;
   if (split64 > (1 << 20))
     return fail(XHAL_UNSUPPORTED, "%s plugin: %s: rows of %lld elements are too long",
                 XHAL_GPU_BACKEND_NAME, op, static_cast<long long>(n));
