@@ -3,6 +3,8 @@
 // empty rows, chains and confluences, the adjoint identity.
 #include "../reference/sparse_device_helpers.h"
 
+#include <cmath>
+
 namespace xhal::conf::sparse {
 namespace {
 
@@ -122,6 +124,52 @@ TEST_P(SpmvTest, EmptyRowsGiveSignedZero) {
       XHAL_OK);
   const auto got = read(yt);
   for (float v : got) EXPECT_EQ(bits(v), bits(-0.0f)) << describe(v);
+}
+
+// Rows and columns whose products are all -0 (values -0, x positive): a
+// sum from +0 is +0 there, so y = alpha * +0 (+ beta * y); a backend whose
+// compiler drops the +0 (0 + t -> t) gives -0 and flips y's sign. Both ops,
+// k = 1 (spmv) and 3 (spmm), rows of one chunk and of several.
+TEST_P(SpmvTest, SignedZeroProducts) {
+  XHAL_CONF_REQUIRE_ALSO(XHAL_OP_SPMM);
+  LevelTracker level(XHAL_OP_SPMV);
+  Rng rng(test_seed());
+  SCOPED_TRACE(seed_note(rng));
+  Csr a = random_matrix(400, 300, rng);
+  std::vector<bool> zero_row(a.rows), zero_col(a.cols);
+  for (int64_t i = 0; i < a.rows; ++i) zero_row[i] = rng.chance(0.3);
+  for (int64_t j = 0; j < a.cols; ++j) zero_col[j] = rng.chance(0.3);
+  for (int64_t i = 0; i < a.rows; ++i)
+    for (int64_t e = a.row_ptr[i]; e < a.row_ptr[i + 1]; ++e)
+      if (zero_row[i] || zero_col[a.col_idx[e]]) a.values[e] = -0.0f;
+  BufferGuard g;
+  Matrix m;
+  ASSERT_EQ(create_from_host(dev, a, XHAL_DTYPE_I32, m), XHAL_OK) << xhal_last_error();
+  for (auto trans : {XHAL_TRANSPOSE_NONE, XHAL_TRANSPOSE})
+    for (int64_t k : {1, 3})
+      for (const auto ab : {kAlphaBeta[0], kAlphaBeta[2]}) {
+        SCOPED_TRACE(label_of("signed-zero products 400x300", XHAL_DTYPE_I32, trans, ab, k));
+        const int64_t rows = op_rows(a, trans), cols = op_cols(a, trans);
+        auto x = random_values(rng, cols * k);
+        for (auto& v : x) v = std::fabs(v);
+        const auto y0 = ab.beta == 0.0f ? std::vector<float>() : random_values(rng, rows * k);
+        const bool spmv = k == 1;
+        const xhal_tensor_t xt = dense(dev, g, x, dense_shape(cols, k, spmv));
+        const xhal_tensor_t yt = ab.beta == 0.0f
+                                     ? poisoned(dev, g, rows * k, dense_shape(rows, k, spmv))
+                                     : dense(dev, g, y0, dense_shape(rows, k, spmv));
+        auto call = [&] {
+          return spmv ? xhal_spmv(dev, m.get(), trans, ab.alpha, &xt, ab.beta, &yt)
+                      : xhal_spmm(dev, m.get(), trans, ab.alpha, &xt, ab.beta, &yt);
+        };
+        ASSERT_EQ(run_on_device(dev, call), XHAL_OK);
+        level.compare("y", read(yt), spmm_canonical(a, trans, ab.alpha, x, ab.beta, y0, k), [&] {
+          if (ab.beta == 0.0f) poison(yt.buffer);
+          else rewrite(yt, y0);
+          EXPECT_EQ(call(), XHAL_OK);
+          return read(yt);
+        });
+      }
 }
 
 // A matrix with no rows: A x writes nothing (y is empty) and A^T x is all

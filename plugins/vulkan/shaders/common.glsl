@@ -73,6 +73,22 @@ layout(buffer_reference, std430, buffer_reference_align = 8) coherent buffer F64
 #define str stf
 #endif
 
+// A sum taken from +0 under RTE is never -0; it is only if a compiler
+// dropped the +0 (0 + t -> t: lavapipe does so for a solve row's first
+// term although the module declares SignedZeroInfNanPreserve), and then
+// only when every term is -0; otherwise the two agree. So -0 -> +0 gives
+// the canonical bits back. Integer operations, which no float rule folds.
+float plus_zero(float s) {
+  uint u = floatBitsToUint(s);
+  return uintBitsToFloat(u == 0x80000000u ? 0u : u);
+}
+#ifdef F64
+double plus_zero(double s) {
+  uint64_t u = doubleBitsToUint64(s);
+  return uint64BitsToDouble(u == 0x8000000000000000ul ? 0ul : u);
+}
+#endif
+
 #define kInf uintBitsToFloat(0x7f800000u)
 #define kNegInf uintBitsToFloat(0xff800000u)
 #define kQuietNaN uintBitsToFloat(0x7fc00000u)

@@ -79,7 +79,7 @@ REAL chunk_sum(uint64_t from, uint64_t to, uint64_t c) {
     uint64_t j = uint64_t(csr_at(pc.col, e));
     s = xadd(s, xmul(csr_value(pc.values, pc.perm, e), ldx(j * uint64_t(pc.k) + c)));
   }
-  return s;
+  return plus_zero(s);
 }
 
 void finish_row(uint64_t row, uint64_t c, REAL s, uint64_t diag) {
@@ -212,6 +212,7 @@ void finish_pre(Pre p) {
     uint64_t j = uint64_t(csr_at(pc.col, e));
     s = xadd(s, xmul(csr_value(pc.values, pc.perm, e), ldx(j * k + p.c)));
   }
+  s = plus_zero(s);
   uint64_t at = p.row * k + p.c;
   REAL r = xsub(p.bv, s);
   if ((pc.flags & 1u) == 0u) r = xdiv(r, p.dvi >= 0l ? p.dv : REAL(0.0));
