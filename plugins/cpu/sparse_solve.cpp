@@ -82,6 +82,14 @@ struct RowSolver {
 
   T value(int64_t e) const { return kPermuted ? values[perm[e]] : values[e]; }
 
+  // One thread, one contiguous right-hand side: the row formula over the
+  // rows in order, with every pointer in a local.
+  void walk_alone(int64_t n) const requires kVector {
+    const RowSolver local = *this;
+    NoWait none;
+    for (int64_t step = 0; step < n; ++step) local(kAscending ? step : n - 1 - step, none);
+  }
+
   template <typename Wait>
   [[gnu::always_inline]] void operator()(int64_t k, Wait& wait) const {
     int64_t rb = row_ptr[k], re = row_ptr[k + 1];
