@@ -136,19 +136,19 @@ void fill_patterns(CsrPatterns<I>& ps, const xhal_plugin_csr_desc_t* d, bool low
     const int64_t b = d->row_ptr[i], e = d->row_ptr[i + 1];
     ps.has_diagonal[i] = e > b && (d->col_idx[b] == i || d->col_idx[e - 1] == i);
   }
-  int64_t pulled = 0, bandwidth = 0;
+  ps.push_flags.resize(static_cast<size_t>(d->rows));
+  int64_t pulled = 0;
   for (int64_t j = 0; j < d->rows; ++j) {
-    const int64_t off = d->t_row_ptr[j + 1] - d->t_row_ptr[j] - ps.has_diagonal[j];
-    pulled += off > kPushMaxTerms;
+    const bool pull = d->t_row_ptr[j + 1] - d->t_row_ptr[j] - ps.has_diagonal[j] > kPushMaxTerms;
+    ps.push_flags[j] =
+        static_cast<uint8_t>((ps.has_diagonal[j] ? kPushDiagonal : 0) | (pull ? kPushPulled : 0));
+    pulled += pull;
   }
   ps.push_transposed = pulled * 100 <= kPushMaxPulledPercent * d->rows;
-  if (ps.push_transposed) {
-    ps.push_flags.resize(static_cast<size_t>(d->rows));
-    for (int64_t j = 0; j < d->rows; ++j) {
-      const int64_t off = d->t_row_ptr[j + 1] - d->t_row_ptr[j] - ps.has_diagonal[j];
-      ps.push_flags[j] = static_cast<uint8_t>((ps.has_diagonal[j] ? kPushDiagonal : 0) |
-                                              (off > kPushMaxTerms ? kPushPulled : 0));
-    }
+  if (!ps.push_transposed) {
+    std::vector<uint8_t>().swap(ps.push_flags);
+  } else {
+    int64_t bandwidth = 0;
     for (int64_t i = 0; i < d->rows; ++i) {
       const int64_t b = d->row_ptr[i], e = d->row_ptr[i + 1];
       if (e > b)

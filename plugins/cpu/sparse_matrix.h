@@ -111,13 +111,13 @@ struct CsrPatterns {
   // sums of the columns of A's row i when few columns hold more than
   // kPushMaxTerms off-diagonal entries (push_transposed): a sum of at most
   // two terms from +0 has the same bits in either order, so only the columns
-  // flagged in `pulled` are summed in the canonical order, by reading their
+  // flagged kPushPulled are summed in the canonical order, by reading their
   // row of A^T (sparse_solve.cpp, PushRowSolver). Square A only.
   bool push_transposed = false;
   std::vector<uint8_t> push_flags;  // [rows]: kPushDiagonal | kPushPulled
   // The running sums live in slot j & push_slot_mask: a ring of a power of
   // two above the pattern's bandwidth (largest |i - j| of an entry) when that
-  // is at most kPushMaxRing, so that they stay in cache; else all ones.
+  // is below kPushMaxRing, so that they stay in cache; else all ones.
   int64_t push_slot_mask = -1;
 };
 

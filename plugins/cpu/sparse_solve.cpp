@@ -58,17 +58,6 @@ template <typename T, typename I>
   return s;
 }
 
-template <typename T, typename I>
-[[gnu::always_inline]] inline T sum_products_up_to_2(const T* values, const I* col, const T* x,
-                                                     int64_t rb, int64_t m) {
-  using Bits = BitsOf<T>;
-  const int64_t e0 = m > 0 ? rb : 0, e1 = m > 1 ? rb + 1 : e0;
-  const T t0 = values[e0] * x[col[e0]], t1 = values[e1] * x[col[e1]];
-  const Bits keep0 = m > 0 ? ~Bits{0} : Bits{0}, keep1 = m > 1 ? ~Bits{0} : Bits{0};
-  return (T(0) + std::bit_cast<T>(std::bit_cast<Bits>(t0) & keep0)) +
-         std::bit_cast<T>(std::bit_cast<Bits>(t1) & keep1);
-}
-
 // kShort: rows of varying, mostly short length (A^T of a tree, whose
 // column counts vary from row to row) sum up to 4 terms without a branch.
 template <typename T, typename I, bool kPermuted, bool kUnit, bool kAscending, bool kVector,
