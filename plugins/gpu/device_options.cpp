@@ -122,6 +122,14 @@ const OptionSpec kOptions[] = {
        return Parsed::kOk;
      },
      [](const DeviceOptions& o) { return std::string(o.rows_resident ? "1" : "0"); }},
+    {"sparse_index", true, true, "auto or 64",
+     [](const std::string& v, GpuBackend, DeviceOptions* o) {
+       if (v == "auto") o->sparse_index64 = false;
+       else if (v == "64") o->sparse_index64 = true;
+       else return Parsed::kNotChoice;
+       return Parsed::kOk;
+     },
+     [](const DeviceOptions& o) { return std::string(o.sparse_index64 ? "64" : "auto"); }},
     {"trace", true, true, "0 or 1",
      [](const std::string& v, GpuBackend, DeviceOptions* o) {
        if (v == "0") o->trace = false;

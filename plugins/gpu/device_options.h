@@ -33,6 +33,10 @@ struct DeviceOptions {
   // Rows longer than one block: one launch whose blocks wait for each
   // other's partials (true, CUDA) or a launch per reduction (false).
   bool rows_resident = true;
+  // sparse_index=64: every CSR matrix takes the 64-bit pattern path (entry
+  // offsets int64), which auto keeps for matrices of 2^31 - 1 entries or
+  // more. For checking that path on small matrices; same bits either way.
+  bool sparse_index64 = false;
   bool trace = false;  // csr_create prints where its time goes to stderr
 };
 

@@ -1,6 +1,9 @@
 // csr_create / csr_destroy (docs/semantics.md "Sparse (CSR)"): the pattern
-// and its transpose are narrowed to 32-bit indices, uploaded once, and given
-// their triangular-solve schedules: on CUDA the sync-free schedule built on
+// and its transpose are uploaded once, row and column numbers narrowed to
+// 32 bits, entry offsets (row pointers, A^T's permutation) narrowed too
+// unless the matrix is wide (2^31 - 1 entries or more, or
+// sparse_index=64: uploaded as the core's int64), and given their
+// triangular-solve schedules: on CUDA the sync-free schedule built on
 // the device (sparse_solve_syncfree_schedule.cpp), on ROCm or with
 // solve.schedule=levels the level batches built on the host
 // (sparse_solve_levels.cpp). The device option `trace` prints where the
@@ -9,6 +12,7 @@
 #include <chrono>
 #include <climits>
 #include <cstdio>
+#include <new>
 #include <system_error>
 #include <thread>
 #include <vector>
@@ -21,7 +25,8 @@ namespace {
 // row_idx[e] = the row of entry e, from the uploaded row pointers (one
 // binary search per entry): derived on the device, not narrowed and
 // uploaded (solve backward and spgemm read it).
-__global__ void expand_rows_kernel(const I* row_ptr, int64_t rows, int64_t nnz, I* row_idx) {
+template <class P>
+__global__ void expand_rows_kernel(const P* row_ptr, int64_t rows, int64_t nnz, I* row_idx) {
   for (int64_t e = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; e < nnz;
        e += int64_t{gridDim.x} * blockDim.x) {
     int64_t lo = 0, hi = rows;  // the last row whose start is <= e
@@ -39,8 +44,87 @@ void destroy(Matrix* m) {
   delete m;
 }
 
-xhal_status_t build_pattern(Device* d, Matrix* m, const HostIndices& rp, const HostIndices& col,
-                            const HostIndices* perm, int64_t rows, bool host_levels, Pattern* p) {
+// A narrow matrix's five index arrays as int32, narrowed side by side, each
+// cut into pieces of about 2^21 elements (up to 16 threads in all); false
+// when the host has no memory for them.
+struct Narrowed {
+  HostIndices rp, col, trp, tcol, tperm;
+};
+bool narrow_pattern(const xhal_plugin_csr_desc_t* desc, Narrowed* out) {
+  struct Job {
+    const int64_t* from;
+    int64_t n;
+    HostIndices* to;
+  };
+  const Job jobs[] = {{desc->row_ptr, desc->rows + 1, &out->rp},
+                      {desc->col_idx, desc->nnz, &out->col},
+                      {desc->t_row_ptr, desc->cols + 1, &out->trp},
+                      {desc->t_col_idx, desc->nnz, &out->tcol},
+                      {desc->t_perm, desc->nnz, &out->tperm}};
+  int64_t total = 0;
+  try {
+    for (const Job& j : jobs) {
+      j.to->resize(j.n);  // uninitialised: the threads below touch it first
+      total += j.n;
+    }
+  } catch (const std::bad_alloc&) {
+    return false;
+  }
+  const int64_t hw = std::max<unsigned>(1, std::thread::hardware_concurrency());
+  const int64_t threads = std::clamp<int64_t>(std::min<int64_t>(hw, total >> 21), 1, 16);
+  const int64_t per = (total + threads - 1) / threads;
+  auto narrow = [&](int64_t t) {  // elements [t * per, (t + 1) * per) of the jobs laid end to end
+    int64_t at = 0;
+    for (const Job& j : jobs) {
+      const int64_t b = std::max<int64_t>(t * per - at, 0), e = std::min(j.n, (t + 1) * per - at);
+      for (int64_t i = b; i < e; ++i) (*j.to)[i] = static_cast<I>(j.from[i]);
+      at += j.n;
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int64_t t = 1; t < threads; ++t) {
+    try {
+      pool.emplace_back(narrow, t);
+    } catch (const std::system_error&) {
+      narrow(t);  // no thread to be had: this one does the piece
+    }
+  }
+  narrow(0);
+  for (auto& th : pool) th.join();
+  return true;
+}
+
+// A wide matrix's int64 column array as int32 on the device, narrowed on
+// the host a piece at a time: no host copy of the whole array (at 2^31
+// entries that would be 8.6 GB more beside the core's arrays).
+xhal_status_t upload_columns(Device* d, Matrix* m, const int64_t* from, int64_t n, I** out) {
+  *out = nullptr;
+  if (n == 0) return XHAL_OK;
+  void* dst = nullptr;
+  gpuError_t e = gpuMalloc(&dst, sizeof(I) * n);
+  if (e != gpuSuccess) return runtime_error(e, "allocating the column indices");
+  m->allocations.push_back(dst);
+  *out = static_cast<I*>(dst);
+  constexpr int64_t kPiece = int64_t{1} << 24;
+  HostIndices piece(static_cast<size_t>(std::min(n, kPiece)));
+  for (int64_t at = 0; at < n && e == gpuSuccess; at += kPiece) {
+    const int64_t len = std::min(kPiece, n - at);
+    for (int64_t i = 0; i < len; ++i) piece[i] = static_cast<I>(from[at + i]);
+    // Waited for before the piece is refilled (pageable memory, as upload()).
+    e = gpuMemcpyAsync(*out + at, piece.data(), sizeof(I) * len, gpuMemcpyHostToDevice, d->stream);
+    if (e == gpuSuccess) e = gpuStreamSynchronize(d->stream);
+    d->h2d_transfers++;
+    d->h2d_bytes += sizeof(I) * len;
+  }
+  return e == gpuSuccess ? XHAL_OK : runtime_error(e, "uploading the column indices");
+}
+
+// rp [rows + 1], col [nnz] and perm [nnz] (null for A) on the host, in the
+// matrix's offset type P: the narrowed arrays (P = I), or the core's int64
+// arrays of a wide matrix, whose columns narrow on the way up.
+template <class P>
+xhal_status_t build_pattern(Device* d, Matrix* m, const P* rp, const P* col, const P* perm,
+                            int64_t rows, bool host_levels, Pattern* p) {
   p->rows = rows;
   // Rows of more than 32 entries as pieces of 1024 (sparse_views.h).
   std::vector<I> piece_row, piece_g, multi_row, multi_first;
@@ -59,9 +143,20 @@ xhal_status_t build_pattern(Device* d, Matrix* m, const HostIndices& rp, const H
   }
   p->pieces.num = static_cast<int64_t>(piece_row.size());
   p->pieces.num_multi = static_cast<int64_t>(multi_row.size());
-  xhal_status_t st = up(d, m, rp, &p->row_ptr);
-  if (st == XHAL_OK) st = up(d, m, col, &p->col);
-  if (st == XHAL_OK && perm) st = up(d, m, *perm, &p->perm);
+  P *row_ptr = nullptr, *up_perm = nullptr;
+  xhal_status_t st = up_n(d, m, rp, rows + 1, &row_ptr);
+  if (st == XHAL_OK) {
+    if constexpr (sizeof(P) == 8) st = upload_columns(d, m, col, m->nnz, &p->col);
+    else st = up_n(d, m, col, m->nnz, &p->col);
+  }
+  if (st == XHAL_OK && perm) st = up_n(d, m, perm, m->nnz, &up_perm);
+  if constexpr (sizeof(P) == 8) {
+    p->row_ptr64 = row_ptr;
+    p->perm64 = up_perm;
+  } else {
+    p->row_ptr = row_ptr;
+    p->perm = up_perm;
+  }
   if (st == XHAL_OK && p->pieces.num) {  // one upload for the four lists
     const size_t np = piece_row.size(), nm = multi_row.size();
     piece_row.insert(piece_row.end(), piece_g.begin(), piece_g.end());
@@ -86,11 +181,11 @@ struct Triangles {
   bool lower = true, upper = true;
   int64_t long_rows = 0, max_terms = 0;
 };
-Triangles triangles(const HostIndices& rp, const HostIndices& col) {
+template <class P>
+Triangles triangles(const P* rp, const P* col, int64_t rows) {
   Triangles t;
-  const int64_t rows = static_cast<int64_t>(rp.size()) - 1;
   for (int64_t k = 0; k < rows; ++k) {
-    const I rb = rp[k], re = rp[k + 1];
+    const P rb = rp[k], re = rp[k + 1];
     if (re == rb) continue;
     t.lower = t.lower && col[re - 1] <= k;
     t.upper = t.upper && col[rb] >= k;
@@ -107,15 +202,17 @@ Triangles triangles(const HostIndices& rp, const HostIndices& col) {
 
 xhal_status_t csr_create(void* device, const xhal_plugin_csr_desc_t* desc, void** out_matrix) {
   Device* d = enter(device);
-  if (desc->nnz >= INT_MAX || desc->rows >= INT_MAX || desc->cols >= INT_MAX)
+  if (desc->rows >= INT_MAX || desc->cols >= INT_MAX)
     return fail(XHAL_UNSUPPORTED,
-                "%s plugin: csr_create: %lld x %lld with %lld entries exceeds 32-bit indices",
+                "%s plugin: csr_create: %lld x %lld exceeds 32-bit row and column numbers "
+                "(rows and cols must be below 2^31 - 1)",
                 XHAL_GPU_BACKEND_NAME, static_cast<long long>(desc->rows),
-                static_cast<long long>(desc->cols), static_cast<long long>(desc->nnz));
+                static_cast<long long>(desc->cols));
   auto* m = new Matrix;
   m->rows = desc->rows;
   m->cols = desc->cols;
   m->nnz = desc->nnz;
+  m->wide = desc->nnz >= INT_MAX || d->options.sparse_index64;
   m->values = static_cast<Buffer*>(desc->values_buffer);
   // values_dtype exists in the descs of 1.6 cores and later (F16/BF16 only
   // from 1.7 cores, and only because spmv/spmm claim them).
@@ -132,46 +229,14 @@ xhal_status_t csr_create(void* device, const xhal_plugin_csr_desc_t* desc, void*
                  std::chrono::duration<double, std::milli>(t - t0).count());
     t0 = t;
   };
-  // The five index arrays narrow side by side, each cut into pieces of
-  // about 2^21 elements (up to 16 threads in all).
-  HostIndices rp, col, trp, tcol, tperm;
-  {
-    struct Job {
-      const int64_t* from;
-      int64_t n;
-      HostIndices* to;
-    };
-    const Job jobs[] = {{desc->row_ptr, desc->rows + 1, &rp},
-                        {desc->col_idx, desc->nnz, &col},
-                        {desc->t_row_ptr, desc->cols + 1, &trp},
-                        {desc->t_col_idx, desc->nnz, &tcol},
-                        {desc->t_perm, desc->nnz, &tperm}};
-    int64_t total = 0;
-    for (const Job& j : jobs) {
-      j.to->resize(j.n);  // uninitialised: the threads below touch it first
-      total += j.n;
-    }
-    const int64_t hw = std::max<unsigned>(1, std::thread::hardware_concurrency());
-    const int64_t threads = std::clamp<int64_t>(std::min<int64_t>(hw, total >> 21), 1, 16);
-    const int64_t per = (total + threads - 1) / threads;
-    auto narrow = [&](int64_t t) {  // elements [t * per, (t + 1) * per) of the jobs laid end to end
-      int64_t at = 0;
-      for (const Job& j : jobs) {
-        const int64_t b = std::max<int64_t>(t * per - at, 0), e = std::min(j.n, (t + 1) * per - at);
-        for (int64_t i = b; i < e; ++i) (*j.to)[i] = static_cast<I>(j.from[i]);
-        at += j.n;
-      }
-    };
-    std::vector<std::thread> pool;
-    for (int64_t t = 1; t < threads; ++t) {
-      try {
-        pool.emplace_back(narrow, t);
-      } catch (const std::system_error&) {
-        narrow(t);  // no thread to be had: this one does the piece
-      }
-    }
-    narrow(0);
-    for (auto& th : pool) th.join();
+  // A wide matrix keeps the core's int64 arrays (upload_columns narrows its
+  // columns on the way up).
+  Narrowed n;
+  if (!m->wide && !narrow_pattern(desc, &n)) {
+    delete m;
+    return fail(XHAL_OUT_OF_MEMORY,
+                "%s plugin: csr_create: no host memory for the narrowed pattern (%lld entries)",
+                XHAL_GPU_BACKEND_NAME, static_cast<long long>(desc->nnz));
   }
   // Only f32/f64 matrices are solved (f16/bf16 ones take spmv/spmm only,
   // docs/semantics.md 7.2): no solve schedule for the others.
@@ -180,44 +245,65 @@ xhal_status_t csr_create(void* device, const xhal_plugin_csr_desc_t* desc, void*
   // ROCm has only the level batches (the options parser refuses syncfree
   // there); on CUDA the sync-free schedule is built on the device below.
   const bool host_levels = solvable && d->options.solve_schedule == SolveSchedule::kLevels;
-  lap("narrowing to 32-bit");
-  xhal_status_t st = build_pattern(d, m, rp, col, nullptr, desc->rows, host_levels, &m->a);
-  lap("pattern of A (upload)");
-  if (st == XHAL_OK) st = build_pattern(d, m, trp, tcol, &tperm, desc->cols, host_levels, &m->at);
-  lap("pattern of A^T (upload)");
-  if (st == XHAL_OK && desc->nnz > 0) {
-    gpuError_t e = gpuMalloc(reinterpret_cast<void**>(&m->row_idx), sizeof(I) * desc->nnz);
-    if (e != gpuSuccess) {
-      st = runtime_error(e, "allocating the row indices");
+  lap(m->wide ? "(wide: no narrowing)" : "narrowing to 32-bit");
+  xhal_status_t st = with_offsets(m, [&](auto offset) {
+    using P = decltype(offset);
+    // The offsets as P: the narrowed copies, or the core's int64 arrays.
+    const P *a_rp, *a_col, *t_rp, *t_col, *t_perm;
+    if constexpr (sizeof(P) == 8) {
+      a_rp = desc->row_ptr;
+      a_col = desc->col_idx;
+      t_rp = desc->t_row_ptr;
+      t_col = desc->t_col_idx;
+      t_perm = desc->t_perm;
     } else {
-      m->allocations.push_back(m->row_idx);
-      expand_rows_kernel<<<grid_for(desc->nnz, 256), 256, 0, d->stream>>>(m->a.row_ptr, desc->rows,
-                                                                          desc->nnz, m->row_idx);
-      st = check_launch(d, "csr_create");
+      a_rp = n.rp.data();
+      a_col = n.col.data();
+      t_rp = n.trp.data();
+      t_col = n.tcol.data();
+      t_perm = n.tperm.data();
     }
-  }
-  lap("row indices (device)");
+    xhal_status_t r = build_pattern<P>(d, m, a_rp, a_col, nullptr, desc->rows, host_levels, &m->a);
+    lap("pattern of A (upload)");
+    if (r == XHAL_OK)
+      r = build_pattern<P>(d, m, t_rp, t_col, t_perm, desc->cols, host_levels, &m->at);
+    lap("pattern of A^T (upload)");
+    if (r == XHAL_OK && desc->nnz > 0) {
+      gpuError_t e = gpuMalloc(reinterpret_cast<void**>(&m->row_idx), sizeof(I) * desc->nnz);
+      if (e != gpuSuccess) {
+        r = runtime_error(e, "allocating the row indices");
+      } else {
+        m->allocations.push_back(m->row_idx);
+        expand_rows_kernel<P><<<grid_for(desc->nnz, 256), 256, 0, d->stream>>>(
+            row_ptr_of<P>(m->a), desc->rows, desc->nnz, m->row_idx);
+        r = check_launch(d, "csr_create");
+      }
+    }
+    lap("row indices (device)");
 #if !defined(XHAL_GPU_HIP)
-  if (st == XHAL_OK && solvable && !host_levels && desc->rows > 0) {
-    // f64 values publish in two words (syncfree_device.h, TwoWords).
-    st = syncfree_init(d, desc->rows, m->values_dtype == XHAL_DTYPE_F64 ? 2 : 1, &m->sf,
-                       &m->allocations);
-    // A lower pattern has an ascending schedule, its transpose a descending
-    // one (and the reverse for upper); a pattern with no off-diagonal entry
-    // is both, and one schedule serves both walks.
-    const Triangles ta = triangles(rp, col), tt = triangles(trp, tcol);
-    auto analyse = [&](Pattern& p, const Triangles& t, bool ascending) {
-      SyncFreeSchedule* out = ascending ? &p.sf_asc : &p.sf_desc;
-      xhal_status_t r = syncfree_analyse(d, &m->sf, p.row_ptr, p.col, p.rows, ascending,
-                                         t.long_rows, t.max_terms, out, &m->allocations);
-      if (r == XHAL_OK && t.lower && t.upper) (ascending ? p.sf_desc : p.sf_asc) = *out;
-      return r;
-    };
-    if (st == XHAL_OK && (ta.lower || ta.upper)) st = analyse(m->a, ta, ta.lower);
-    if (st == XHAL_OK && (tt.lower || tt.upper)) st = analyse(m->at, tt, tt.lower);
-    lap("sync-free schedules (device)");
-  }
+    if (r == XHAL_OK && solvable && !host_levels && desc->rows > 0) {
+      // f64 values publish in two words (syncfree_device.h, TwoWords).
+      r = syncfree_init(d, desc->rows, m->values_dtype == XHAL_DTYPE_F64 ? 2 : 1, &m->sf,
+                        &m->allocations);
+      // A lower pattern has an ascending schedule, its transpose a descending
+      // one (and the reverse for upper); a pattern with no off-diagonal entry
+      // is both, and one schedule serves both walks.
+      const Triangles ta = triangles(a_rp, a_col, desc->rows),
+                      tt = triangles(t_rp, t_col, desc->cols);
+      auto analyse = [&](Pattern& p, const Triangles& t, bool ascending) {
+        SyncFreeSchedule* out = ascending ? &p.sf_asc : &p.sf_desc;
+        xhal_status_t q = syncfree_analyse<P>(d, &m->sf, row_ptr_of<P>(p), p.col, p.rows, ascending,
+                                              t.long_rows, t.max_terms, out, &m->allocations);
+        if (q == XHAL_OK && t.lower && t.upper) (ascending ? p.sf_desc : p.sf_asc) = *out;
+        return q;
+      };
+      if (r == XHAL_OK && (ta.lower || ta.upper)) r = analyse(m->a, ta, ta.lower);
+      if (r == XHAL_OK && (tt.lower || tt.upper)) r = analyse(m->at, tt, tt.lower);
+      lap("sync-free schedules (device)");
+    }
 #endif
+    return r;
+  });
   if (st != XHAL_OK) {
     destroy(m);
     return st;

@@ -1,7 +1,8 @@
 // The device side of a CSR matrix (docs/semantics.md "Sparse (CSR)"): its
 // pattern and the transposed pattern, uploaded once in csr_create
-// (sparse_matrix.cpp) as 32-bit indices, with the triangular-solve
-// schedules; the values stay in the core's buffer. No op moves host memory.
+// (sparse_matrix.cpp) with 32-bit row and column numbers and 32- or 64-bit
+// entry offsets (Matrix::wide), with the triangular-solve schedules; the
+// values stay in the core's buffer. No op moves host memory.
 #pragma once
 
 #include <cstdint>
@@ -18,7 +19,7 @@ namespace xhal::gpu {
 // ROCm, and on CUDA with solve.schedule=levels.
 struct LevelSchedule {
   bool built = false;
-  RowRec* recs = nullptr;  // [rows] in level order
+  void* recs = nullptr;    // RowRecT<P>[rows] in level order
   I* order = nullptr;      // rows sorted by level
   I* level_off = nullptr;  // [levels + 1] into order
   struct Batch {
@@ -33,10 +34,14 @@ struct LevelSchedule {
 using HostIndices = HostArray<I>;
 
 struct Pattern {
+  // Row pointers and (transposed) the index of each entry into A's values,
+  // null for A: 32-bit, or 64-bit (the *64 pair) in a wide matrix.
   I* row_ptr = nullptr;
+  I* perm = nullptr;
+  int64_t* row_ptr64 = nullptr;
+  int64_t* perm64 = nullptr;
   I* col = nullptr;
-  I* perm = nullptr;  // transposed: index into A's values; null for A
-  PieceView pieces;   // rows of more than 32 entries, for spmv/spmm
+  PieceView pieces;  // rows of more than 32 entries, for spmv/spmm
   int64_t rows = 0;
   LevelSchedule asc, desc;           // host-built level batches
   SyncFreeSchedule sf_asc, sf_desc;  // device-built (CUDA)
@@ -44,6 +49,9 @@ struct Pattern {
 
 struct Matrix {
   int64_t rows = 0, cols = 0, nnz = 0;
+  // Entry offsets in 64 bits (P = int64_t): nnz >= 2^31 - 1, or the device
+  // option sparse_index=64.
+  bool wide = false;
   // f32, f64 (ABI 1.6) or f16/bf16 (1.7, spmv/spmm only): the value type
   // the ops instantiate (the sync-free solve publishes an f64 x in two
   // words, syncfree_device.h).
@@ -61,25 +69,48 @@ struct Matrix {
   std::vector<void*> allocations;
 };
 
-// Uploads v (a std::vector or a HostArray) into a new device allocation
-// that m owns.
-template <class V, class T>
-xhal_status_t up(Device* d, Matrix* m, const V& v, T** out) {
-  static_assert(sizeof(typename V::value_type) == sizeof(T), "element types differ");
+// Uploads n elements at `data` into a new device allocation that m owns.
+template <class T>
+xhal_status_t up_n(Device* d, Matrix* m, const void* data, size_t n, T** out) {
   void* p = nullptr;
-  xhal_status_t st = upload(d, v.data(), v.size() * sizeof(T), &p);
+  xhal_status_t st = upload(d, data, n * sizeof(T), &p);
   if (p) m->allocations.push_back(p);
   *out = static_cast<T*>(p);
   return st;
 }
-
-template <class T = float>
-inline PatternViewT<T> view(const Pattern& p, const Matrix* m) {
-  return {p.row_ptr, p.col, p.perm, static_cast<const T*>(m->values->ptr)};
+// The same for v, a std::vector or a HostArray.
+template <class V, class T>
+xhal_status_t up(Device* d, Matrix* m, const V& v, T** out) {
+  static_assert(sizeof(typename V::value_type) == sizeof(T), "element types differ");
+  return up_n(d, m, v.data(), v.size(), out);
 }
 
-template <class S>
-__global__ void transpose_values_kernel(const S* v, const I* perm, int64_t nnz, S* out) {
+// Calls f(P{}) with P the entry-offset type of m (I, or int64_t when wide):
+// the sparse entry points instantiate their kernels for both.
+template <class F>
+inline decltype(auto) with_offsets(const Matrix* m, F&& f) {
+  if (m->wide) return f(int64_t{});
+  return f(I{});
+}
+
+template <class P>
+inline const P* row_ptr_of(const Pattern& p) {
+  if constexpr (sizeof(P) == 8) return p.row_ptr64;
+  else return p.row_ptr;
+}
+template <class P>
+inline const P* perm_of(const Pattern& p) {
+  if constexpr (sizeof(P) == 8) return p.perm64;
+  else return p.perm;
+}
+
+template <class T = float, class P = I>
+inline PatternViewT<T, P> view(const Pattern& p, const Matrix* m) {
+  return {row_ptr_of<P>(p), p.col, perm_of<P>(p), static_cast<const T*>(m->values->ptr)};
+}
+
+template <class S, class P>
+__global__ void transpose_values_kernel(const S* v, const P* perm, int64_t nnz, S* out) {
   for (int64_t e = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; e < nnz;
        e += int64_t{gridDim.x} * blockDim.x)
     out[e] = v[perm[e]];
@@ -92,11 +123,11 @@ __global__ void transpose_values_kernel(const S* v, const I* perm, int64_t nnz, 
 // that allocation fails the ops keep reading through t_perm) and refilled
 // on the device's stream whenever the values buffer was written since
 // (Buffer::version). S: the value storage type.
-template <class S>
-xhal_status_t ordered_view(Device* d, const Matrix* m, const Pattern& p, PatternViewT<S>* out) {
-  *out = view<S>(p, m);
+template <class S, class P>
+xhal_status_t ordered_view(Device* d, const Matrix* m, const Pattern& p, PatternViewT<S, P>* out) {
+  *out = view<S, P>(p, m);
   auto* mm = const_cast<Matrix*>(m);
-  if (!p.perm || m->nnz == 0 || mm->t_values_refused) return XHAL_OK;
+  if (!out->perm || m->nnz == 0 || mm->t_values_refused) return XHAL_OK;
   if (!mm->t_values) {
     if (gpuMalloc(&mm->t_values, sizeof(S) * m->nnz) != gpuSuccess) {
       // Not an error: the ops read through t_perm as before, only slower.
@@ -108,8 +139,8 @@ xhal_status_t ordered_view(Device* d, const Matrix* m, const Pattern& p, Pattern
     mm->allocations.push_back(mm->t_values);
   }
   if (mm->t_values_version != m->values->version) {
-    transpose_values_kernel<S><<<grid_for(m->nnz, 256), 256, 0, d->stream>>>(
-        static_cast<const S*>(m->values->ptr), p.perm, m->nnz, static_cast<S*>(mm->t_values));
+    transpose_values_kernel<S, P><<<grid_for(m->nnz, 256), 256, 0, d->stream>>>(
+        static_cast<const S*>(m->values->ptr), out->perm, m->nnz, static_cast<S*>(mm->t_values));
     const xhal_status_t st = check_launch(d, "values in transposed order");
     if (st != XHAL_OK) return st;
     mm->t_values_version = m->values->version;
@@ -119,16 +150,17 @@ xhal_status_t ordered_view(Device* d, const Matrix* m, const Pattern& p, Pattern
   return XHAL_OK;
 }
 
-// The level batches of rows [0, rows) of a pattern walked ascending or
-// descending, uploaded into m; leaves s->built false when an off-diagonal
-// entry lies on the wrong side.
-xhal_status_t build_level_schedule(Device* d, Matrix* m, const HostIndices& rp,
-                                   const HostIndices& col, int64_t rows, bool ascending,
-                                   LevelSchedule* s);
+// The level batches of rows [0, rows) of a pattern (row pointers rp, columns
+// col on the host, both of the matrix's offset type: the narrowed arrays, or
+// the core's int64 ones) walked ascending or descending, uploaded into m;
+// leaves s->built false when an off-diagonal entry lies on the wrong side.
+template <class P>
+xhal_status_t build_level_schedule(Device* d, Matrix* m, const P* rp, const P* col, int64_t rows,
+                                   bool ascending, LevelSchedule* s);
 
 // Solves op(A) x = b over level batches (the pattern p of op(A)); T is the
-// matrix's value type (instantiated for float and double).
-template <class T>
+// matrix's value type (float or double), P its entry-offset type.
+template <class T, class P>
 xhal_status_t level_solve(Device* d, const Matrix* m, const Pattern& p, const LevelSchedule& sc,
                           ColsT<T> b, ColsT<T> x, bool ascending, bool unit, bool transposed,
                           int* launches);

@@ -27,14 +27,17 @@ xhal_status_t run_solve(Device* d, const Matrix* m, xhal_transpose_t trans,
                 static_cast<long long>(m->rows), static_cast<long long>(m->cols));
   if (x.n == 0 || x.k == 0) return XHAL_OK;
   const bool unit = diagonal == XHAL_DIAGONAL_UNIT;
+  return with_offsets(m, [&](auto offset) {
+    using P = decltype(offset);
 #if !defined(XHAL_GPU_HIP)
-  if (use_syncfree) {
-    PatternViewT<T> v;
-    if (const xhal_status_t st = ordered_view<T>(d, m, p, &v); st != XHAL_OK) return st;
-    return syncfree_solve<T>(d, &const_cast<Matrix*>(m)->sf, sf, v, b, x, unit, launches);
-  }
+    if (use_syncfree) {
+      PatternViewT<T, P> v;
+      if (const xhal_status_t st = ordered_view<T, P>(d, m, p, &v); st != XHAL_OK) return st;
+      return syncfree_solve<T, P>(d, &const_cast<Matrix*>(m)->sf, sf, v, b, x, unit, launches);
+    }
 #endif
-  return level_solve<T>(d, m, p, sc, b, x, ascending, unit, transposed, launches);
+    return level_solve<T, P>(d, m, p, sc, b, x, ascending, unit, transposed, launches);
+  });
 }
 template xhal_status_t run_solve<float>(Device*, const Matrix*, xhal_transpose_t, xhal_triangle_t,
                                         xhal_diagonal_t, ColsT<float>, ColsT<float>, const char*,

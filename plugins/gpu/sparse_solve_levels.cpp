@@ -19,14 +19,15 @@ constexpr int kMaxBatchLevels = 8192;  // level offsets of a batch in shared mem
 
 // Level schedule of rows [0, rows) of a CSR pattern walked ascending or
 // descending; false when an off-diagonal entry lies on the wrong side.
-bool build_levels(const HostIndices& rp, const HostIndices& col, int64_t rows, bool ascending,
-                  std::vector<I>& order, std::vector<I>& level_off) {
+template <class P>
+bool build_levels(const P* rp, const P* col, int64_t rows, bool ascending, std::vector<I>& order,
+                  std::vector<I>& level_off) {
   std::vector<I> level(rows, 0);
   I max_level = -1;
   for (int64_t s = 0; s < rows; ++s) {
     const int64_t k = ascending ? s : rows - 1 - s;
     I lv = 0;
-    for (I e = rp[k]; e < rp[k + 1]; ++e) {
+    for (P e = rp[k]; e < rp[k + 1]; ++e) {
       const int64_t j = col[e];
       if (j == k) continue;
       if ((j > k) == ascending) return false;
@@ -48,20 +49,21 @@ bool build_levels(const HostIndices& rp, const HostIndices& col, int64_t rows, b
 constexpr int64_t kOneBlockWidth = 2048;  // rows x RHS a single block takes per level
 
 // ---- the level-batch kernels ----
-// T: the matrix's value type (float, or double for f64 matrices).
-template <class T>
+// T: the matrix's value type (float, or double for f64 matrices), P its
+// entry-offset type.
+template <class T, class P>
 struct SolveArgs {
-  PatternViewT<T> a;
+  PatternViewT<T, P> a;
   const I* order;
   const I* level_off;
   ColsT<T> b, x;
   bool ascending, unit;
 };
 
-template <class T>
-__device__ void solve_row(const SolveArgs<T>& s, int64_t k, int64_t c) {
-  I rb = s.a.row_ptr[k], re = s.a.row_ptr[k + 1];
-  I diag = -1;
+template <class T, class P>
+__device__ void solve_row(const SolveArgs<T, P>& s, int64_t k, int64_t c) {
+  P rb = s.a.row_ptr[k], re = s.a.row_ptr[k + 1];
+  P diag = -1;
   if (s.ascending) {
     if (re > rb && s.a.col[re - 1] == k) diag = --re;
   } else {
@@ -76,8 +78,8 @@ __device__ void solve_row(const SolveArgs<T>& s, int64_t k, int64_t c) {
 
 // Levels [lbeg, lend): with one block, a barrier separates levels; with a
 // grid (one wide level) the launch boundary does.
-template <class T>
-__global__ void __launch_bounds__(1024) solve_levels_kernel(SolveArgs<T> s, int lbeg, int lend) {
+template <class T, class P>
+__global__ void __launch_bounds__(1024) solve_levels_kernel(SolveArgs<T, P> s, int lbeg, int lend) {
   const int64_t nthreads = int64_t{gridDim.x} * blockDim.x;
   const int64_t tid = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
   const int64_t k = s.x.k;
@@ -93,21 +95,22 @@ __global__ void __launch_bounds__(1024) solve_levels_kernel(SolveArgs<T> s, int 
 // does not depend on earlier levels, so it is loaded for level l+1 while
 // level l computes; after the barrier only the x loads remain.
 constexpr int kPre = 4;
-template <class T>
+template <class T, class P>
 struct Prefetched {
-  I k, rb, re;
+  I k;
+  P rb, re;
   T bk, dv;
   I col[kPre];
   T val[kPre];
   bool valid;
 };
 
-template <class T>
-__device__ __forceinline__ void prefetch(const SolveArgs<T>& s, const RowRec* recs, int64_t pos,
-                                         int64_t end, Prefetched<T>& it) {
+template <class T, class P>
+__device__ __forceinline__ void prefetch(const SolveArgs<T, P>& s, const RowRecT<P>* recs,
+                                         int64_t pos, int64_t end, Prefetched<T, P>& it) {
   it.valid = pos < end;
   if (!it.valid) return;
-  const RowRec r = recs[pos];
+  const RowRecT<P> r = recs[pos];
   it.k = r.k;
   it.rb = r.rb;
   it.re = r.re;
@@ -121,10 +124,10 @@ __device__ __forceinline__ void prefetch(const SolveArgs<T>& s, const RowRec* re
     }
 }
 
-template <class T>
-__device__ __forceinline__ void finish_row(const SolveArgs<T>& s, const Prefetched<T>& it) {
+template <class T, class P>
+__device__ __forceinline__ void finish_row(const SolveArgs<T, P>& s, const Prefetched<T, P>& it) {
   if (!it.valid) return;
-  const I m = it.re - it.rb;
+  const P m = it.re - it.rb;
   T sum = T(0);
   if (m <= kPre) {
 #pragma unroll
@@ -138,13 +141,13 @@ __device__ __forceinline__ void finish_row(const SolveArgs<T>& s, const Prefetch
   s.x.at(it.k, 0) = s.unit ? r : xdiv(r, it.dv);
 }
 
-template <class T>
+template <class T, class P>
 __global__ void __launch_bounds__(1024)
-    solve_batch_kernel(SolveArgs<T> s, const RowRec* recs, int lbeg, int lend) {
+    solve_batch_kernel(SolveArgs<T, P> s, const RowRecT<P>* recs, int lbeg, int lend) {
   __shared__ I off[kMaxBatchLevels + 1];
   for (int i = threadIdx.x; i <= lend - lbeg; i += blockDim.x) off[i] = s.level_off[lbeg + i];
   __syncthreads();
-  Prefetched<T> cur[2], nxt[2];
+  Prefetched<T, P> cur[2], nxt[2];
 #pragma unroll
   for (int j = 0; j < 2; ++j) prefetch(s, recs, off[0] + threadIdx.x + j * 1024, off[1], cur[j]);
   for (int l = 0; l < lend - lbeg; ++l) {
@@ -163,8 +166,8 @@ __global__ void __launch_bounds__(1024)
 
 // Transposed values in the transposed pattern's order (values may change
 // between solves, so this runs per solve).
-template <class T>
-__global__ void gather_values_kernel(const T* v, const I* perm, int64_t nnz, T* out) {
+template <class T, class P>
+__global__ void gather_values_kernel(const T* v, const P* perm, int64_t nnz, T* out) {
   for (int64_t e = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; e < nnz;
        e += int64_t{gridDim.x} * blockDim.x)
     out[e] = v[perm[e]];
@@ -172,9 +175,9 @@ __global__ void gather_values_kernel(const T* v, const I* perm, int64_t nnz, T* 
 
 }  // namespace
 
-xhal_status_t build_level_schedule(Device* d, Matrix* m, const HostIndices& rp,
-                                   const HostIndices& col, int64_t rows, bool ascending,
-                                   LevelSchedule* s) {
+template <class P>
+xhal_status_t build_level_schedule(Device* d, Matrix* m, const P* rp, const P* col, int64_t rows,
+                                   bool ascending, LevelSchedule* s) {
   std::vector<I> order, off;
   if (!build_levels(rp, col, rows, ascending, order, off)) return XHAL_OK;  // not this triangle
   s->built = true;
@@ -195,10 +198,10 @@ xhal_status_t build_level_schedule(Device* d, Matrix* m, const HostIndices& rp,
     s->batches.push_back({l, e, true, widest});
     l = e;
   }
-  std::vector<RowRec> recs(rows);
+  std::vector<RowRecT<P>> recs(rows);
   for (int64_t q = 0; q < rows; ++q) {
     const I k = order[q];
-    I rb = rp[k], re = rp[k + 1], diag = -1;
+    P rb = rp[k], re = rp[k + 1], diag = -1;
     if (ascending) {
       if (re > rb && col[re - 1] == k) diag = --re;
     } else {
@@ -208,44 +211,54 @@ xhal_status_t build_level_schedule(Device* d, Matrix* m, const HostIndices& rp,
   }
   xhal_status_t st = up(d, m, order, &s->order);
   if (st == XHAL_OK) st = up(d, m, off, &s->level_off);
-  if (st == XHAL_OK) st = up(d, m, recs, &s->recs);
+  RowRecT<P>* up_recs = nullptr;
+  if (st == XHAL_OK) st = up(d, m, recs, &up_recs);
+  s->recs = up_recs;
   return st;
 }
+template xhal_status_t build_level_schedule<I>(Device*, Matrix*, const I*, const I*, int64_t, bool,
+                                               LevelSchedule*);
+template xhal_status_t build_level_schedule<int64_t>(Device*, Matrix*, const int64_t*,
+                                                     const int64_t*, int64_t, bool, LevelSchedule*);
 
-template <class T>
+template <class T, class P>
 xhal_status_t level_solve(Device* d, const Matrix* m, const Pattern& p, const LevelSchedule& sc,
                           ColsT<T> b, ColsT<T> x, bool ascending, bool unit, bool transposed,
                           int* launches) {
-  SolveArgs<T> s{view<T>(p, m), sc.order, sc.level_off, b, x, ascending, unit};
+  SolveArgs<T, P> s{view<T, P>(p, m), sc.order, sc.level_off, b, x, ascending, unit};
+  const auto* recs = static_cast<const RowRecT<P>*>(sc.recs);
   if (x.k == 1 && transposed && m->nnz) {
     // Let the one-block batches read A^T's values without the perm hop.
     void* tv = nullptr;
     xhal_status_t st = scratch(d, sizeof(T) * m->nnz, &tv);
     if (st != XHAL_OK) return st;
-    gather_values_kernel<T><<<grid_for(m->nnz, 256), 256, 0, d->stream>>>(
-        s.a.values, p.perm, m->nnz, static_cast<T*>(tv));
+    gather_values_kernel<T, P><<<grid_for(m->nnz, 256), 256, 0, d->stream>>>(
+        s.a.values, s.a.perm, m->nnz, static_cast<T*>(tv));
     ++*launches;
     s.a.values = static_cast<const T*>(tv);
     s.a.perm = nullptr;
   }
   for (const auto& bt : sc.batches) {
     if (bt.one_block && x.k == 1) {
-      solve_batch_kernel<T><<<1, 1024, 0, d->stream>>>(s, sc.recs, bt.begin, bt.end);
+      solve_batch_kernel<T, P><<<1, 1024, 0, d->stream>>>(s, recs, bt.begin, bt.end);
     } else if (bt.one_block) {
-      solve_levels_kernel<T><<<1, 1024, 0, d->stream>>>(s, bt.begin, bt.end);
+      solve_levels_kernel<T, P><<<1, 1024, 0, d->stream>>>(s, bt.begin, bt.end);
     } else {
-      solve_levels_kernel<T>
+      solve_levels_kernel<T, P>
           <<<grid_for(bt.width * x.k, 256), 256, 0, d->stream>>>(s, bt.begin, bt.end);
     }
     ++*launches;
   }
   return XHAL_OK;
 }
-template xhal_status_t level_solve<float>(Device*, const Matrix*, const Pattern&,
-                                          const LevelSchedule&, ColsT<float>, ColsT<float>, bool,
-                                          bool, bool, int*);
-template xhal_status_t level_solve<double>(Device*, const Matrix*, const Pattern&,
-                                           const LevelSchedule&, ColsT<double>, ColsT<double>, bool,
-                                           bool, bool, int*);
+#define XHAL_LEVEL_SOLVE(T, P)                                                                   \
+  template xhal_status_t level_solve<T, P>(Device*, const Matrix*, const Pattern&,               \
+                                           const LevelSchedule&, ColsT<T>, ColsT<T>, bool, bool, \
+                                           bool, int*);
+XHAL_LEVEL_SOLVE(float, I)
+XHAL_LEVEL_SOLVE(double, I)
+XHAL_LEVEL_SOLVE(float, int64_t)
+XHAL_LEVEL_SOLVE(double, int64_t)
+#undef XHAL_LEVEL_SOLVE
 
 }  // namespace xhal::gpu

@@ -29,11 +29,12 @@ __device__ __forceinline__ unsigned long long to_payload(double x) {
   return static_cast<unsigned long long>(__double_as_longlong(x));
 }
 
-template <class T>
+// P: the matrix's entry-offset type.
+template <class T, class P>
 struct SolveArgs {
-  const RowRec* recs;
+  const RowRecT<P>* recs;
   const unsigned* positions;  // warps' worth of positions (written at creation)
-  PatternViewT<T> a;
+  PatternViewT<T, P> a;
   ColsT<T> b, x;
   unsigned long long* xs;
   Tickets tickets;
@@ -42,15 +43,15 @@ struct SolveArgs {
   bool unit;
 };
 
-template <class T>
-__device__ __forceinline__ void finish_row(const SolveArgs<T>& s, I k, T bk, T dv, T sum);
+template <class T, class P>
+__device__ __forceinline__ void finish_row(const SolveArgs<T, P>& s, I k, T bk, T dv, T sum);
 
 // A lane's sequential sum from +0 of its terms; with k >= 0 it finishes row
 // k as soon as the sum is complete.
-template <class T>
+template <class T, class P>
 struct SumTerms {
   using Value = T;
-  const SolveArgs<T>* s;
+  const SolveArgs<T, P>* s;
   I k;
   T bk, dv;
   T acc = T(0);
@@ -66,17 +67,17 @@ struct SumTerms {
 
 // Converged walk of at most 32 terms per lane, in 16-term rounds or all 32
 // at once (Wide).
-template <bool Wide, class T, class P>
-__device__ __forceinline__ void walk(const SolveArgs<T>& s, int64_t b, int64_t e, P& p) {
-  if constexpr (Wide) converged_walk32<WordsOf<T>>(s.xs, s.epoch, s.sleep_ns, b, e, p);
-  else converged_walk<WordsOf<T>>(s.xs, s.epoch, s.sleep_ns, b, e, p);
+template <bool Wide, class T, class P, class Terms>
+__device__ __forceinline__ void walk(const SolveArgs<T, P>& s, int64_t b, int64_t e, Terms& t) {
+  if constexpr (Wide) converged_walk32<WordsOf<T>>(s.xs, s.epoch, s.sleep_ns, b, e, t);
+  else converged_walk<WordsOf<T>>(s.xs, s.epoch, s.sleep_ns, b, e, t);
 }
 
 // Sequential sum from +0 of each lane's terms [b, e) (at most 32), the
 // whole warp polling together.
-template <bool Wide, class T>
-__device__ __forceinline__ T warp_walk_sum(const SolveArgs<T>& s, int64_t b, int64_t e) {
-  SumTerms<T> t{&s, -1, T(0), T(0)};
+template <bool Wide, class T, class P>
+__device__ __forceinline__ T warp_walk_sum(const SolveArgs<T, P>& s, int64_t b, int64_t e) {
+  SumTerms<T, P> t{&s, -1, T(0), T(0)};
   walk<Wide>(s, b, e, t);
   return t.acc;
 }
@@ -84,8 +85,8 @@ __device__ __forceinline__ T warp_walk_sum(const SolveArgs<T>& s, int64_t b, int
 // Sequential sum from +0 of the terms [b, e) (at most one 32-term chunk).
 // The next group's columns and values load while this group's words are
 // awaited, so only the waits themselves sit on the critical path.
-template <class T>
-__device__ __forceinline__ T chunk_sum(const SolveArgs<T>& s, int64_t b, int64_t e) {
+template <class T, class P>
+__device__ __forceinline__ T chunk_sum(const SolveArgs<T, P>& s, int64_t b, int64_t e) {
   using W = WordsOf<T>;
   T acc = T(0);
   I j[kGroup], jn[kGroup];
@@ -126,16 +127,16 @@ __device__ __forceinline__ T chunk_sum(const SolveArgs<T>& s, int64_t b, int64_t
 
 // b[k] and the diagonal were loaded before the wait: only row k reads b[k]
 // and writes x[k] (b may be x).
-template <class T>
-__device__ __forceinline__ void finish_row(const SolveArgs<T>& s, I k, T bk, T dv, T sum) {
+template <class T, class P>
+__device__ __forceinline__ void finish_row(const SolveArgs<T, P>& s, I k, T bk, T dv, T sum) {
   const T t = xsub(bk, sum);
   const T xk = s.unit ? t : xdiv(t, dv);
   s.x.at(k, 0) = xk;
   WordsOf<T>::store(s.xs, k, s.epoch, to_payload(xk));
 }
 
-template <class T, bool Converged, bool Wide>
-__global__ void __launch_bounds__(256) solve_kernel(SolveArgs<T> s) {
+template <class T, class P, bool Converged, bool Wide>
+__global__ void __launch_bounds__(256) solve_kernel(SolveArgs<T, P> s) {
   const int lane = threadIdx.x & 31;
   const unsigned warps = *s.positions;
   for (;;) {
@@ -146,7 +147,7 @@ __global__ void __launch_bounds__(256) solve_kernel(SolveArgs<T> s) {
       if (lane == 0) s.tickets.leave();
       return;
     }
-    const RowRec r = s.recs[int64_t{t} * 32 + lane];
+    const RowRecT<P> r = s.recs[int64_t{t} * 32 + lane];
     const int64_t m = r.k >= 0 ? int64_t{r.re} - r.rb : -1;
     T bk = T(0), dv = T(1);
     if (m >= 0) {
@@ -158,8 +159,8 @@ __global__ void __launch_bounds__(256) solve_kernel(SolveArgs<T> s) {
     for (unsigned many = __ballot_sync(0xffffffffu, m > 32); many; many &= many - 1) {
       const int src = __ffs(many) - 1;
       const I k = __shfl_sync(0xffffffffu, r.k, src);
-      const I rb = __shfl_sync(0xffffffffu, r.rb, src);
-      const I re = __shfl_sync(0xffffffffu, r.re, src);
+      const P rb = __shfl_sync(0xffffffffu, r.rb, src);
+      const P re = __shfl_sync(0xffffffffu, r.re, src);
       const int64_t chunks = (int64_t{re} - rb + 31) / 32;
       T sum;
       if constexpr (Converged) {
@@ -191,7 +192,7 @@ __global__ void __launch_bounds__(256) solve_kernel(SolveArgs<T> s) {
     }
     const bool short_row = m >= 0 && m <= 32;
     if constexpr (Converged) {
-      SumTerms<T> t{&s, short_row ? r.k : -1, bk, dv};
+      SumTerms<T, P> t{&s, short_row ? r.k : -1, bk, dv};
       walk<Wide>(s, short_row ? r.rb : 0, short_row ? r.re : 0, t);
     } else if (short_row) {
       finish_row(s, r.k, bk, dv, chunk_sum(s, r.rb, r.re));
@@ -201,9 +202,9 @@ __global__ void __launch_bounds__(256) solve_kernel(SolveArgs<T> s) {
 
 }  // namespace
 
-template <class T>
+template <class T, class P>
 xhal_status_t syncfree_solve(Device* d, SyncFreeState* st, const SyncFreeSchedule& sc,
-                             const PatternViewT<T>& a, ColsT<T> b, ColsT<T> x, bool unit,
+                             const PatternViewT<T, P>& a, ColsT<T> b, ColsT<T> x, bool unit,
                              int* launches) {
   // "auto" picks per schedule, from the H200 sweeps (docs/performance.md):
   // with long rows, 32-term rounds and four blocks of warps per SM;
@@ -225,21 +226,24 @@ xhal_status_t syncfree_solve(Device* d, SyncFreeState* st, const SyncFreeSchedul
     bc.p += c * b.cs;
     xc.p += c * x.cs;
     bc.k = xc.k = 1;
-    SolveArgs<T> s{sc.recs,   sc.warps, a,   bc, xc, st->xs, {st->ticket, grid * warps_per_block},
-                   st->epoch, sleep_ns, unit};
-    if (!converged) solve_kernel<T, false, false><<<grid, block, 0, d->stream>>>(s);
-    else if (wide) solve_kernel<T, true, true><<<grid, block, 0, d->stream>>>(s);
-    else solve_kernel<T, true, false><<<grid, block, 0, d->stream>>>(s);
+    SolveArgs<T, P> s{static_cast<const RowRecT<P>*>(sc.recs), sc.warps,  a,        bc,  xc, st->xs,
+                      {st->ticket, grid * warps_per_block},    st->epoch, sleep_ns, unit};
+    if (!converged) solve_kernel<T, P, false, false><<<grid, block, 0, d->stream>>>(s);
+    else if (wide) solve_kernel<T, P, true, true><<<grid, block, 0, d->stream>>>(s);
+    else solve_kernel<T, P, true, false><<<grid, block, 0, d->stream>>>(s);
     ++*launches;
   }
   return XHAL_OK;
 }
-template xhal_status_t syncfree_solve<float>(Device*, SyncFreeState*, const SyncFreeSchedule&,
-                                             const PatternViewT<float>&, ColsT<float>, ColsT<float>,
-                                             bool, int*);
-template xhal_status_t syncfree_solve<double>(Device*, SyncFreeState*, const SyncFreeSchedule&,
-                                              const PatternViewT<double>&, ColsT<double>,
-                                              ColsT<double>, bool, int*);
+#define XHAL_SYNCFREE_SOLVE(T, P)                                                                  \
+  template xhal_status_t syncfree_solve<T, P>(Device*, SyncFreeState*, const SyncFreeSchedule&,    \
+                                              const PatternViewT<T, P>&, ColsT<T>, ColsT<T>, bool, \
+                                              int*);
+XHAL_SYNCFREE_SOLVE(float, I)
+XHAL_SYNCFREE_SOLVE(double, I)
+XHAL_SYNCFREE_SOLVE(float, int64_t)
+XHAL_SYNCFREE_SOLVE(double, int64_t)
+#undef XHAL_SYNCFREE_SOLVE
 
 }  // namespace xhal::gpu
 #endif

@@ -14,7 +14,7 @@ namespace xhal::gpu {
 // knows only an upper bound of its length.
 struct SyncFreeSchedule {
   bool built = false;
-  RowRec* recs = nullptr;     // padding has k = -1
+  void* recs = nullptr;       // RowRecT<P>, P the matrix's; padding has k = -1
   unsigned* warps = nullptr;  // device: warps' worth of positions
   unsigned max_warps = 0;     // host: an upper bound of *warps
   bool has_long = false;      // a row of more than 32 off-diagonal entries
@@ -36,21 +36,23 @@ struct SyncFreeState {
 xhal_status_t syncfree_init(Device* d, int64_t n, int words, SyncFreeState* st,
                             std::vector<void*>* allocations);
 
-// The schedule of a pattern (device copies of row_ptr and col) that lies in
+// The schedule of a pattern (device copies of row_ptr and col; P the
+// matrix's entry-offset type) that lies in
 // the lower (ascending) or upper (descending) triangle, as the caller has
 // checked; `long_rows` counts its rows of more than 32 off-diagonal
 // entries, `max_terms` is the most off-diagonal entries of a row. No
 // transfer to the host; synchronises the stream.
-xhal_status_t syncfree_analyse(Device* d, SyncFreeState* st, const I* row_ptr, const I* col,
+template <class P>
+xhal_status_t syncfree_analyse(Device* d, SyncFreeState* st, const P* row_ptr, const I* col,
                                int64_t rows, bool ascending, int64_t long_rows, int64_t max_terms,
                                SyncFreeSchedule* out, std::vector<void*>* allocations);
 
 // Solves every column of x (k launches); b may be x. The launch shape and
 // polling form follow d->options (solve.*). T: float or double (the state
-// then holds two words per x).
-template <class T>
+// then holds two words per x); P: the entry-offset type.
+template <class T, class P>
 xhal_status_t syncfree_solve(Device* d, SyncFreeState* st, const SyncFreeSchedule& sc,
-                             const PatternViewT<T>& a, ColsT<T> b, ColsT<T> x, bool unit,
+                             const PatternViewT<T, P>& a, ColsT<T> b, ColsT<T> x, bool unit,
                              int* launches);
 #endif
 

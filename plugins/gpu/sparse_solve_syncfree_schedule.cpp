@@ -13,8 +13,10 @@
 namespace xhal::gpu {
 namespace {
 
+// P: the matrix's entry-offset type.
+template <class P>
 struct LevelArgs {
-  const I* row_ptr;
+  const P* row_ptr;
   const I* col;
   int64_t rows;
   bool ascending;
@@ -27,9 +29,10 @@ struct LevelArgs {
 
 // Row order is topological here (lower: ascending), so warp tickets in row
 // order keep every wait on an earlier position.
+template <class P>
 struct LevelTerms {
   using Value = float;  // unused: the words carry levels
-  const LevelArgs* s;
+  const LevelArgs<P>* s;
   I k;
   unsigned lv = 0;
   __device__ I col(int64_t e) const { return s->col[e]; }
@@ -43,7 +46,8 @@ struct LevelTerms {
   }
 };
 
-__global__ void __launch_bounds__(256) level_kernel(LevelArgs s) {
+template <class P>
+__global__ void __launch_bounds__(256) level_kernel(LevelArgs<P> s) {
   const int lane = threadIdx.x & 31;
   for (;;) {
     unsigned t = 0;
@@ -54,7 +58,8 @@ __global__ void __launch_bounds__(256) level_kernel(LevelArgs s) {
       return;
     }
     const int64_t pos = int64_t{t} * 32 + lane;
-    I k = -1, rb = 0, re = 0;
+    I k = -1;
+    P rb = 0, re = 0;
     if (pos < s.rows) {
       k = static_cast<I>(s.ascending ? pos : s.rows - 1 - pos);
       rb = s.row_ptr[k];
@@ -67,20 +72,22 @@ __global__ void __launch_bounds__(256) level_kernel(LevelArgs s) {
       // The host checked the triangle; a row outside it would wait forever.
       if (re > rb && (s.ascending ? s.col[re - 1] > k : s.col[rb] < k)) rb = re;
     }
-    LevelTerms terms{&s, k};
+    LevelTerms<P> terms{&s, k};
     converged_walk(s.xs, s.epoch, 0, rb, re, terms);
   }
 }
 
-__device__ __forceinline__ bool is_long(const I* row_ptr, const I* col, int64_t k, bool ascending) {
-  const I rb = row_ptr[k], re = row_ptr[k + 1];
+template <class P>
+__device__ __forceinline__ bool is_long(const P* row_ptr, const I* col, int64_t k, bool ascending) {
+  const P rb = row_ptr[k], re = row_ptr[k + 1];
   const bool diag = re > rb && col[ascending ? re - 1 : rb] == k;
   return re - rb - (diag ? 1 : 0) > 32;
 }
 
 // counts[2l]: rows of level l of at most 32 off-diagonal entries, [2l + 1]:
 // longer rows.
-__global__ void count_kernel(const I* row_ptr, const I* col, const I* level, int64_t rows,
+template <class P>
+__global__ void count_kernel(const P* row_ptr, const I* col, const I* level, int64_t rows,
                              bool ascending, unsigned* counts) {
   for (int64_t k = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; k < rows;
        k += int64_t{gridDim.x} * blockDim.x)
@@ -102,14 +109,16 @@ __global__ void layout_kernel(const unsigned* highest, unsigned* counts, unsigne
   *out_tickets = (o + 31u) / 32u;
 }
 
-__global__ void place_kernel(const I* row_ptr, const I* col, const I* level, int64_t rows,
-                             bool ascending, const unsigned* offset, unsigned* fill, RowRec* recs) {
+template <class P>
+__global__ void place_kernel(const P* row_ptr, const I* col, const I* level, int64_t rows,
+                             bool ascending, const unsigned* offset, unsigned* fill,
+                             RowRecT<P>* recs) {
   for (int64_t k = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; k < rows;
        k += int64_t{gridDim.x} * blockDim.x) {
     const int64_t slot = 2 * int64_t{level[k]} + is_long(row_ptr, col, k, ascending);
     const unsigned n = atomicAdd(fill + slot, 1u);
     const unsigned p = offset[slot] + ((slot & 1) ? 32u * n : n);
-    I rb = row_ptr[k], re = row_ptr[k + 1], diag = -1;
+    P rb = row_ptr[k], re = row_ptr[k + 1], diag = -1;
     if (ascending) {
       if (re > rb && col[re - 1] == k) diag = --re;
     } else {
@@ -138,7 +147,8 @@ xhal_status_t syncfree_init(Device* d, int64_t n, int words, SyncFreeState* st,
   return XHAL_OK;
 }
 
-xhal_status_t syncfree_analyse(Device* d, SyncFreeState* st, const I* row_ptr, const I* col,
+template <class P>
+xhal_status_t syncfree_analyse(Device* d, SyncFreeState* st, const P* row_ptr, const I* col,
                                int64_t rows, bool ascending, int64_t long_rows, int64_t max_terms,
                                SyncFreeSchedule* out, std::vector<void*>* allocations) {
   if (rows == 0) return XHAL_OK;
@@ -156,39 +166,45 @@ xhal_status_t syncfree_analyse(Device* d, SyncFreeState* st, const I* row_ptr, c
   // Short rows take one position, long ones 32 plus at most 31 of padding.
   const int64_t bound = (rows - long_rows) + 63 * long_rows + 32;
   void* recs = nullptr;
-  e = gpuMalloc(&recs, sizeof(RowRec) * bound + sizeof(unsigned));
+  e = gpuMalloc(&recs, sizeof(RowRecT<P>) * bound + sizeof(unsigned));
   if (e != gpuSuccess) {
     gpuFree(tmp);
     return runtime_error(e, "allocating the solve schedule");
   }
   allocations->push_back(recs);
-  unsigned* warps = reinterpret_cast<unsigned*>(static_cast<RowRec*>(recs) + bound);
-  gpuMemsetAsync(recs, 0xff, sizeof(RowRec) * bound, d->stream);  // k = -1: padding
+  unsigned* warps = reinterpret_cast<unsigned*>(static_cast<RowRecT<P>*>(recs) + bound);
+  gpuMemsetAsync(recs, 0xff, sizeof(RowRecT<P>) * bound, d->stream);  // k = -1: padding
 
   next_epoch(d, st);
   const int block = 128;
   const int64_t blocks = (rows + block - 1) / block;
   const unsigned grid = static_cast<unsigned>(std::min<int64_t>(blocks, int64_t{4} * st->sms));
-  LevelArgs la{row_ptr,   col,   rows,   ascending, st->xs, {st->ticket, grid * (block / 32)},
-               st->epoch, level, highest};
+  LevelArgs<P> la{row_ptr,   col,   rows,   ascending, st->xs, {st->ticket, grid * (block / 32)},
+                  st->epoch, level, highest};
   level_kernel<<<grid, block, 0, d->stream>>>(la);
   count_kernel<<<grid_for(rows, 256), 256, 0, d->stream>>>(row_ptr, col, level, rows, ascending,
                                                            counts);
   layout_kernel<<<1, 1, 0, d->stream>>>(highest, counts, warps);
   place_kernel<<<grid_for(rows, 256), 256, 0, d->stream>>>(
-      row_ptr, col, level, rows, ascending, counts, fill, static_cast<RowRec*>(recs));
+      row_ptr, col, level, rows, ascending, counts, fill, static_cast<RowRecT<P>*>(recs));
   d->launches += 4;
   e = gpuStreamSynchronize(d->stream);  // before the scratch goes
   gpuFree(tmp);
   if (e != gpuSuccess) return runtime_error(e, "building the solve schedule");
   out->built = true;
-  out->recs = static_cast<RowRec*>(recs);
+  out->recs = recs;
   out->warps = warps;
   out->max_warps = static_cast<unsigned>((bound + 31) / 32);
   out->has_long = long_rows > 0;
   out->chains = max_terms <= 1;
   return XHAL_OK;
 }
+template xhal_status_t syncfree_analyse<I>(Device*, SyncFreeState*, const I*, const I*, int64_t,
+                                           bool, int64_t, int64_t, SyncFreeSchedule*,
+                                           std::vector<void*>*);
+template xhal_status_t syncfree_analyse<int64_t>(Device*, SyncFreeState*, const int64_t*, const I*,
+                                                 int64_t, bool, int64_t, int64_t, SyncFreeSchedule*,
+                                                 std::vector<void*>*);
 
 }  // namespace xhal::gpu
 #endif

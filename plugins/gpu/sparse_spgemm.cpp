@@ -6,18 +6,19 @@
 namespace xhal::gpu {
 namespace {
 
-template <class T>
-__global__ void spgemm_kernel(PatternViewT<T> a, PatternViewT<T> b, const I* c_row, const I* c_col,
-                              int64_t nnz, T* c_values) {
+// PA, PB: A's and B's entry-offset types.
+template <class T, class PA, class PB>
+__global__ void spgemm_kernel(PatternViewT<T, PA> a, PatternViewT<T, PB> b, const I* c_row,
+                              const I* c_col, int64_t nnz, T* c_values) {
   for (int64_t e = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; e < nnz;
        e += int64_t{gridDim.x} * blockDim.x) {
     const I i = c_row[e], j = c_col[e];
     T s = T(0);
-    for (I ea = a.row_ptr[i]; ea < a.row_ptr[i + 1]; ++ea) {
+    for (PA ea = a.row_ptr[i]; ea < a.row_ptr[i + 1]; ++ea) {
       const I k = a.col[ea];
-      I lo = b.row_ptr[k], hi = b.row_ptr[k + 1];
+      PB lo = b.row_ptr[k], hi = b.row_ptr[k + 1];
       while (lo < hi) {  // B's row k is sorted by column
-        const I mid = lo + (hi - lo) / 2;
+        const PB mid = lo + (hi - lo) / 2;
         if (b.col[mid] < j) lo = mid + 1;
         else hi = mid;
       }
@@ -40,10 +41,16 @@ xhal_status_t spgemm_numeric(void* device, void* a, void* b, void* c) {
   // The core gives A, B and C one value dtype.
   with_value_type(mc->values_dtype, [&](auto t) {
     using T = decltype(t);
-    spgemm_kernel<T><<<grid_for(mc->nnz, 256), 256, 0, d->stream>>>(
-        view<T>(ma->a, ma), view<T>(mb->a, mb), mc->row_idx, mc->a.col, mc->nnz,
-        static_cast<T*>(mc->values->ptr));
-    return 0;
+    return with_offsets(ma, [&](auto pa) {
+      return with_offsets(mb, [&](auto pb) {
+        using PA = decltype(pa);
+        using PB = decltype(pb);
+        spgemm_kernel<T, PA, PB><<<grid_for(mc->nnz, 256), 256, 0, d->stream>>>(
+            view<T, PA>(ma->a, ma), view<T, PB>(mb->a, mb), mc->row_idx, mc->a.col, mc->nnz,
+            static_cast<T*>(mc->values->ptr));
+        return 0;
+      });
+    });
   });
   return check_launch(d, "spgemm");
 }

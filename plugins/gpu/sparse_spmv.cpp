@@ -16,7 +16,8 @@ namespace {
 // S: the matrix's storage type: float; double (alpha and beta widened, every
 // operation binary64, 7.3); Bf16 or F16 (7.2: values and x widened on load,
 // the products and sums in f32, y widened when beta != 0 and narrowed once).
-// A: the arithmetic type, acc_t<S>.
+// A: the arithmetic type, acc_t<S>. P: the matrix's entry-offset type
+// (sparse_views.h).
 template <class S, class A = acc_t<S>>
 __device__ __forceinline__ void finish(S& y, A alpha, A t, A beta) {
   y = to_storage<S>(beta == A(0) ? xmul(alpha, t) : xadd(xmul(alpha, t), xmul(beta, widen(y))));
@@ -24,17 +25,17 @@ __device__ __forceinline__ void finish(S& y, A alpha, A t, A beta) {
 
 // f64 spmv's rows of at most 32 entries: one thread per row, a plain
 // left-to-right sum from +0.
-template <class S>
-__global__ void spmv_row_kernel(PatternViewT<S> a, int64_t rows, ColsT<S> x, ColsT<S> y,
+template <class S, class P>
+__global__ void spmv_row_kernel(PatternViewT<S, P> a, int64_t rows, ColsT<S> x, ColsT<S> y,
                                 acc_t<S> alpha, acc_t<S> beta) {
   using A = acc_t<S>;
   for (int64_t r = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; r < rows;
        r += int64_t{gridDim.x} * blockDim.x) {
-    const I b = a.row_ptr[r], e = a.row_ptr[r + 1];
+    const P b = a.row_ptr[r], e = a.row_ptr[r + 1];
     if (e - b > 32) continue;  // a piece kernel does it
     A s = A(0);
 #pragma unroll 4
-    for (I k = b; k < e; ++k) s = xadd(s, xmul(widen(a.value(k)), widen(x.at(a.col[k], 0))));
+    for (P k = b; k < e; ++k) s = xadd(s, xmul(widen(a.value(k)), widen(x.at(a.col[k], 0))));
     finish(y.at(r, 0), alpha, s, beta);
   }
 }
@@ -53,8 +54,8 @@ __global__ void spmv_row_kernel(PatternViewT<S> a, int64_t rows, ColsT<S> x, Col
 // staging area C chunks at a time by coalesced loads of values and columns
 // (row i of the area is chunk i), lane j sums chunk j left to right from
 // +0, warp_tree gives the piece's subtree.
-template <int C, class S, class A = acc_t<S>>
-__device__ __forceinline__ void spmv_piece(const PatternViewT<S>& a, const PieceView& pieces,
+template <int C, class S, class P, class A = acc_t<S>>
+__device__ __forceinline__ void spmv_piece(const PatternViewT<S, P>& a, const PieceView& pieces,
                                            int64_t q, const ColsT<S>& x, const ColsT<S>& y, A alpha,
                                            A beta, A* partial, A (*stage)[33]) {
   const int lane = threadIdx.x & 31;
@@ -86,10 +87,10 @@ __device__ __forceinline__ void spmv_piece(const PatternViewT<S>& a, const Piece
 }
 
 // f64 spmv's pieces: one warp each, 4 warps a block (33.8 KB of staging).
-template <class S>
+template <class S, class P>
 __global__ void __launch_bounds__(128)
-    spmv_piece_kernel(PatternViewT<S> a, PieceView pieces, ColsT<S> x, ColsT<S> y, acc_t<S> alpha,
-                      acc_t<S> beta, acc_t<S>* partial) {
+    spmv_piece_kernel(PatternViewT<S, P> a, PieceView pieces, ColsT<S> x, ColsT<S> y,
+                      acc_t<S> alpha, acc_t<S> beta, acc_t<S>* partial) {
   using A = acc_t<S>;
   __shared__ A stage[4][32][33];
   const int warp = threadIdx.x >> 5;
@@ -110,9 +111,9 @@ __global__ void __launch_bounds__(128)
 constexpr int kTileRows = 256;
 constexpr int kTileEntries = 4096;
 
-template <class S>
+template <class S, class P>
 __global__ void __launch_bounds__(kTileRows)
-    spmv_fused_kernel(PatternViewT<S> a, PieceView pieces, int64_t piece_blocks, int64_t rows,
+    spmv_fused_kernel(PatternViewT<S, P> a, PieceView pieces, int64_t piece_blocks, int64_t rows,
                       ColsT<S> x, ColsT<S> y, float alpha, float beta, float* partial) {
   static_assert(kTileRows == 8 * 32, "a piece block is 8 warps");
   __shared__ float prod[8 * 16 * 33];  // >= kTileEntries
@@ -126,24 +127,24 @@ __global__ void __launch_bounds__(kTileRows)
   }
   const int64_t r0 = (blockIdx.x - piece_blocks) * int64_t{kTileRows}, r = r0 + threadIdx.x;
   const int64_t last = r0 + kTileRows < rows ? r0 + kTileRows : rows;
-  const I start = a.row_ptr[r0], run = a.row_ptr[last] - start;
-  I b = 0, e = 0;
+  const P start = a.row_ptr[r0], run = a.row_ptr[last] - start;
+  P b = 0, e = 0;
   if (r < rows) {
     b = a.row_ptr[r] - start;
     e = a.row_ptr[r + 1] - start;
   }
   const bool short_row = r < rows && e - b <= 32;  // a piece does the others
   float s = 0.0f;
-  for (I w0 = 0; w0 < run; w0 += kTileEntries) {
-    const I w1 = run - w0 < kTileEntries ? run : w0 + kTileEntries;
+  for (P w0 = 0; w0 < run; w0 += kTileEntries) {
+    const P w1 = run - w0 < kTileEntries ? run : w0 + kTileEntries;
     const bool use = short_row && b < w1 && e > w0;
     // A barrier too: the window before this one has been read by all.
     if (!__syncthreads_or(use)) continue;
-    for (I t = threadIdx.x; t < w1 - w0; t += kTileRows)
+    for (I t = threadIdx.x; t < static_cast<I>(w1 - w0); t += kTileRows)
       prod[t] = xmul(widen(a.value(start + w0 + t)), widen(x.at(a.col[start + w0 + t], 0)));
     __syncthreads();
     if (use)
-      for (I k = b > w0 ? b : w0; k < (e < w1 ? e : w1); ++k) s = xadd(s, prod[k - w0]);
+      for (P k = b > w0 ? b : w0; k < (e < w1 ? e : w1); ++k) s = xadd(s, prod[k - w0]);
   }
   if (short_row) finish(y.at(r, 0), alpha, s, beta);
 }
@@ -152,8 +153,8 @@ __global__ void __launch_bounds__(kTileRows)
 // column c: the warp shares each entry's value and column (one load for 32
 // columns), X's rows are read whole, and each lane sums its 32 chunks left
 // to right and merges them with serial_tree's stack rule.
-template <class S>
-__global__ void spmm_piece_kernel(PatternViewT<S> a, PieceView pieces, ColsT<S> x, ColsT<S> y,
+template <class S, class P>
+__global__ void spmm_piece_kernel(PatternViewT<S, P> a, PieceView pieces, ColsT<S> x, ColsT<S> y,
                                   acc_t<S> alpha, acc_t<S> beta, acc_t<S>* partial) {
   using A = acc_t<S>;
   const int64_t blocks = (y.k + 31) / 32;
@@ -183,9 +184,9 @@ __global__ void spmm_piece_kernel(PatternViewT<S> a, PieceView pieces, ColsT<S> 
 // Rows of more than 1024 entries: one thread per (row, column) adds the
 // row's piece values by the top of its tree (p/32 leaves, the real pieces
 // then +0).
-template <class S>
-__global__ void spmm_combine_kernel(PatternViewT<S> a, PieceView pieces, ColsT<S> y, acc_t<S> alpha,
-                                    acc_t<S> beta, const acc_t<S>* partial) {
+template <class S, class P>
+__global__ void spmm_combine_kernel(PatternViewT<S, P> a, PieceView pieces, ColsT<S> y,
+                                    acc_t<S> alpha, acc_t<S> beta, const acc_t<S>* partial) {
   using A = acc_t<S>;
   const int64_t total = pieces.num_multi * y.k;
   for (int64_t it = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; it < total;
@@ -208,20 +209,20 @@ __global__ void spmm_combine_kernel(PatternViewT<S> a, PieceView pieces, ColsT<S
 // and columns are shared by its lanes and consecutive columns of a
 // row-major X are read together. The index arithmetic is shifts, not the
 // 64-bit division of one thread per (row, column).
-template <class S, int G>
-__global__ void spmm_group_kernel(PatternViewT<S> a, int64_t rows, ColsT<S> x, ColsT<S> y,
+template <class S, class P, int G>
+__global__ void spmm_group_kernel(PatternViewT<S, P> a, int64_t rows, ColsT<S> x, ColsT<S> y,
                                   acc_t<S> alpha, acc_t<S> beta) {
   using A = acc_t<S>;
   const int l = threadIdx.x & (G - 1);
   const int64_t step = int64_t{gridDim.x} * (blockDim.x / G);
   for (int64_t r = (blockIdx.x * int64_t{blockDim.x} + threadIdx.x) / G; r < rows; r += step) {
-    const I b = a.row_ptr[r], e = a.row_ptr[r + 1];
+    const P b = a.row_ptr[r], e = a.row_ptr[r + 1];
     if (e - b > 32) continue;  // a piece kernel does it
     for (int64_t c = l; c < y.k; c += 2 * G) {
       const bool two = c + G < y.k;
       A s0 = A(0), s1 = A(0);
 #pragma unroll 4
-      for (I k = b; k < e; ++k) {
+      for (P k = b; k < e; ++k) {
         const A v = widen(a.value(k));
         const I j = a.col[k];
         s0 = xadd(s0, xmul(v, widen(x.at(j, c))));
@@ -234,22 +235,22 @@ __global__ void spmm_group_kernel(PatternViewT<S> a, int64_t rows, ColsT<S> x, C
 }
 
 // k > 32: 16 lanes a row (two rows a warp), 4 columns a lane at once.
-template <class S>
-__global__ void spmm_group16x4_kernel(PatternViewT<S> a, int64_t rows, ColsT<S> x, ColsT<S> y,
+template <class S, class P>
+__global__ void spmm_group16x4_kernel(PatternViewT<S, P> a, int64_t rows, ColsT<S> x, ColsT<S> y,
                                       acc_t<S> alpha, acc_t<S> beta) {
   using A = acc_t<S>;
   constexpr int G = 16;
   const int l = threadIdx.x & (G - 1);
   const int64_t step = int64_t{gridDim.x} * (blockDim.x / G);
   for (int64_t r = (blockIdx.x * int64_t{blockDim.x} + threadIdx.x) / G; r < rows; r += step) {
-    const I b = a.row_ptr[r], e = a.row_ptr[r + 1];
+    const P b = a.row_ptr[r], e = a.row_ptr[r + 1];
     if (e - b > 32) continue;  // a piece kernel does it
     for (int64_t c = l; c < y.k; c += 4 * G) {
       A s[4];
 #pragma unroll
       for (int q = 0; q < 4; ++q) s[q] = A(0);
 #pragma unroll 2
-      for (I k = b; k < e; ++k) {
+      for (P k = b; k < e; ++k) {
         const A v = widen(a.value(k));
         const I j = a.col[k];
 #pragma unroll
@@ -263,16 +264,17 @@ __global__ void spmm_group16x4_kernel(PatternViewT<S> a, int64_t rows, ColsT<S> 
   }
 }
 
-template <class S>
-void launch_group(Device* d, PatternViewT<S> v, int64_t rows, ColsT<S> x, ColsT<S> y,
+template <class S, class P>
+void launch_group(Device* d, PatternViewT<S, P> v, int64_t rows, ColsT<S> x, ColsT<S> y,
                   acc_t<S> alpha, acc_t<S> beta) {
-#define XHAL_GROUP(G) \
-  spmm_group_kernel<S, G><<<grid_for(rows* G, 256), 256, 0, d->stream>>>(v, rows, x, y, alpha, beta)
+#define XHAL_GROUP(G)        \
+  spmm_group_kernel<S, P, G> \
+      <<<grid_for(rows* G, 256), 256, 0, d->stream>>>(v, rows, x, y, alpha, beta)
   // Measured on the H200 (docs/performance.md, "SpMV and SpMM"): 16 lanes of
   // 4 columns took k = 64 from 0.37 to 0.21 ms on the river matrix, but the
   // same kernel made k = 8 slower than 8 lanes of 2.
   if (y.k > 32)
-    spmm_group16x4_kernel<S>
+    spmm_group16x4_kernel<S, P>
         <<<grid_for(rows * 16, 256), 256, 0, d->stream>>>(v, rows, x, y, alpha, beta);
   else if (y.k > 16) XHAL_GROUP(32);
   else if (y.k > 8) XHAL_GROUP(16);
@@ -282,15 +284,15 @@ void launch_group(Device* d, PatternViewT<S> v, int64_t rows, ColsT<S> x, ColsT<
 #undef XHAL_GROUP
 }
 
-template <class S>
+template <class S, class P>
 xhal_status_t run_spmm(Device* d, const Matrix* m, xhal_transpose_t trans, float alpha,
                        const xhal_plugin_tensor_t* x, float beta, const xhal_plugin_tensor_t* y) {
   using A = acc_t<S>;
   const Pattern& p = trans == XHAL_TRANSPOSE ? m->at : m->a;
   const ColsT<S> xc = cols_of<S>(x), yc = cols_of<S>(y);
   if (p.rows == 0 || yc.k == 0) return XHAL_OK;
-  PatternViewT<S> v;
-  if (const xhal_status_t st = ordered_view<S>(d, m, p, &v); st != XHAL_OK) return st;
+  PatternViewT<S, P> v;
+  if (const xhal_status_t st = ordered_view<S, P>(d, m, p, &v); st != XHAL_OK) return st;
   int launches = 1;
   // Rows of several pieces leave their piece values in scratch for the
   // combine launch at the end.
@@ -303,30 +305,30 @@ xhal_status_t run_spmm(Device* d, const Matrix* m, xhal_transpose_t trans, float
   }
   if (yc.k > 1) {
     if (p.pieces.num) {
-      spmm_piece_kernel<S>
+      spmm_piece_kernel<S, P>
           <<<grid_for(p.pieces.num * ((yc.k + 31) / 32) * 32, 256), 256, 0, d->stream>>>(
               v, p.pieces, xc, yc, A(alpha), A(beta), partial);
       ++launches;
     }
-    launch_group<S>(d, v, p.rows, xc, yc, A(alpha), A(beta));
+    launch_group<S, P>(d, v, p.rows, xc, yc, A(alpha), A(beta));
   } else if constexpr (sizeof(A) == 4) {
     const int64_t piece_blocks = (p.pieces.num + 7) / 8;
-    spmv_fused_kernel<S>
+    spmv_fused_kernel<S, P>
         <<<static_cast<unsigned>(piece_blocks + (p.rows + kTileRows - 1) / kTileRows), kTileRows, 0,
            d->stream>>>(v, p.pieces, piece_blocks, p.rows, xc, yc, alpha, beta, partial);
   } else {
     // f64 stays on one thread per row: tiled it was slower on the H200
     // (uniform random 0.145 against 0.113 ms, docs/performance.md).
     if (p.pieces.num) {
-      spmv_piece_kernel<S><<<static_cast<unsigned>((p.pieces.num + 3) / 4), 128, 0, d->stream>>>(
+      spmv_piece_kernel<S, P><<<static_cast<unsigned>((p.pieces.num + 3) / 4), 128, 0, d->stream>>>(
           v, p.pieces, xc, yc, A(alpha), A(beta), partial);
       ++launches;
     }
-    spmv_row_kernel<S>
+    spmv_row_kernel<S, P>
         <<<grid_for(p.rows, 256), 256, 0, d->stream>>>(v, p.rows, xc, yc, A(alpha), A(beta));
   }
   if (p.pieces.num_multi) {
-    spmm_combine_kernel<S><<<grid_for(p.pieces.num_multi * yc.k, 256), 256, 0, d->stream>>>(
+    spmm_combine_kernel<S, P><<<grid_for(p.pieces.num_multi * yc.k, 256), 256, 0, d->stream>>>(
         v, p.pieces, yc, A(alpha), A(beta), partial);
     ++launches;
   }
@@ -340,10 +342,14 @@ xhal_status_t spmm(void* device, void* a, xhal_transpose_t trans, float alpha,
   Device* d = enter(device);
   std::lock_guard lock(d->mutex);
   const Matrix* m = static_cast<const Matrix*>(a);
-  if (m->values_dtype == XHAL_DTYPE_BF16) return run_spmm<Bf16>(d, m, trans, alpha, x, beta, y);
-  if (m->values_dtype == XHAL_DTYPE_F16) return run_spmm<F16>(d, m, trans, alpha, x, beta, y);
-  return with_value_type(m->values_dtype, [&](auto t) {
-    return run_spmm<decltype(t)>(d, m, trans, alpha, x, beta, y);
+  return with_offsets(m, [&](auto offset) {
+    using P = decltype(offset);
+    if (m->values_dtype == XHAL_DTYPE_BF16)
+      return run_spmm<Bf16, P>(d, m, trans, alpha, x, beta, y);
+    if (m->values_dtype == XHAL_DTYPE_F16) return run_spmm<F16, P>(d, m, trans, alpha, x, beta, y);
+    return with_value_type(m->values_dtype, [&](auto t) {
+      return run_spmm<decltype(t), P>(d, m, trans, alpha, x, beta, y);
+    });
   });
 }
 

@@ -8,13 +8,21 @@
 
 namespace xhal::gpu {
 
+// Row and column numbers (rows and columns stay below 2^31 - 1).
 using I = int32_t;
+// P, below, is a matrix's entry-offset type (row pointers, A^T's
+// permutation into A's values, a schedule's entry ranges): I, or int64_t
+// for a wide matrix (Matrix::wide: 2^31 - 1 entries or more, or the device
+// option sparse_index=64).
 
 // One row of a solve schedule: its off-diagonal entries [rb, re) and its
 // diagonal entry (-1 if none); k < 0 marks padding.
-struct RowRec {
-  I k, rb, re, diag;
+template <class P = I>
+struct RowRecT {
+  I k;
+  P rb, re, diag;
 };
+using RowRec = RowRecT<I>;
 
 // A strided [n, k] view of a tensor of T, the matrix's value type (f32, or
 // f64 for an f64 matrix; rank 1: k = 1).
@@ -35,11 +43,11 @@ inline ColsT<T> cols_of(const xhal_plugin_tensor_t* t) {
   return c;
 }
 
-template <class T>
+template <class T, class P = I>
 struct PatternViewT {
-  const I* row_ptr;
+  const P* row_ptr;
   const I* col;
-  const I* perm;  // transposed pattern: index into A's values; null for A
+  const P* perm;  // transposed pattern: index into A's values; null for A
   const T* values;
   __device__ T value(int64_t e) const { return perm ? values[perm[e]] : values[e]; }
 };
