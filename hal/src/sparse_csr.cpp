@@ -125,9 +125,10 @@ xhal_status_t check_matrix(Device* device, const char* name, xhal_csr_t handle, 
 namespace {
 
 // row_idx, the transpose (counting sort by column; rows come out ascending
-// because rows are visited in order) and the triangle/diagonal facts, rows
+// because rows are visited in order; skipped when the plugin builds its
+// own, XHAL_PLUGIN_CSR_OWN_TRANSPOSE) and the triangle/diagonal facts, rows
 // cut into ranges of about equal entry counts side by side.
-void analyse(Matrix& m) {
+void analyse(Matrix& m, bool transpose) {
   const int64_t rows = m.rows, nnz = m.nnz;
   m.row_idx.resize(nnz);
   m.diag_pos.resize(rows);
@@ -157,7 +158,7 @@ void analyse(Matrix& m) {
   });
   m.lower = std::all_of(lower.begin(), lower.end(), [](char b) { return b != 0; });
   m.upper = std::all_of(upper.begin(), upper.end(), [](char b) { return b != 0; });
-  transpose_pattern(m);
+  if (transpose) transpose_pattern(m);
   m.full_diagonal = rows == m.cols && std::all_of(m.diag_pos.begin(), m.diag_pos.end(),
                                                   [](int64_t p) { return p >= 0; });
 }
@@ -171,7 +172,7 @@ void free_values(Device* device, Buffer* values) {
 }  // namespace
 
 xhal_status_t make_csr(Device* device, CsrPattern&& p, xhal_dtype_t index_dtype, CsrValues values,
-                       Matrix** out) {
+                       Matrix** out, bool inside_op) {
   auto m = std::make_unique<Matrix>();
   m->device = device;
   m->rows = p.rows;
@@ -181,7 +182,11 @@ xhal_status_t make_csr(Device* device, CsrPattern&& p, xhal_dtype_t index_dtype,
   m->values_dtype = values.dtype;
   m->row_ptr = std::move(p.row_ptr);
   m->col_idx = std::move(p.col_idx);
-  analyse(*m);
+  // The flag is read only from a 1.8 plugin (an older table's tail is zero
+  // in the core's copy anyway), and not for spgemm's C (make_csr's comment).
+  const bool own_transpose = !inside_op && device->plugin_abi_minor >= 8 &&
+                             (device->api->csr_create_flags & XHAL_PLUGIN_CSR_OWN_TRANSPOSE) != 0;
+  analyse(*m, !own_transpose);
 
   const uint64_t bytes = static_cast<uint64_t>(m->nnz) * xhal_dtype_size(values.dtype);
   void* plugin_values = nullptr;
@@ -219,9 +224,11 @@ xhal_status_t make_csr(Device* device, CsrPattern&& p, xhal_dtype_t index_dtype,
     d.row_ptr = m->row_ptr.data();
     d.col_idx = m->col_idx.data();
     d.row_idx = m->row_idx.data();
-    d.t_row_ptr = m->t_row_ptr.data();
-    d.t_col_idx = m->t_col_idx.data();
-    d.t_perm = m->t_perm.data();
+    if (!own_transpose) {
+      d.t_row_ptr = m->t_row_ptr.data();
+      d.t_col_idx = m->t_col_idx.data();
+      d.t_perm = m->t_perm.data();
+    }
     d.values_buffer = plugin_values;
     d.values_dtype = values.dtype;
     s = XHAL_PLUGIN_CALL(device, csr_create, &d, &m->plugin_matrix);

@@ -81,7 +81,7 @@ xhal_status_t spgemm(xhal_device_t device_handle, xhal_csr_t a_handle, xhal_csr_
     const bool narrow = a->index_dtype == XHAL_DTYPE_I32 && b->index_dtype == XHAL_DTYPE_I32 &&
                         p.nnz <= std::numeric_limits<int32_t>::max();
     XHAL_TRY(make_csr(device, std::move(p), narrow ? XHAL_DTYPE_I32 : XHAL_DTYPE_I64,
-                      CsrValues{a->values_dtype, nullptr, nullptr}, &c));
+                      CsrValues{a->values_dtype, nullptr, nullptr}, &c, /*inside_op=*/true));
   } catch (const std::bad_alloc&) {
     return fail(XHAL_OUT_OF_MEMORY,
                 "spgemm of [%" PRId64 ", %" PRId64 "] x [%" PRId64 ", %" PRId64

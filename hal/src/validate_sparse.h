@@ -30,8 +30,12 @@ struct CsrValues {
 // Analyses a validated pattern (row_idx, transpose, triangle and diagonal
 // facts), allocates and fills the values buffer and calls the plugin's
 // csr_create. The caller has checked that csr_create is present.
+// `inside_op`: the matrix is made inside an op (spgemm's C), where the
+// plugin may not read from the device, so the core transposes it even for
+// a plugin that sets XHAL_PLUGIN_CSR_OWN_TRANSPOSE (which reads A^T's row
+// pointers back).
 xhal_status_t make_csr(Device* device, CsrPattern&& pattern, xhal_dtype_t index_dtype,
-                       CsrValues values, Matrix** out);
+                       CsrValues values, Matrix** out, bool inside_op = false);
 
 // Fills m.t_row_ptr, t_col_idx and t_perm from m's validated row_ptr and
 // col_idx (sparse_transpose.cpp).

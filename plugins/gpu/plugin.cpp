@@ -261,6 +261,11 @@ const xhal_plugin_api_t kApi = [] {
   a.queue_wait_external = queue_wait_external;
   a.device_open_on_queue = device_open_on_queue;
   a.index_plan_create_from_buffer = index_plan_create_from_buffer;
+#if !defined(XHAL_GPU_HIP)
+  // A^T is a radix sort on the device (sparse_transpose.cpp); ROCm has no
+  // CUB here and takes the core's host transpose.
+  a.csr_create_flags = XHAL_PLUGIN_CSR_OWN_TRANSPOSE;
+#endif
   a.index_plan_create = index_plan_create;
   a.index_plan_destroy = index_plan_destroy;
   a.index_select = index_select;

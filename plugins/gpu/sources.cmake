@@ -19,6 +19,7 @@ set(XHAL_GPU_SOURCES
   ${XHAL_GPU_SOURCE_DIR}/layer_norm.cpp
   ${XHAL_GPU_SOURCE_DIR}/colsum.cpp
   ${XHAL_GPU_SOURCE_DIR}/sparse_matrix.cpp
+  ${XHAL_GPU_SOURCE_DIR}/sparse_transpose.cpp
   ${XHAL_GPU_SOURCE_DIR}/sparse_spmv.cpp
   ${XHAL_GPU_SOURCE_DIR}/sparse_solve.cpp
   ${XHAL_GPU_SOURCE_DIR}/sparse_solve_levels.cpp

@@ -44,7 +44,8 @@ void destroy(Matrix* m) {
   delete m;
 }
 
-// A narrow matrix's five index arrays as int32, narrowed side by side, each
+// A narrow matrix's index arrays (five, or A's two when the plugin builds
+// A^T itself) as int32, narrowed side by side, each
 // cut into pieces of about 2^21 elements (up to 16 threads in all); false
 // when the host has no memory for them.
 struct Narrowed {
@@ -56,11 +57,13 @@ bool narrow_pattern(const xhal_plugin_csr_desc_t* desc, Narrowed* out) {
     int64_t n;
     HostIndices* to;
   };
-  const Job jobs[] = {{desc->row_ptr, desc->rows + 1, &out->rp},
-                      {desc->col_idx, desc->nnz, &out->col},
-                      {desc->t_row_ptr, desc->cols + 1, &out->trp},
-                      {desc->t_col_idx, desc->nnz, &out->tcol},
-                      {desc->t_perm, desc->nnz, &out->tperm}};
+  std::vector<Job> jobs = {{desc->row_ptr, desc->rows + 1, &out->rp},
+                           {desc->col_idx, desc->nnz, &out->col}};
+  if (desc->t_row_ptr) {  // absent when the plugin builds A^T (transpose_on_device)
+    jobs.push_back({desc->t_row_ptr, desc->cols + 1, &out->trp});
+    jobs.push_back({desc->t_col_idx, desc->nnz, &out->tcol});
+    jobs.push_back({desc->t_perm, desc->nnz, &out->tperm});
+  }
   int64_t total = 0;
   try {
     for (const Job& j : jobs) {
@@ -119,14 +122,10 @@ xhal_status_t upload_columns(Device* d, Matrix* m, const int64_t* from, int64_t 
   return e == gpuSuccess ? XHAL_OK : runtime_error(e, "uploading the column indices");
 }
 
-// rp [rows + 1], col [nnz] and perm [nnz] (null for A) on the host, in the
-// matrix's offset type P: the narrowed arrays (P = I), or the core's int64
-// arrays of a wide matrix, whose columns narrow on the way up.
+// Rows of more than 32 entries as pieces of 1024 (sparse_views.h), listed
+// from the host's row pointers rp and uploaded into p.
 template <class P>
-xhal_status_t build_pattern(Device* d, Matrix* m, const P* rp, const P* col, const P* perm,
-                            int64_t rows, bool host_levels, Pattern* p) {
-  p->rows = rows;
-  // Rows of more than 32 entries as pieces of 1024 (sparse_views.h).
+xhal_status_t build_pieces(Device* d, Matrix* m, const P* rp, int64_t rows, Pattern* p) {
   std::vector<I> piece_row, piece_g, multi_row, multi_first;
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t len = rp[r + 1] - rp[r];
@@ -143,6 +142,27 @@ xhal_status_t build_pattern(Device* d, Matrix* m, const P* rp, const P* col, con
   }
   p->pieces.num = static_cast<int64_t>(piece_row.size());
   p->pieces.num_multi = static_cast<int64_t>(multi_row.size());
+  if (!p->pieces.num) return XHAL_OK;
+  const size_t np = piece_row.size(), nm = multi_row.size();  // one upload for the four lists
+  piece_row.insert(piece_row.end(), piece_g.begin(), piece_g.end());
+  piece_row.insert(piece_row.end(), multi_row.begin(), multi_row.end());
+  piece_row.insert(piece_row.end(), multi_first.begin(), multi_first.end());
+  I* all = nullptr;
+  const xhal_status_t st = up(d, m, piece_row, &all);
+  p->pieces.row = all;
+  p->pieces.g = all + np;
+  p->pieces.multi_row = all + 2 * np;
+  p->pieces.multi_first = all + 2 * np + nm;
+  return st;
+}
+
+// rp [rows + 1], col [nnz] and perm [nnz] (null for A) on the host, in the
+// matrix's offset type P: the narrowed arrays (P = I), or the core's int64
+// arrays of a wide matrix, whose columns narrow on the way up.
+template <class P>
+xhal_status_t build_pattern(Device* d, Matrix* m, const P* rp, const P* col, const P* perm,
+                            int64_t rows, bool host_levels, Pattern* p) {
+  p->rows = rows;
   P *row_ptr = nullptr, *up_perm = nullptr;
   xhal_status_t st = up_n(d, m, rp, rows + 1, &row_ptr);
   if (st == XHAL_OK) {
@@ -157,18 +177,7 @@ xhal_status_t build_pattern(Device* d, Matrix* m, const P* rp, const P* col, con
     p->row_ptr = row_ptr;
     p->perm = up_perm;
   }
-  if (st == XHAL_OK && p->pieces.num) {  // one upload for the four lists
-    const size_t np = piece_row.size(), nm = multi_row.size();
-    piece_row.insert(piece_row.end(), piece_g.begin(), piece_g.end());
-    piece_row.insert(piece_row.end(), multi_row.begin(), multi_row.end());
-    piece_row.insert(piece_row.end(), multi_first.begin(), multi_first.end());
-    I* all = nullptr;
-    st = up(d, m, piece_row, &all);
-    p->pieces.row = all;
-    p->pieces.g = all + np;
-    p->pieces.multi_row = all + 2 * np;
-    p->pieces.multi_first = all + 2 * np + nm;
-  }
+  if (st == XHAL_OK) st = build_pieces(d, m, rp, rows, p);
   if (st == XHAL_OK && host_levels) st = build_level_schedule(d, m, rp, col, rows, true, &p->asc);
   if (st == XHAL_OK && host_levels) st = build_level_schedule(d, m, rp, col, rows, false, &p->desc);
   return st;
@@ -191,6 +200,27 @@ Triangles triangles(const P* rp, const P* col, int64_t rows) {
     t.upper = t.upper && col[rb] >= k;
     const bool diag = col[re - 1] == k || col[rb] == k;
     const int64_t terms = re - rb - (diag ? 1 : 0);
+    t.long_rows += terms > 32;
+    t.max_terms = std::max(t.max_terms, terms);
+  }
+  return t;
+}
+// A^T's triangles from A's (square: A^T is lower where A is upper) and A^T's
+// row pointers, when A^T's columns exist only on the device: a row k of A^T
+// holds its diagonal entry when A's row k does, which is where A's
+// triangle puts it (first or last); the counts matter only for a pattern
+// in a triangle.
+template <class P>
+Triangles transposed_triangles(const Triangles& ta, const P* a_rp, const P* a_col, const P* t_rp,
+                               int64_t rows) {
+  Triangles t;
+  t.lower = ta.upper;
+  t.upper = ta.lower;
+  if (!t.lower && !t.upper) return t;
+  for (int64_t k = 0; k < rows; ++k) {
+    const P rb = a_rp[k], re = a_rp[k + 1];
+    const bool diag = re > rb && (a_col[re - 1] == k || a_col[rb] == k);
+    const int64_t terms = t_rp[k + 1] - t_rp[k] - (diag ? 1 : 0);
     t.long_rows += terms > 32;
     t.max_terms = std::max(t.max_terms, terms);
   }
@@ -245,6 +275,9 @@ xhal_status_t csr_create(void* device, const xhal_plugin_csr_desc_t* desc, void*
   // ROCm has only the level batches (the options parser refuses syncfree
   // there); on CUDA the sync-free schedule is built on the device below.
   const bool host_levels = solvable && d->options.solve_schedule == SolveSchedule::kLevels;
+  // The core gives no transpose to a plugin that sets
+  // XHAL_PLUGIN_CSR_OWN_TRANSPOSE (CUDA; an older core gives one anyway).
+  const bool own_transpose = desc->t_row_ptr == nullptr;
   lap(m->wide ? "(wide: no narrowing)" : "narrowing to 32-bit");
   xhal_status_t st = with_offsets(m, [&](auto offset) {
     using P = decltype(offset);
@@ -265,9 +298,6 @@ xhal_status_t csr_create(void* device, const xhal_plugin_csr_desc_t* desc, void*
     }
     xhal_status_t r = build_pattern<P>(d, m, a_rp, a_col, nullptr, desc->rows, host_levels, &m->a);
     lap("pattern of A (upload)");
-    if (r == XHAL_OK)
-      r = build_pattern<P>(d, m, t_rp, t_col, t_perm, desc->cols, host_levels, &m->at);
-    lap("pattern of A^T (upload)");
     if (r == XHAL_OK && desc->nnz > 0) {
       gpuError_t e = gpuMalloc(reinterpret_cast<void**>(&m->row_idx), sizeof(I) * desc->nnz);
       if (e != gpuSuccess) {
@@ -280,6 +310,39 @@ xhal_status_t csr_create(void* device, const xhal_plugin_csr_desc_t* desc, void*
       }
     }
     lap("row indices (device)");
+    // A^T: from the core's host arrays, or (the core left it to this plugin,
+    // XHAL_PLUGIN_CSR_OWN_TRANSPOSE) sorted on the device.
+    std::vector<P> t_rp_host;
+    if (r == XHAL_OK && own_transpose) {
+#if !defined(XHAL_GPU_HIP)
+      r = transpose_on_device<P>(d, m, &t_rp_host);
+      t_rp = t_rp_host.data();
+      if (r == XHAL_OK) r = build_pieces(d, m, t_rp, desc->cols, &m->at);
+      if (r == XHAL_OK && host_levels) {
+        // The level batches are built on the host: A^T's columns come back
+        // (solve.schedule=levels only).
+        std::vector<I> tc(static_cast<size_t>(desc->nnz));
+        gpuError_t e = gpuMemcpyAsync(tc.data(), m->at.col, sizeof(I) * desc->nnz,
+                                      gpuMemcpyDeviceToHost, d->stream);
+        if (e == gpuSuccess) e = gpuStreamSynchronize(d->stream);
+        d->d2h_transfers++;
+        d->d2h_bytes += sizeof(I) * desc->nnz;
+        if (e != gpuSuccess) r = runtime_error(e, "reading A^T's columns");
+        const std::vector<P> tcp(tc.begin(), tc.end());
+        if (r == XHAL_OK)
+          r = build_level_schedule(d, m, t_rp, tcp.data(), desc->cols, true, &m->at.asc);
+        if (r == XHAL_OK)
+          r = build_level_schedule(d, m, t_rp, tcp.data(), desc->cols, false, &m->at.desc);
+      }
+#else
+      r = fail(XHAL_PLUGIN_ERROR, "%s plugin: csr_create: the core passed no transpose",
+               XHAL_GPU_BACKEND_NAME);
+#endif
+      lap("pattern of A^T (device sort)");
+    } else if (r == XHAL_OK) {
+      r = build_pattern<P>(d, m, t_rp, t_col, t_perm, desc->cols, host_levels, &m->at);
+      lap("pattern of A^T (upload)");
+    }
 #if !defined(XHAL_GPU_HIP)
     if (r == XHAL_OK && solvable && !host_levels && desc->rows > 0) {
       // f64 values publish in two words (syncfree_device.h, TwoWords).
@@ -288,8 +351,9 @@ xhal_status_t csr_create(void* device, const xhal_plugin_csr_desc_t* desc, void*
       // A lower pattern has an ascending schedule, its transpose a descending
       // one (and the reverse for upper); a pattern with no off-diagonal entry
       // is both, and one schedule serves both walks.
-      const Triangles ta = triangles(a_rp, a_col, desc->rows),
-                      tt = triangles(t_rp, t_col, desc->cols);
+      const Triangles ta = triangles(a_rp, a_col, desc->rows);
+      const Triangles tt = own_transpose ? transposed_triangles(ta, a_rp, a_col, t_rp, desc->cols)
+                                         : triangles(t_rp, t_col, desc->cols);
       auto analyse = [&](Pattern& p, const Triangles& t, bool ascending) {
         SyncFreeSchedule* out = ascending ? &p.sf_asc : &p.sf_desc;
         xhal_status_t q = syncfree_analyse<P>(d, &m->sf, row_ptr_of<P>(p), p.col, p.rows, ascending,

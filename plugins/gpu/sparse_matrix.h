@@ -150,6 +150,16 @@ xhal_status_t ordered_view(Device* d, const Matrix* m, const Pattern& p, Pattern
   return XHAL_OK;
 }
 
+#if !defined(XHAL_GPU_HIP)
+// A^T's pattern (m->at: row pointers, columns, index into A's entries) built
+// on the device from A's uploaded columns and m->row_idx (CUDA, which sets
+// XHAL_PLUGIN_CSR_OWN_TRANSPOSE; sparse_transpose.cpp); A^T's row pointers
+// come back to the host (cols + 1 values) for its piece lists and the
+// solve analysis. Synchronises the stream.
+template <class P>
+xhal_status_t transpose_on_device(Device* d, Matrix* m, std::vector<P>* host_t_row_ptr);
+#endif
+
 // The level batches of rows [0, rows) of a pattern (row pointers rp, columns
 // col on the host, both of the matrix's offset type: the narrowed arrays, or
 // the core's int64 ones) walked ascending or descending, uploaded into m;

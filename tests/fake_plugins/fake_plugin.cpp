@@ -46,6 +46,8 @@
 //                       device 1 f32 only.
 //   FAKE_RECORDER_MINIMAL  no permute, index-plan or sparse slots, one device
 //   FAKE_RECORDER_SILENT   records nothing (the front-end overhead benchmark)
+//   FAKE_OWN_TRANSPOSE     sets XHAL_PLUGIN_CSR_OWN_TRANSPOSE (the core must
+//                       pass csr_create no transpose)
 #include <dlfcn.h>
 #include <unistd.h>
 
@@ -590,9 +592,13 @@ xhal_status_t fake_csr_create(void*, const xhal_plugin_csr_desc_t* d, void** out
   m.row_ptr.assign(d->row_ptr, d->row_ptr + d->rows + 1);
   m.col_idx.assign(d->col_idx, d->col_idx + d->nnz);
   m.row_idx.assign(d->row_idx, d->row_idx + d->nnz);
-  m.t_row_ptr.assign(d->t_row_ptr, d->t_row_ptr + d->cols + 1);
-  m.t_col_idx.assign(d->t_col_idx, d->t_col_idx + d->nnz);
-  m.t_perm.assign(d->t_perm, d->t_perm + d->nnz);
+  m.transpose_given = d->t_row_ptr != nullptr;
+  m.transpose_fields_null = !d->t_row_ptr && !d->t_col_idx && !d->t_perm;
+  if (m.transpose_given) {
+    m.t_row_ptr.assign(d->t_row_ptr, d->t_row_ptr + d->cols + 1);
+    m.t_col_idx.assign(d->t_col_idx, d->t_col_idx + d->nnz);
+    m.t_perm.assign(d->t_perm, d->t_perm + d->nnz);
+  }
   m.values_buffer = d->values_buffer;
   g_state.matrices.push_back(m);
   ++g_state.live_matrices;
@@ -722,6 +728,9 @@ LongTable make_table() {
   a.device_open_on_queue = fake_device_open_on_queue;
   a.device_get_native_queue = fake_device_get_native_queue;
   a.index_plan_create_from_buffer = fake_index_plan_create_from_buffer;
+#ifdef FAKE_OWN_TRANSPOSE
+  a.csr_create_flags = XHAL_PLUGIN_CSR_OWN_TRANSPOSE;
+#endif
 #endif
 #endif
 #ifdef FAKE_DROP_BUFFER_FILL

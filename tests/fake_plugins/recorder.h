@@ -44,6 +44,8 @@ struct Plan {
 struct Matrix {
   int64_t rows = 0, cols = 0, nnz = 0;
   std::vector<int64_t> row_ptr, col_idx, row_idx, t_row_ptr, t_col_idx, t_perm;
+  bool transpose_given = false;        // t_row_ptr was not NULL
+  bool transpose_fields_null = false;  // t_row_ptr, t_col_idx and t_perm all NULL
   void* values_buffer = nullptr;
 };
 

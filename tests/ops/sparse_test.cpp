@@ -65,6 +65,45 @@ TEST_F(SparseTest, AnalysedPatternReachesThePlugin) {
   EXPECT_EQ(ci_back, ci);
 }
 
+// A plugin that sets XHAL_PLUGIN_CSR_OWN_TRANSPOSE (ABI 1.8) builds A^T
+// itself: the core skips its host transposition and passes the three
+// transpose fields as NULL; the rest of the analysed pattern arrives as
+// always, and a plugin without the flag still gets the transpose.
+TEST_F(SparseTest, PluginThatBuildsItsOwnTransposeGetsNone) {
+  xhal_device_t own = open("recownt", 0);
+  ASSERT_NE(own, nullptr);
+  recorder::State* st = state_of("recownt");
+  ASSERT_NE(st, nullptr);
+  st->clear();
+  xhal_csr_t m = csr(3, 4, rp, ci, vals, own);
+  ASSERT_NE(m, nullptr);
+  ASSERT_EQ(st->matrices.size(), 1u);
+  const auto& p = st->matrices[0];
+  EXPECT_TRUE(p.transpose_fields_null);
+  EXPECT_EQ(p.row_ptr, rp);
+  EXPECT_EQ(p.col_idx, ci);
+  EXPECT_EQ(p.row_idx, (V{0, 0, 1, 2, 2, 2}));
+  xhal_csr_t other = csr(3, 4, rp, ci, vals);
+  ASSERT_NE(other, nullptr);
+  ASSERT_EQ(rec->matrices.size(), 1u);
+  EXPECT_TRUE(rec->matrices[0].transpose_given);
+  EXPECT_EQ(rec->matrices[0].t_perm, (V{0, 3, 4, 1, 5, 2}));
+  // spgemm's C is made inside the op, where the plugin may not read the
+  // device back: it comes with the core's transpose.
+  xhal_csr_t b = csr(4, 2, {0, 1, 1, 2, 3}, {0, 1, 0}, {}, own), c = nullptr;
+  ASSERT_NE(b, nullptr);
+  ASSERT_EQ(xhal_spgemm(own, m, b, &c), XHAL_OK) << xhal_last_error();
+  ASSERT_EQ(st->matrices.size(), 3u);
+  EXPECT_TRUE(st->matrices[1].transpose_fields_null);
+  EXPECT_TRUE(st->matrices[2].transpose_given);
+  EXPECT_EQ(st->matrices[2].t_row_ptr.size(), 3u);
+  for (xhal_csr_t x : {c, b, m}) EXPECT_EQ(xhal_csr_release(x), XHAL_OK);
+  forget(b);
+  forget(m);
+  EXPECT_EQ(st->live_matrices, 0);
+  EXPECT_EQ(xhal_device_release(own), XHAL_OK);
+}
+
 TEST_F(SparseTest, TransposeOfAHubColumnListsRowsAscending) {
   // Every row has an entry in column 2; row 3 also in 0.
   xhal_csr_t m = csr(5, 3, {0, 1, 2, 3, 5, 6}, {2, 2, 2, 0, 2, 2});

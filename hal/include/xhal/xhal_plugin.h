@@ -24,7 +24,7 @@ extern "C" {
 #endif
 
 #define XHAL_PLUGIN_ABI_MAJOR 1
-#define XHAL_PLUGIN_ABI_MINOR 7
+#define XHAL_PLUGIN_ABI_MINOR 8
 #define XHAL_PLUGIN_ENTRY_SYMBOL "xhal_plugin_get_api"
 
 #if defined(_WIN32)
@@ -103,13 +103,19 @@ typedef struct xhal_plugin_index_fault {
   int64_t value;     /* that index, widened to int64 */
 } xhal_plugin_index_fault_t;
 
+/* csr_create_flags (the last field of the table, since 1.8). */
+/* csr_create builds A^T itself: the core skips its host transposition and
+ * passes t_row_ptr, t_col_idx and t_perm as NULL. */
+#define XHAL_PLUGIN_CSR_OWN_TRANSPOSE 0x1u
+
 /* A validated CSR pattern with its transpose, built once by the core. */
 typedef struct xhal_plugin_csr_desc {
   int64_t rows, cols, nnz;
   const int64_t* row_ptr; /* [rows + 1] */
   const int64_t* col_idx; /* [nnz], strictly increasing within a row */
   const int64_t* row_idx; /* [nnz], the row of each entry */
-  /* A^T as CSR: its row j lists A's column j in ascending row order. */
+  /* A^T as CSR: its row j lists A's column j in ascending row order. All
+   * three NULL when the plugin sets XHAL_PLUGIN_CSR_OWN_TRANSPOSE. */
   const int64_t* t_row_ptr; /* [cols + 1] */
   const int64_t* t_col_idx; /* [nnz], rows of A */
   const int64_t* t_perm;    /* [nnz], index into A's entries */
@@ -311,6 +317,13 @@ typedef struct xhal_plugin_api {
                                                  xhal_dtype_t index_dtype, uint64_t count,
                                                  uint64_t num_rows, void** out_plan,
                                                  xhal_plugin_index_fault_t* out_fault);
+
+  /* ---- what csr_create does itself (optional, since 1.8) ---- */
+  /* XHAL_PLUGIN_CSR_* bits, read by the core once, when the plugin loads;
+   * 0 (also when struct_size ends before it, or abi_minor < 8): none. A
+   * field, not a slot: 8 bytes, so the table stays in whole pointer-sized
+   * steps. */
+  uint64_t csr_create_flags;
 } xhal_plugin_api_t;
 
 /* The one symbol a plugin exports. */
