@@ -4,10 +4,12 @@
 #include <cstring>
 #include <random>
 #include <type_traits>
+#include <utility>
 
 #include "check.h"
 #include "reference/canonical.h"
 #include "reference/f64.h"
+#include "signed_zero.h"
 
 namespace xhal::conf {
 namespace {
@@ -144,21 +146,22 @@ struct ScatterCase {
 // Runs index_add twice on identical inputs and grades against both
 // references; rows without sources hold the poison pattern and must keep it.
 // T: float (f32) or double (f64, docs/semantics.md 7.3: the f64 segsum, alpha
-// widened exactly).
+// widened exactly). src and dst: the given values (dst's untouched rows are
+// poisoned here), or random ones when empty.
 template <class T = float>
 void check_scatter(xhal_device_t dev, const ScatterCase& c,
-                   xhal_dtype_t index_dtype = XHAL_DTYPE_I64) {
+                   xhal_dtype_t index_dtype = XHAL_DTYPE_I64, std::vector<T> src = {},
+                   std::vector<T> dst = {}) {
   using Bits = std::conditional_t<sizeof(T) == 8, uint64_t, uint32_t>;
   const Bits poison_bits = sizeof(T) == 8 ? Bits(0x7fc0dead7fc0deadull) : Bits(0x7fc0deadu);
   constexpr xhal_dtype_t kDtype = dtype_of<T>();
   const size_t count = c.idx.size(), w = static_cast<size_t>(c.w);
-  std::vector<T> src, dst;
   if constexpr (sizeof(T) == 8) {
-    src = random_doubles(count * w, fresh_seed());
-    dst = random_doubles(c.num_rows * w, fresh_seed());
+    if (src.empty()) src = random_doubles(count * w, fresh_seed());
+    if (dst.empty()) dst = random_doubles(c.num_rows * w, fresh_seed());
   } else {
-    src = random_floats(count * w, fresh_seed());
-    dst = random_floats(c.num_rows * w, fresh_seed());
+    if (src.empty()) src = random_floats(count * w, fresh_seed());
+    if (dst.empty()) dst = random_floats(c.num_rows * w, fresh_seed());
   }
   std::vector<uint64_t> sources(c.num_rows, 0);
   for (int64_t r : c.idx) ++sources[r];
@@ -269,6 +272,40 @@ TEST_P(IndexAddTest, F64DuplicatesHubAndUntouchedRows) {
   check_scatter<double>(dev, {1000, 5, hub, 0.5f});
   check_scatter<double>(dev, {3, 300, {1, 1, 1, 2}, 0.1f});  // alpha not exact in f32
   check_scatter<double>(dev, {2, 1, {1}, 3.0f});
+}
+
+// Destination rows whose sources are all -0 (signed_zero.h): their segsum
+// is +0, so dst = dst + alpha * (+0) keeps dst -0 at -0 only for alpha < 0;
+// a backend whose chunk sums start from -0 or fold `0 + t` into `t` flips
+// those elements. Rows of 1 to 32 sources (one chunk), 33 and 64 (two),
+// 1,024, 4,096 and 65,536 (32, 128 and 2,048 chunks: the chunk tree joins
+// -0 partials with no +0 padding), 65, 1,025 and 5,000 (padded); rows with
+// -0 sources in some columns only; dst -0 and +0; alpha of both signs;
+// widths 19 and 8 (rows of whole vec4s).
+template <class T>
+void signed_zero_sums(xhal_device_t dev) {
+  struct Call {
+    int64_t w;
+    float alpha;
+    xhal_dtype_t index_dtype;
+  };
+  for (const Call call : {Call{19, 1.0f, XHAL_DTYPE_I64}, Call{19, -0.375f, XHAL_DTYPE_I32},
+                          Call{8, 0.5f, XHAL_DTYPE_I32}, Call{8, -2.0f, XHAL_DTYPE_I64}}) {
+    SCOPED_TRACE("w " + std::to_string(call.w) + ", alpha " + std::to_string(call.alpha));
+    signed_zero::Scatter<T> s = signed_zero::scatter<T>(call.w);
+    check_scatter<T>(dev, {s.num_rows, call.w, s.idx, call.alpha}, call.index_dtype,
+                     std::move(s.src), std::move(s.dst));
+  }
+}
+
+TEST_P(IndexAddTest, SignedZeroSums) {
+  XHAL_CONF_REQUIRE_OP(XHAL_OP_INDEX_ADD);
+  signed_zero_sums<float>(dev);
+}
+
+TEST_P(IndexAddTest, F64SignedZeroSums) {
+  XHAL_CONF_REQUIRE_OP_DTYPE(XHAL_OP_INDEX_ADD, XHAL_DTYPE_F64);
+  signed_zero_sums<double>(dev);
 }
 
 // <S x, y> = <x, S^T y> with S the selection of the plan: gather gives S x,

@@ -24,6 +24,7 @@
 #include "reference/canonical.h"
 #include "reference/f64.h"
 #include "reference/narrow.h"
+#include "signed_zero.h"
 
 namespace xhal::conf {
 namespace {
@@ -318,13 +319,13 @@ class NarrowTest : public DeviceTest {
 
   // ---- index_add ----------------------------------------------------------
   // Rows without a source hold a non-canonical NaN and must keep its bits
-  // (they are neither read nor rewritten).
+  // (they are neither read nor rewritten). src, dst: random when empty.
   void index_add(const std::vector<int64_t>& idx, size_t num_rows, int64_t w, float alpha,
-                 Bits src = {}) {
+                 Bits src = {}, Bits dst = {}) {
     const uint16_t untouched = dt == XHAL_DTYPE_BF16 ? 0x7f81 : 0x7d01;
     const size_t count = idx.size(), ww = static_cast<size_t>(w);
     if (src.empty()) src = random(count * ww, -1.0f, 1.0f);
-    Bits dst = random(num_rows * ww, -1.0f, 1.0f);
+    if (dst.empty()) dst = random(num_rows * ww, -1.0f, 1.0f);
     std::vector<uint64_t> sources(num_rows, 0);
     for (int64_t r : idx) ++sources[r];
     for (size_t r = 0; r < num_rows; ++r)
@@ -599,6 +600,87 @@ XHAL_NARROW_TEST(IndexAddPartialSumsOverflowAndNaN, XHAL_OP_INDEX_ADD) {
   if (t.dt == XHAL_DTYPE_F16) {
     EXPECT_EQ(t.count_last(is_inf16), 2u * w - 1) << "f16 +-inf";
   }
+}
+
+// ---- sums of -0 terms (signed_zero.h) ---------------------------------------------
+// The f32 tests' inputs, narrowed (-0 is 0x8000 in both types): a canonical
+// sum of -0 terms only is +0, one that starts from -0 or folds `0 + t` into
+// `t` is -0, and these outputs show the sign.
+XHAL_NARROW_TEST(IndexAddSignedZeroSums, XHAL_OP_INDEX_ADD) {
+  for (const auto& [w, alpha] : {std::pair<int64_t, float>{19, 1.0f}, {8, -0.375f}}) {
+    SCOPED_TRACE("w " + std::to_string(w) + ", alpha " + std::to_string(alpha));
+    const signed_zero::Scatter<float> s = signed_zero::scatter<float>(w);
+    t.index_add(s.idx, s.num_rows, w, alpha, t.narrowed(s.src), t.narrowed(s.dst));
+  }
+}
+
+XHAL_NARROW_TEST(SoftmaxBackwardSignedZeroRows, XHAL_OP_SOFTMAX_BACKWARD) {
+  for (int64_t n : signed_zero::kRowLengths) {
+    SCOPED_TRACE("n " + std::to_string(n));
+    const int64_t rows = signed_zero::kSoftmaxRows;
+    std::vector<float> x, dy, y(rows * n);
+    signed_zero::softmax_rows<float>(n, x, dy);
+    const std::vector<float> xw = t.wide(t.narrowed(x));
+    canon::softmax_forward(xw.data(), rows, n, y.data());
+    t.softmax_backward(t.narrowed(y), t.narrowed(dy), rows, n);
+  }
+}
+
+XHAL_NARROW_TEST(LayerNormForwardSignedZeroRows, XHAL_OP_LAYER_NORM_FORWARD) {
+  for (int64_t n : signed_zero::kRowLengths) {
+    SCOPED_TRACE("n " + std::to_string(n));
+    std::vector<float> x, gamma, beta;
+    signed_zero::layer_norm_rows<float>(n, x, gamma, beta);
+    NarrowTest::Params p;
+    p.pdt = t.dt;
+    p.narrow_g = t.narrowed(gamma);
+    p.narrow_b = t.narrowed(beta);
+    p.g = t.wide(p.narrow_g);
+    p.b = t.wide(p.narrow_b);
+    t.ln_forward(t.narrowed(x), p, signed_zero::kLayerNormRows, n);
+  }
+}
+
+// dy of -0 and +0 (signed_zero::zero_dy) on the widened x, gamma and the
+// f32 mean and rstd the backward helpers compute.
+void norm_backward_signed_zero(NarrowTest& t, bool layer_norm) {
+  using signed_zero::Pattern;
+  for (const signed_zero::RowsN shape : signed_zero::kNormShapes)
+    for (Pattern pattern : {Pattern::kGradient, Pattern::kProjection}) {
+      if (!layer_norm && pattern == Pattern::kGradient) continue;  // RMSNorm has no rowsum(g)
+      const int64_t rows = shape.rows, n = shape.n;
+      SCOPED_TRACE("rows " + std::to_string(rows) + " n " + std::to_string(n) + ", " +
+                   signed_zero::pattern_name(pattern));
+      const size_t nn = static_cast<size_t>(n), count = static_cast<size_t>(rows * n);
+      const Bits x = t.random(count, -3.0f, 3.0f);
+      NarrowTest::Params p;
+      p.pdt = t.dt;
+      p.narrow_g = t.narrowed(signed_zero::backward_gamma<float>(n));
+      p.narrow_b = t.random(nn, -1.0f, 1.0f);
+      p.g = t.wide(p.narrow_g);
+      p.b = t.wide(p.narrow_b);
+      const std::vector<float> xf = t.wide(x);
+      std::vector<float> y(count), mean(rows), rstd(rows), dy(count);
+      if (layer_norm)
+        canon::layer_norm_forward(xf.data(), p.g.data(), p.b.data(), rows, n, 1e-5f, y.data(),
+                                  mean.data(), rstd.data());
+      else canon::rms_norm_forward(xf.data(), p.g.data(), rows, n, 1e-5f, y.data(), rstd.data());
+      for (size_t k = 0; k < count; ++k) {
+        const size_t r = k / nn;
+        const float xh = layer_norm ? (xf[k] - mean[r]) * rstd[r] : xf[k] * rstd[r];
+        dy[k] = signed_zero::zero_dy(pattern, p.g[k % nn], xh);
+      }
+      if (layer_norm) t.ln_backward(x, p, t.narrowed(dy), rows, n);
+      else t.rms_backward(x, p, t.narrowed(dy), rows, n);
+    }
+}
+
+XHAL_NARROW_TEST(LayerNormBackwardSignedZeroRows, XHAL_OP_LAYER_NORM_BACKWARD) {
+  norm_backward_signed_zero(t, true);
+}
+
+XHAL_NARROW_TEST(RmsNormBackwardSignedZeroRows, XHAL_OP_RMS_NORM_BACKWARD) {
+  norm_backward_signed_zero(t, false);
 }
 
 XHAL_CONF_INSTANTIATE(NarrowTest);

@@ -6,6 +6,7 @@
 #include "check.h"
 #include "reference/canonical.h"
 #include "reference/f64.h"
+#include "signed_zero.h"
 
 namespace xhal::conf {
 namespace {
@@ -102,39 +103,44 @@ TEST_P(RmsNormTest, ForwardF64) {
   rms_forward<double>(dev);
 }
 
+// One backward call pair on d (x, gamma, dy), with the canonical rstd of x.
+template <class T>
+void rms_backward_case(xhal_device_t dev, const Shape& s, const Data<T>& d) {
+  const tol::Bound bound = tol::for_dtype<T>(tol::kNorm, tol::kNorm64);
+  std::vector<T> y(s.rows * s.n), rs(s.rows);
+  canon::rms_norm_forward(d.x.data(), d.gamma.data(), s.rows, s.n, kEps, y.data(), rs.data());
+  BufferGuard g;
+  xhal_buffer_t xb = g.add(upload(dev, d.x)), gb = g.add(upload(dev, d.gamma)),
+                rb = g.add(upload(dev, rs)), dyb = g.add(upload(dev, d.dy));
+  xhal_tensor_t xt = tensor(xb, dtype_of<T>(), {s.rows, s.n}),
+                gt = tensor(gb, dtype_of<T>(), {s.n});
+  xhal_tensor_t rt = tensor(rb, dtype_of<T>(), {s.rows}),
+                dyt = tensor(dyb, dtype_of<T>(), {s.rows, s.n});
+  Out<T> dx(dev, g, {s.rows, s.n}), dg(dev, g, {s.n});
+  xhal_counters_t before = counters(dev);
+  ASSERT_EQ(xhal_rms_norm_backward(dev, &xt, &gt, &rt, &dyt, &dx.ta, &dg.ta), XHAL_OK)
+      << xhal_last_error();
+  ASSERT_EQ(xhal_rms_norm_backward(dev, &xt, &gt, &rt, &dyt, &dx.tb, &dg.tb), XHAL_OK)
+      << xhal_last_error();
+  ASSERT_EQ(xhal_device_synchronize(dev), XHAL_OK);
+  xhal_counters_t after = counters(dev);
+  XHAL_CONF_EXPECT_OP_COUNTERS(before, after, 2);
+  std::vector<T> cdx(dx.count), cdg(dg.count);
+  canon::rms_norm_backward(d.x.data(), d.gamma.data(), rs.data(), d.dy.data(), s.rows, s.n,
+                           cdx.data(), cdg.data());
+  auto r =
+      ref64::rms_norm_backward(d.x.data(), d.gamma.data(), rs.data(), d.dy.data(), s.rows, s.n);
+  Grader grader;
+  grader.output("dx", dx.first(), dx.second(), cdx, r.dx, bound);
+  grader.output("dgamma", dg.first(), dg.second(), cdg, r.dgamma, bound);
+  grader.finish();
+}
+
 template <class T>
 void rms_backward(xhal_device_t dev) {
-  const tol::Bound bound = tol::for_dtype<T>(tol::kNorm, tol::kNorm64);
   for (const Shape& s : kShapes) {
     SCOPED_TRACE("rows " + std::to_string(s.rows) + " n " + std::to_string(s.n));
-    Data<T> d = make_data<T>(s);
-    std::vector<T> y(s.rows * s.n), rs(s.rows);
-    canon::rms_norm_forward(d.x.data(), d.gamma.data(), s.rows, s.n, kEps, y.data(), rs.data());
-    BufferGuard g;
-    xhal_buffer_t xb = g.add(upload(dev, d.x)), gb = g.add(upload(dev, d.gamma)),
-                  rb = g.add(upload(dev, rs)), dyb = g.add(upload(dev, d.dy));
-    xhal_tensor_t xt = tensor(xb, dtype_of<T>(), {s.rows, s.n}),
-                  gt = tensor(gb, dtype_of<T>(), {s.n});
-    xhal_tensor_t rt = tensor(rb, dtype_of<T>(), {s.rows}),
-                  dyt = tensor(dyb, dtype_of<T>(), {s.rows, s.n});
-    Out<T> dx(dev, g, {s.rows, s.n}), dg(dev, g, {s.n});
-    xhal_counters_t before = counters(dev);
-    ASSERT_EQ(xhal_rms_norm_backward(dev, &xt, &gt, &rt, &dyt, &dx.ta, &dg.ta), XHAL_OK)
-        << xhal_last_error();
-    ASSERT_EQ(xhal_rms_norm_backward(dev, &xt, &gt, &rt, &dyt, &dx.tb, &dg.tb), XHAL_OK)
-        << xhal_last_error();
-    ASSERT_EQ(xhal_device_synchronize(dev), XHAL_OK);
-    xhal_counters_t after = counters(dev);
-    XHAL_CONF_EXPECT_OP_COUNTERS(before, after, 2);
-    std::vector<T> cdx(dx.count), cdg(dg.count);
-    canon::rms_norm_backward(d.x.data(), d.gamma.data(), rs.data(), d.dy.data(), s.rows, s.n,
-                             cdx.data(), cdg.data());
-    auto r =
-        ref64::rms_norm_backward(d.x.data(), d.gamma.data(), rs.data(), d.dy.data(), s.rows, s.n);
-    Grader grader;
-    grader.output("dx", dx.first(), dx.second(), cdx, r.dx, bound);
-    grader.output("dgamma", dg.first(), dg.second(), cdg, r.dgamma, bound);
-    grader.finish();
+    rms_backward_case<T>(dev, s, make_data<T>(s));
   }
 }
 
@@ -148,37 +154,41 @@ TEST_P(RmsNormTest, BackwardF64) {
   rms_backward<double>(dev);
 }
 
+// One forward call pair on d (x, gamma, beta).
+template <class T>
+void layer_forward_case(xhal_device_t dev, const Shape& s, const Data<T>& d) {
+  const tol::Bound bound = tol::for_dtype<T>(tol::kNorm, tol::kNorm64);
+  BufferGuard g;
+  xhal_buffer_t xb = g.add(upload(dev, d.x)), gb = g.add(upload(dev, d.gamma)),
+                bb = g.add(upload(dev, d.beta));
+  xhal_tensor_t xt = tensor(xb, dtype_of<T>(), {s.rows, s.n}),
+                gt = tensor(gb, dtype_of<T>(), {s.n});
+  xhal_tensor_t bt = tensor(bb, dtype_of<T>(), {s.n});
+  Out<T> y(dev, g, {s.rows, s.n}), mean(dev, g, {s.rows}), rstd(dev, g, {s.rows});
+  xhal_counters_t before = counters(dev);
+  ASSERT_EQ(xhal_layer_norm_forward(dev, &xt, &gt, &bt, kEps, &y.ta, &mean.ta, &rstd.ta), XHAL_OK)
+      << xhal_last_error();
+  ASSERT_EQ(xhal_layer_norm_forward(dev, &xt, &gt, &bt, kEps, &y.tb, &mean.tb, &rstd.tb), XHAL_OK)
+      << xhal_last_error();
+  ASSERT_EQ(xhal_device_synchronize(dev), XHAL_OK);
+  xhal_counters_t after = counters(dev);
+  XHAL_CONF_EXPECT_OP_COUNTERS(before, after, 2);
+  std::vector<T> cy(y.count), cm(mean.count), cr(rstd.count);
+  canon::layer_norm_forward(d.x.data(), d.gamma.data(), d.beta.data(), s.rows, s.n, kEps, cy.data(),
+                            cm.data(), cr.data());
+  auto r = ref64::layer_norm_forward(d.x.data(), d.gamma.data(), d.beta.data(), s.rows, s.n, kEps);
+  Grader grader;
+  grader.output("y", y.first(), y.second(), cy, r.y, bound);
+  grader.output("mean", mean.first(), mean.second(), cm, r.mean, bound);
+  grader.output("rstd", rstd.first(), rstd.second(), cr, r.rstd, bound);
+  grader.finish();
+}
+
 template <class T>
 void layer_forward(xhal_device_t dev) {
-  const tol::Bound bound = tol::for_dtype<T>(tol::kNorm, tol::kNorm64);
   for (const Shape& s : kShapes) {
     SCOPED_TRACE("rows " + std::to_string(s.rows) + " n " + std::to_string(s.n));
-    Data<T> d = make_data<T>(s);
-    BufferGuard g;
-    xhal_buffer_t xb = g.add(upload(dev, d.x)), gb = g.add(upload(dev, d.gamma)),
-                  bb = g.add(upload(dev, d.beta));
-    xhal_tensor_t xt = tensor(xb, dtype_of<T>(), {s.rows, s.n}),
-                  gt = tensor(gb, dtype_of<T>(), {s.n});
-    xhal_tensor_t bt = tensor(bb, dtype_of<T>(), {s.n});
-    Out<T> y(dev, g, {s.rows, s.n}), mean(dev, g, {s.rows}), rstd(dev, g, {s.rows});
-    xhal_counters_t before = counters(dev);
-    ASSERT_EQ(xhal_layer_norm_forward(dev, &xt, &gt, &bt, kEps, &y.ta, &mean.ta, &rstd.ta), XHAL_OK)
-        << xhal_last_error();
-    ASSERT_EQ(xhal_layer_norm_forward(dev, &xt, &gt, &bt, kEps, &y.tb, &mean.tb, &rstd.tb), XHAL_OK)
-        << xhal_last_error();
-    ASSERT_EQ(xhal_device_synchronize(dev), XHAL_OK);
-    xhal_counters_t after = counters(dev);
-    XHAL_CONF_EXPECT_OP_COUNTERS(before, after, 2);
-    std::vector<T> cy(y.count), cm(mean.count), cr(rstd.count);
-    canon::layer_norm_forward(d.x.data(), d.gamma.data(), d.beta.data(), s.rows, s.n, kEps,
-                              cy.data(), cm.data(), cr.data());
-    auto r =
-        ref64::layer_norm_forward(d.x.data(), d.gamma.data(), d.beta.data(), s.rows, s.n, kEps);
-    Grader grader;
-    grader.output("y", y.first(), y.second(), cy, r.y, bound);
-    grader.output("mean", mean.first(), mean.second(), cm, r.mean, bound);
-    grader.output("rstd", rstd.first(), rstd.second(), cr, r.rstd, bound);
-    grader.finish();
+    layer_forward_case<T>(dev, s, make_data<T>(s));
   }
 }
 
@@ -192,45 +202,50 @@ TEST_P(LayerNormTest, ForwardF64) {
   layer_forward<double>(dev);
 }
 
+// One backward call pair on d (x, gamma, beta, dy), with the canonical mean
+// and rstd of x.
+template <class T>
+void layer_backward_case(xhal_device_t dev, const Shape& s, const Data<T>& d) {
+  const tol::Bound bound = tol::for_dtype<T>(tol::kNorm, tol::kNorm64);
+  std::vector<T> y(s.rows * s.n), mu(s.rows), rs(s.rows);
+  canon::layer_norm_forward(d.x.data(), d.gamma.data(), d.beta.data(), s.rows, s.n, kEps, y.data(),
+                            mu.data(), rs.data());
+  BufferGuard g;
+  xhal_buffer_t xb = g.add(upload(dev, d.x)), gb = g.add(upload(dev, d.gamma)),
+                mb = g.add(upload(dev, mu)), rb = g.add(upload(dev, rs)),
+                dyb = g.add(upload(dev, d.dy));
+  xhal_tensor_t xt = tensor(xb, dtype_of<T>(), {s.rows, s.n}),
+                gt = tensor(gb, dtype_of<T>(), {s.n});
+  xhal_tensor_t mt = tensor(mb, dtype_of<T>(), {s.rows}), rt = tensor(rb, dtype_of<T>(), {s.rows});
+  xhal_tensor_t dyt = tensor(dyb, dtype_of<T>(), {s.rows, s.n});
+  Out<T> dx(dev, g, {s.rows, s.n}), dg(dev, g, {s.n}), db(dev, g, {s.n});
+  xhal_counters_t before = counters(dev);
+  ASSERT_EQ(xhal_layer_norm_backward(dev, &xt, &gt, &mt, &rt, &dyt, &dx.ta, &dg.ta, &db.ta),
+            XHAL_OK)
+      << xhal_last_error();
+  ASSERT_EQ(xhal_layer_norm_backward(dev, &xt, &gt, &mt, &rt, &dyt, &dx.tb, &dg.tb, &db.tb),
+            XHAL_OK)
+      << xhal_last_error();
+  ASSERT_EQ(xhal_device_synchronize(dev), XHAL_OK);
+  xhal_counters_t after = counters(dev);
+  XHAL_CONF_EXPECT_OP_COUNTERS(before, after, 2);
+  std::vector<T> cdx(dx.count), cdg(dg.count), cdb(db.count);
+  canon::layer_norm_backward(d.x.data(), d.gamma.data(), mu.data(), rs.data(), d.dy.data(), s.rows,
+                             s.n, cdx.data(), cdg.data(), cdb.data());
+  auto r = ref64::layer_norm_backward(d.x.data(), d.gamma.data(), mu.data(), rs.data(), d.dy.data(),
+                                      s.rows, s.n);
+  Grader grader;
+  grader.output("dx", dx.first(), dx.second(), cdx, r.dx, bound);
+  grader.output("dgamma", dg.first(), dg.second(), cdg, r.dgamma, bound);
+  grader.output("dbeta", db.first(), db.second(), cdb, r.dbeta, bound);
+  grader.finish();
+}
+
 template <class T>
 void layer_backward(xhal_device_t dev) {
-  const tol::Bound bound = tol::for_dtype<T>(tol::kNorm, tol::kNorm64);
   for (const Shape& s : kShapes) {
     SCOPED_TRACE("rows " + std::to_string(s.rows) + " n " + std::to_string(s.n));
-    Data<T> d = make_data<T>(s);
-    std::vector<T> y(s.rows * s.n), mu(s.rows), rs(s.rows);
-    canon::layer_norm_forward(d.x.data(), d.gamma.data(), d.beta.data(), s.rows, s.n, kEps,
-                              y.data(), mu.data(), rs.data());
-    BufferGuard g;
-    xhal_buffer_t xb = g.add(upload(dev, d.x)), gb = g.add(upload(dev, d.gamma)),
-                  mb = g.add(upload(dev, mu)), rb = g.add(upload(dev, rs)),
-                  dyb = g.add(upload(dev, d.dy));
-    xhal_tensor_t xt = tensor(xb, dtype_of<T>(), {s.rows, s.n}),
-                  gt = tensor(gb, dtype_of<T>(), {s.n});
-    xhal_tensor_t mt = tensor(mb, dtype_of<T>(), {s.rows}),
-                  rt = tensor(rb, dtype_of<T>(), {s.rows});
-    xhal_tensor_t dyt = tensor(dyb, dtype_of<T>(), {s.rows, s.n});
-    Out<T> dx(dev, g, {s.rows, s.n}), dg(dev, g, {s.n}), db(dev, g, {s.n});
-    xhal_counters_t before = counters(dev);
-    ASSERT_EQ(xhal_layer_norm_backward(dev, &xt, &gt, &mt, &rt, &dyt, &dx.ta, &dg.ta, &db.ta),
-              XHAL_OK)
-        << xhal_last_error();
-    ASSERT_EQ(xhal_layer_norm_backward(dev, &xt, &gt, &mt, &rt, &dyt, &dx.tb, &dg.tb, &db.tb),
-              XHAL_OK)
-        << xhal_last_error();
-    ASSERT_EQ(xhal_device_synchronize(dev), XHAL_OK);
-    xhal_counters_t after = counters(dev);
-    XHAL_CONF_EXPECT_OP_COUNTERS(before, after, 2);
-    std::vector<T> cdx(dx.count), cdg(dg.count), cdb(db.count);
-    canon::layer_norm_backward(d.x.data(), d.gamma.data(), mu.data(), rs.data(), d.dy.data(),
-                               s.rows, s.n, cdx.data(), cdg.data(), cdb.data());
-    auto r = ref64::layer_norm_backward(d.x.data(), d.gamma.data(), mu.data(), rs.data(),
-                                        d.dy.data(), s.rows, s.n);
-    Grader grader;
-    grader.output("dx", dx.first(), dx.second(), cdx, r.dx, bound);
-    grader.output("dgamma", dg.first(), dg.second(), cdg, r.dgamma, bound);
-    grader.output("dbeta", db.first(), db.second(), cdb, r.dbeta, bound);
-    grader.finish();
+    layer_backward_case<T>(dev, s, make_data<T>(s));
   }
 }
 
@@ -242,6 +257,92 @@ TEST_P(LayerNormTest, Backward) {
 TEST_P(LayerNormTest, BackwardF64) {
   XHAL_CONF_REQUIRE_OP_DTYPE(XHAL_OP_LAYER_NORM_BACKWARD, XHAL_DTYPE_F64);
   layer_backward<double>(dev);
+}
+
+// ---- sums of -0 terms (signed_zero.h) ----------------------------------------
+// A canonical sum of -0 terms only is +0; a backend whose sums start from -0
+// or fold `0 + t` into `t` gets -0 there. LayerNorm forward: rows of all -0
+// x have mean +0 (the saved mean shows it), and y = ((-0 - mean) * rstd) *
+// gamma + beta keeps the sign of -0 - mean where beta = -0; rows of +0, of
+// both zeros and random ones beside them. RMSNorm forward has no such sum
+// (its terms x * x are never -0) and no such test.
+template <class T>
+void layer_forward_signed_zero(xhal_device_t dev) {
+  for (int64_t n : signed_zero::kRowLengths) {
+    SCOPED_TRACE("n " + std::to_string(n));
+    Data<T> d;
+    signed_zero::layer_norm_rows<T>(n, d.x, d.gamma, d.beta);
+    layer_forward_case<T>(dev, {signed_zero::kLayerNormRows, n}, d);
+  }
+}
+
+TEST_P(LayerNormTest, ForwardSignedZeroRows) {
+  XHAL_CONF_REQUIRE_OP(XHAL_OP_LAYER_NORM_FORWARD);
+  layer_forward_signed_zero<float>(dev);
+}
+
+TEST_P(LayerNormTest, ForwardF64SignedZeroRows) {
+  XHAL_CONF_REQUIRE_OP_DTYPE(XHAL_OP_LAYER_NORM_FORWARD, XHAL_DTYPE_F64);
+  layer_forward_signed_zero<double>(dev);
+}
+
+// Backward with dy of -0 and +0 chosen per element (random x): every
+// dy * gamma -0 (LayerNorm's a = rowsum(g) / n, and dbeta's column sums
+// where gamma > 0), or every dy * gamma * xh -0 (LayerNorm's b, RMSNorm's c,
+// and dgamma's column sums where gamma > 0). a, b and c reach dx =
+// ((g - a) - xh * b) * rstd (RMSNorm: (g - xh * c) * rstd) as a sign where
+// g = -0 and xh > 0. Row lengths of one to 64 chunks, 1, 2 and 4 colsum
+// blocks.
+template <class T>
+void norm_backward_signed_zero(xhal_device_t dev, bool layer_norm) {
+  using signed_zero::Pattern;
+  for (const signed_zero::RowsN shape : signed_zero::kNormShapes)
+    for (Pattern pattern : {Pattern::kGradient, Pattern::kProjection}) {
+      if (!layer_norm && pattern == Pattern::kGradient) continue;  // RMSNorm has no rowsum(g)
+      const Shape s{shape.rows, shape.n};
+      SCOPED_TRACE("rows " + std::to_string(s.rows) + " n " + std::to_string(s.n) + ", " +
+                   signed_zero::pattern_name(pattern));
+      const size_t n = static_cast<size_t>(s.n), count = static_cast<size_t>(s.rows * s.n);
+      Data<T> d;
+      d.x = signed_zero::random_values<T>(count, T(-3), T(3));
+      d.gamma = signed_zero::backward_gamma<T>(s.n);
+      d.beta = signed_zero::random_values<T>(n, T(-1), T(1));
+      std::vector<T> y(count), mean(s.rows), rstd(s.rows);
+      if (layer_norm)
+        canon::layer_norm_forward(d.x.data(), d.gamma.data(), d.beta.data(), s.rows, s.n, kEps,
+                                  y.data(), mean.data(), rstd.data());
+      else
+        canon::rms_norm_forward(d.x.data(), d.gamma.data(), s.rows, s.n, kEps, y.data(),
+                                rstd.data());
+      d.dy.resize(count);
+      for (size_t k = 0; k < count; ++k) {
+        const size_t r = k / n;
+        const T xh = layer_norm ? (d.x[k] - mean[r]) * rstd[r] : d.x[k] * rstd[r];
+        d.dy[k] = signed_zero::zero_dy(pattern, d.gamma[k % n], xh);
+      }
+      if (layer_norm) layer_backward_case<T>(dev, s, d);
+      else rms_backward_case<T>(dev, s, d);
+    }
+}
+
+TEST_P(LayerNormTest, BackwardSignedZeroRows) {
+  XHAL_CONF_REQUIRE_OP(XHAL_OP_LAYER_NORM_BACKWARD);
+  norm_backward_signed_zero<float>(dev, true);
+}
+
+TEST_P(LayerNormTest, BackwardF64SignedZeroRows) {
+  XHAL_CONF_REQUIRE_OP_DTYPE(XHAL_OP_LAYER_NORM_BACKWARD, XHAL_DTYPE_F64);
+  norm_backward_signed_zero<double>(dev, true);
+}
+
+TEST_P(RmsNormTest, BackwardSignedZeroRows) {
+  XHAL_CONF_REQUIRE_OP(XHAL_OP_RMS_NORM_BACKWARD);
+  norm_backward_signed_zero<float>(dev, false);
+}
+
+TEST_P(RmsNormTest, BackwardF64SignedZeroRows) {
+  XHAL_CONF_REQUIRE_OP_DTYPE(XHAL_OP_RMS_NORM_BACKWARD, XHAL_DTYPE_F64);
+  norm_backward_signed_zero<double>(dev, false);
 }
 
 // In place: y may be x (forward), dx may be dy (backward).

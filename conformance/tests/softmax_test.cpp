@@ -6,6 +6,7 @@
 #include "check.h"
 #include "reference/canonical.h"
 #include "reference/f64.h"
+#include "signed_zero.h"
 
 namespace xhal::conf {
 namespace {
@@ -230,6 +231,33 @@ TEST_P(SoftmaxTest, BackwardMatchesFiniteDifferences) {
     xd[i] = keep;
     EXPECT_NEAR(dx[i], (up - down) / (2 * h), 1e-4) << "element " << i;
   }
+}
+
+// Rows whose products y * dy are all -0 (signed_zero.h): d = rowsum(y * dy)
+// is +0, so dx = y * (-0 - d) is -0 where dy = -0; a backend whose rowsum
+// starts from -0 or folds `0 + t` into `t` gives d = -0 and dx = +0 there.
+// Row lengths of one to 64 chunks, rows of dy +0, of y = +0 beside
+// negative dy, half -0 and random.
+template <class T>
+void backward_signed_zero_rows(xhal_device_t dev) {
+  for (int64_t n : signed_zero::kRowLengths) {
+    SCOPED_TRACE("n " + std::to_string(n));
+    const int64_t rows = signed_zero::kSoftmaxRows;
+    std::vector<T> x, dy, y(rows * n);
+    signed_zero::softmax_rows<T>(n, x, dy);
+    canon::softmax_forward(x.data(), rows, n, y.data());
+    check_backward(dev, y, dy, rows, n);
+  }
+}
+
+TEST_P(SoftmaxTest, BackwardSignedZeroRows) {
+  XHAL_CONF_REQUIRE_OP(XHAL_OP_SOFTMAX_BACKWARD);
+  backward_signed_zero_rows<float>(dev);
+}
+
+TEST_P(SoftmaxTest, BackwardF64SignedZeroRows) {
+  XHAL_CONF_REQUIRE_OP_DTYPE(XHAL_OP_SOFTMAX_BACKWARD, XHAL_DTYPE_F64);
+  backward_signed_zero_rows<double>(dev);
 }
 
 // f64 (docs/semantics.md 7.3): the same chunk and lane order in binary64,

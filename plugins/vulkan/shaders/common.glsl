@@ -75,12 +75,20 @@ layout(buffer_reference, std430, buffer_reference_align = 8) coherent buffer F64
 
 // A sum taken from +0 under RTE is never -0; it is only if a compiler
 // dropped the +0 (0 + t -> t: lavapipe does so for a solve row's first
-// term although the module declares SignedZeroInfNanPreserve), and then
-// only when every term is -0; otherwise the two agree. So -0 -> +0 gives
-// the canonical bits back. Integer operations, which no float rule folds.
+// term, for the first term of the row ops' unrolled lane sums and for
+// index_add's short rows, although the module declares
+// SignedZeroInfNanPreserve), and then only when every term is -0;
+// otherwise the two agree. So -0 -> +0 gives the canonical bits back, on a
+// lane sum (every later sum then starts from values that are never -0, as
+// the canonical ones) or on a whole sum. Integer operations, which no float
+// rule folds.
 float plus_zero(float s) {
   uint u = floatBitsToUint(s);
   return uintBitsToFloat(u == 0x80000000u ? 0u : u);
+}
+vec4 plus_zero(vec4 s) {
+  uvec4 u = floatBitsToUint(s);
+  return uintBitsToFloat(mix(u, uvec4(0u), equal(u, uvec4(0x80000000u))));
 }
 #ifdef F64
 double plus_zero(double s) {

@@ -133,7 +133,11 @@ void main() {
         t[k] = xadd(t[k], lde(pc.src, i * pc.w + col[k]));
       }
     }
-    ste(pc.dst, uint64_t(rec[k].x) * pc.w + col[k], xadd(d[k], xmul(REAL(pc.alpha), t[k])));
+    // T from +0: lavapipe drops the +0 of a short row's first add, and a
+    // long row's tree keeps a -0 chunk sum; plus_zero (common.glsl) gives
+    // the canonical T back for every row.
+    ste(pc.dst, uint64_t(rec[k].x) * pc.w + col[k],
+        xadd(d[k], xmul(REAL(pc.alpha), plus_zero(t[k]))));
   }
 }
 #endif

@@ -101,6 +101,8 @@ void main() {
       t = vadd(t, lde4(pc.src, i * pc.w + j));
     }
   }
-  ste4(pc.dst, at, vadd(d, vscale(pc.alpha, t)));
+  // T as a sum from +0 would have it, whatever the driver dropped
+  // (plus_zero, common.glsl; index_add.comp's apply does the same).
+  ste4(pc.dst, at, vadd(d, vscale(pc.alpha, plus_zero(t))));
 }
 #endif

@@ -30,10 +30,12 @@ void tree_levels(uint top) {
   }
 }
 
-// The group's subtree sum, to every invocation.
+// The group's subtree sum, to every invocation. a: this invocation's lane
+// sum from +0, whose dropped +0 plus_zero puts back (common.glsl; lavapipe
+// drops it once the loop over the lane's elements is unrolled).
 REAL wg_group_tree(REAL a) {
   barrier();
-  s_tree[wg_t()] = a;
+  s_tree[wg_t()] = plus_zero(a);
   barrier();
   tree_levels(GROUP);
   return s_tree[0];
@@ -42,7 +44,7 @@ REAL wg_group_tree(REAL a) {
 // Each chunk's own lane tree; returns this invocation's chunk sum.
 REAL wg_chunk_tree(REAL a) {
   barrier();
-  s_tree[wg_t()] = a;
+  s_tree[wg_t()] = plus_zero(a);
   barrier();
   tree_levels(128u);
   return s_tree[wg_t() & ~127u];

@@ -104,8 +104,14 @@ void st4n(uint64_t ca, uint off, uint lim, bool vec, vec4 x) {
 #define st4 st4f
 #endif
 
-// Tree levels 1 and 2 over this invocation's four lanes.
-float lanes4(vec4 a) { return xadd(xadd(a.x, a.y), xadd(a.z, a.w)); }
+// Tree levels 1 and 2 over this invocation's four lanes. Every caller's
+// lanes are sums from +0, which lavapipe compiles without the +0 once the
+// loop over k is unrolled (a lane of only -0 terms came out -0): plus_zero
+// (common.glsl) gives each lane its canonical bits back.
+float lanes4(vec4 a) {
+  a = plus_zero(a);
+  return xadd(xadd(a.x, a.y), xadd(a.z, a.w));
+}
 
 // The pairwise tree over s_a[base .. base + 32) (or s_a2), in registers.
 float tree32_a(uint base) {
