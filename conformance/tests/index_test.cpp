@@ -290,7 +290,8 @@ void signed_zero_sums(xhal_device_t dev) {
     xhal_dtype_t index_dtype;
   };
   for (const Call call : {Call{19, 1.0f, XHAL_DTYPE_I64}, Call{19, -0.375f, XHAL_DTYPE_I32},
-                          Call{8, 0.5f, XHAL_DTYPE_I32}, Call{8, -2.0f, XHAL_DTYPE_I64}}) {
+                          Call{8, 0.5f, XHAL_DTYPE_I32}, Call{8, -2.0f, XHAL_DTYPE_I64},
+                          Call{16, -0.0f, XHAL_DTYPE_I32}, Call{19, -0.0f, XHAL_DTYPE_I64}}) {
     SCOPED_TRACE("w " + std::to_string(call.w) + ", alpha " + std::to_string(call.alpha));
     signed_zero::Scatter<T> s = signed_zero::scatter<T>(call.w);
     check_scatter<T>(dev, {s.num_rows, call.w, s.idx, call.alpha}, call.index_dtype,

@@ -9,7 +9,8 @@
 // -0. These inputs make such sums and route their sign into an output:
 //
 // - index_add: dst + alpha * (+0) keeps a -0 dst at -0 only for alpha < 0,
-//   so dst -0 shows the sign for both signs of alpha (dst +0 never does).
+//   so dst -0 shows the sign for both signs of alpha (dst +0 never does);
+//   alpha = -0 makes alpha * T -0 for T > 0, which a -0 dst keeps.
 // - softmax backward: dx = y * (dy - d) with dy = -0 is -0 for d = +0, +0
 //   for d = -0 (y > 0).
 // - LayerNorm forward: the saved mean itself; y = (x - mean) * rstd *
@@ -29,6 +30,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -161,10 +163,12 @@ void softmax_rows(int64_t n, std::vector<T>& x, std::vector<T>& dy) {
 }
 
 // ---- LayerNorm forward ----------------------------------------------------
-// x of four rows of n: all -0, all +0, -0 and +0 alternating, random;
-// gamma random with both signs; beta -0, +0, random in columns 3k, 3k + 1,
-// 3k + 2.
-inline constexpr int64_t kLayerNormRows = 4;
+// x of five rows of n: all -0, all +0, -0 and +0 alternating, random, and
+// -denorm_min then -0 (its mean underflows to -0: a backend that broadcasts
+// the mean by adding it to a +0 vector gets +0 there, and x - mean keeps
+// the wrong sign); gamma random with both signs; beta -0, +0, random in
+// columns 3k, 3k + 1, 3k + 2.
+inline constexpr int64_t kLayerNormRows = 5;
 template <class T>
 void layer_norm_rows(int64_t n, std::vector<T>& x, std::vector<T>& gamma, std::vector<T>& beta) {
   const size_t nn = static_cast<size_t>(n);
@@ -175,6 +179,7 @@ void layer_norm_rows(int64_t n, std::vector<T>& x, std::vector<T>& gamma, std::v
     x[i] = kMinusZero<T>;
     x[nn + i] = T(0);
     x[2 * nn + i] = i % 2 == 0 ? kMinusZero<T> : T(0);
+    x[4 * nn + i] = i == 0 ? -std::numeric_limits<T>::denorm_min() : kMinusZero<T>;
     if (i % 2 == 1) gamma[i] = -gamma[i];
     if (i % 3 == 0) beta[i] = kMinusZero<T>;
     if (i % 3 == 1) beta[i] = T(0);

@@ -45,7 +45,13 @@ constexpr int kLanes = 4;
 typedef float V __attribute__((vector_size(kLanes * 4)));
 typedef int32_t VI __attribute__((vector_size(kLanes * 4)));
 
-XHAL_CPU_INLINE V splat(float x) { return V{} + x; }
+// Each lane assigned, not V{} + x: +0 + -0 is +0, so that form turned a -0
+// into +0 (index_add with alpha = -0, a LayerNorm mean of -0).
+XHAL_CPU_INLINE V splat(float x) {
+  V v;
+  for (int i = 0; i < kLanes; ++i) v[i] = x;
+  return v;
+}
 XHAL_CPU_INLINE VI splat_i(int32_t x) { return VI{} + x; }
 
 XHAL_CPU_INLINE V load(const float* p) {
