@@ -104,7 +104,7 @@ xhal_status_t transpose_on_device(Device* d, Matrix* m, std::vector<P>* host_t_r
                                                                  m->row_idx, nnz, at.col);
     column_starts_kernel<P><<<grid_for(cols + 1, 256), 256, 0, d->stream>>>(
         sorted, nnz, cols, static_cast<P*>(t_row_ptr));
-    d->launches += 3;  // and the sort's own
+    d->launches += 3;  // the sort's own launches are not counted
     e = gpuGetLastError();
   }
   gpuFreeAsync(temp, d->stream);
