@@ -154,11 +154,21 @@ struct Matrix {
   xhal_dtype_t values_dtype = XHAL_DTYPE_F32;  // f32 or f64
   uint64_t handle = 0;
   // Host copy of the validated pattern (kept: spgemm's symbolic phase,
-  // triangle checks, xhal_csr_read) and derived facts.
+  // xhal_csr_read) and derived facts. Empty while pattern_on_device.
   IndexArray row_ptr, col_idx;
-  bool lower = false, upper = false;  // pattern lies in that triangle
-  bool full_diagonal = false;         // every row has its (i, i) entry
-  std::vector<int64_t> diag_pos;      // entry index of (i,i) or -1
+  // The triangle and diagonal facts the solve checks read, from the host
+  // analysis or from the plugin (csr_create_from_buffers).
+  xhal_plugin_csr_facts_t facts{-1, 0, -1, 0, -1};
+  std::vector<int64_t> diag_pos;  // entry index of (i,i) or -1; empty while pattern_on_device
+  // Validated on the device (plugin ABI 1.9): the core keeps the pattern as
+  // given, in two buffers of the device (index_dtype), which xhal_csr_read
+  // reads and spgemm fetches to the host the first time it needs them.
+  bool pattern_on_device = false;
+  Buffer* device_row_ptr = nullptr;  // owned, no handle
+  Buffer* device_col_idx = nullptr;  // owned, no handle; NULL when nnz is 0
+  // The pattern came from device buffers (either path): the solves never
+  // check its diagonal values, which the host may not see (docs/semantics.md).
+  bool pattern_from_buffers = false;
   // The rest of the analysed pattern handed to csr_create, kept for the
   // matrix's lifetime so a plugin may refer to it instead of copying.
   IndexArray row_idx, t_row_ptr, t_col_idx, t_perm;

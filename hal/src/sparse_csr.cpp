@@ -12,31 +12,33 @@
 
 namespace xhal {
 
-xhal_status_t validate_csr_pattern(const CsrPattern& p, const char* arg) {
+CsrFault find_csr_fault(const CsrPattern& p) {
   const auto& rp = p.row_ptr;
-  if (rp[0] != 0)
-    return fail(XHAL_INVALID_STRUCTURE,
-                "argument '%s': row 0: row_ptr[0] = %" PRId64 ", expected 0", arg, rp[0]);
-  for (int64_t i = 0; i < p.rows; ++i) {
-    if (rp[i + 1] < rp[i])
-      return fail(XHAL_INVALID_STRUCTURE,
-                  "argument '%s': row %" PRId64 ": row_ptr[%" PRId64 "] = %" PRId64
-                  " is less than row_ptr[%" PRId64 "] = %" PRId64 " (not monotone)",
-                  arg, i, i + 1, rp[i + 1], i, rp[i]);
-    if (rp[i + 1] > p.nnz)
-      return fail(XHAL_INVALID_STRUCTURE,
-                  "argument '%s': row %" PRId64 ": row_ptr[%" PRId64 "] = %" PRId64
-                  " exceeds nnz = %" PRId64,
-                  arg, i, i + 1, rp[i + 1], p.nnz);
+  CsrFault f{};
+  if (rp[0] != 0) {
+    f.kind = XHAL_PLUGIN_CSR_FAULT_FIRST_OFFSET;
+    f.value = rp[0];
+    return f;
   }
-  if (rp[p.rows] != p.nnz)
-    return fail(XHAL_INVALID_STRUCTURE,
-                "argument '%s': row %" PRId64 ": row_ptr[%" PRId64 "] = %" PRId64
-                " (end of the last row) but nnz = %" PRId64,
-                arg, p.rows > 0 ? p.rows - 1 : 0, p.rows, rp[p.rows], p.nnz);
-  // Columns: rows cut into ranges checked side by side; the message names
-  // the first bad row of the lowest range that has one, which is the
-  // pattern's first bad row.
+  for (int64_t i = 0; i < p.rows; ++i) {
+    if (rp[i + 1] < rp[i] || rp[i + 1] > p.nnz) {
+      f.kind = rp[i + 1] < rp[i] ? XHAL_PLUGIN_CSR_FAULT_NOT_MONOTONE
+                                 : XHAL_PLUGIN_CSR_FAULT_OFFSET_PAST_NNZ;
+      f.row = i;
+      f.value = rp[i + 1];
+      f.other = rp[i];
+      return f;
+    }
+  }
+  if (rp[p.rows] != p.nnz) {
+    f.kind = XHAL_PLUGIN_CSR_FAULT_LAST_OFFSET;
+    f.row = p.rows > 0 ? p.rows - 1 : 0;
+    f.value = rp[p.rows];
+    return f;
+  }
+  // Columns: rows cut into ranges checked side by side; the fault is the
+  // first bad row of the lowest range that has one, which is the pattern's
+  // first bad row.
   auto row_ok = [&](int64_t i) {
     for (int64_t k = rp[i]; k < rp[i + 1]; ++k) {
       const int64_t c = p.col_idx[k];
@@ -58,20 +60,64 @@ xhal_status_t validate_csr_pattern(const CsrPattern& p, const char* arg) {
     if (i < 0) continue;
     for (int64_t k = rp[i]; k < rp[i + 1]; ++k) {
       const int64_t c = p.col_idx[k];
-      if (c < 0 || c >= p.cols)
-        return fail(XHAL_INVALID_STRUCTURE,
-                    "argument '%s': row %" PRId64 ": column %" PRId64 " (entry %" PRId64
-                    ") is outside [0, %" PRId64 ")",
-                    arg, i, c, k, p.cols);
-      if (k > rp[i] && c <= p.col_idx[k - 1])
-        return fail(XHAL_INVALID_STRUCTURE,
-                    "argument '%s': row %" PRId64 ": column %" PRId64 " (entry %" PRId64
-                    ") %s previous column %" PRId64 " (columns must be sorted and unique)",
-                    arg, i, c, k, c == p.col_idx[k - 1] ? "duplicates the" : "is below the",
-                    p.col_idx[k - 1]);
+      const bool range = c < 0 || c >= p.cols;
+      if (range || (k > rp[i] && c <= p.col_idx[k - 1])) {
+        f.kind = range ? XHAL_PLUGIN_CSR_FAULT_COLUMN_RANGE : XHAL_PLUGIN_CSR_FAULT_COLUMN_ORDER;
+        f.row = i;
+        f.entry = k;
+        f.value = c;
+        f.other = range ? 0 : p.col_idx[k - 1];
+        return f;
+      }
     }
   }
-  return XHAL_OK;
+  return f;
+}
+
+xhal_status_t csr_fault_error(const CsrFault& f, int64_t rows, int64_t cols, int64_t nnz,
+                              const char* arg) {
+  switch (f.kind) {
+    case XHAL_PLUGIN_CSR_FAULT_NONE:
+      return XHAL_OK;
+    case XHAL_PLUGIN_CSR_FAULT_FIRST_OFFSET:
+      return fail(XHAL_INVALID_STRUCTURE,
+                  "argument '%s': row 0: row_ptr[0] = %" PRId64 ", expected 0", arg, f.value);
+    case XHAL_PLUGIN_CSR_FAULT_NOT_MONOTONE:
+      return fail(XHAL_INVALID_STRUCTURE,
+                  "argument '%s': row %" PRId64 ": row_ptr[%" PRId64 "] = %" PRId64
+                  " is less than row_ptr[%" PRId64 "] = %" PRId64 " (not monotone)",
+                  arg, f.row, f.row + 1, f.value, f.row, f.other);
+    case XHAL_PLUGIN_CSR_FAULT_OFFSET_PAST_NNZ:
+      return fail(XHAL_INVALID_STRUCTURE,
+                  "argument '%s': row %" PRId64 ": row_ptr[%" PRId64 "] = %" PRId64
+                  " exceeds nnz = %" PRId64,
+                  arg, f.row, f.row + 1, f.value, nnz);
+    case XHAL_PLUGIN_CSR_FAULT_LAST_OFFSET:
+      return fail(XHAL_INVALID_STRUCTURE,
+                  "argument '%s': row %" PRId64 ": row_ptr[%" PRId64 "] = %" PRId64
+                  " (end of the last row) but nnz = %" PRId64,
+                  arg, f.row, rows, f.value, nnz);
+    case XHAL_PLUGIN_CSR_FAULT_COLUMN_RANGE:
+      return fail(XHAL_INVALID_STRUCTURE,
+                  "argument '%s': row %" PRId64 ": column %" PRId64 " (entry %" PRId64
+                  ") is outside [0, %" PRId64 ")",
+                  arg, f.row, f.value, f.entry, cols);
+    case XHAL_PLUGIN_CSR_FAULT_COLUMN_ORDER:
+      return fail(XHAL_INVALID_STRUCTURE,
+                  "argument '%s': row %" PRId64 ": column %" PRId64 " (entry %" PRId64
+                  ") %s previous column %" PRId64 " (columns must be sorted and unique)",
+                  arg, f.row, f.value, f.entry,
+                  f.value == f.other ? "duplicates the" : "is below the", f.other);
+    default:
+      return fail(XHAL_PLUGIN_ERROR,
+                  "argument '%s': the plugin rejected the pattern with fault kind %u, which this "
+                  "core does not know",
+                  arg, f.kind);
+  }
+}
+
+xhal_status_t validate_csr_pattern(const CsrPattern& p, const char* arg) {
+  return csr_fault_error(find_csr_fault(p), p.rows, p.cols, p.nnz, arg);
 }
 
 int64_t first_zero_diagonal(const Matrix& m, const void* values) {
@@ -129,11 +175,12 @@ namespace {
 // own, XHAL_PLUGIN_CSR_OWN_TRANSPOSE) and the triangle/diagonal facts, rows
 // cut into ranges of about equal entry counts side by side.
 void analyse(Matrix& m, bool transpose) {
-  const int64_t rows = m.rows, nnz = m.nnz;
+  const int64_t rows = m.rows, nnz = m.nnz, diagonal = std::min(m.rows, m.cols);
   m.row_idx.resize(nnz);
   m.diag_pos.resize(rows);
   const int64_t parts = parts_for(nnz);
-  std::vector<char> lower(static_cast<size_t>(parts), 1), upper(static_cast<size_t>(parts), 1);
+  std::vector<xhal_plugin_csr_facts_t> found(static_cast<size_t>(parts),
+                                             xhal_plugin_csr_facts_t{-1, 0, -1, 0, -1});
   run_parts(parts, [&](int64_t t) {
     auto row_at = [&](int64_t e) {
       return std::upper_bound(m.row_ptr.begin(), m.row_ptr.begin() + rows + 1, e) -
@@ -141,32 +188,94 @@ void analyse(Matrix& m, bool transpose) {
     };
     const int64_t i0 = t == 0 ? 0 : row_at(nnz / parts * t);
     const int64_t i1 = t + 1 == parts ? rows : row_at(nnz / parts * (t + 1));
-    bool lo = true, up = true;
+    xhal_plugin_csr_facts_t& f = found[t];
     for (int64_t i = i0; i < i1; ++i) {
       int64_t diag = -1;
       for (int64_t k = m.row_ptr[i]; k < m.row_ptr[i + 1]; ++k) {
         const int64_t c = m.col_idx[k];
         m.row_idx[k] = i;
-        lo = lo && c <= i;
-        up = up && c >= i;
+        if (c > i && f.above_row < 0) f = {i, c, f.below_row, f.below_col, f.missing_diagonal_row};
+        if (c < i && f.below_row < 0) f = {f.above_row, f.above_col, i, c, f.missing_diagonal_row};
         if (c == i) diag = k;
       }
       m.diag_pos[i] = diag;
+      if (diag < 0 && i < diagonal && f.missing_diagonal_row < 0) f.missing_diagonal_row = i;
     }
-    lower[t] = lo;
-    upper[t] = up;
   });
-  m.lower = std::all_of(lower.begin(), lower.end(), [](char b) { return b != 0; });
-  m.upper = std::all_of(upper.begin(), upper.end(), [](char b) { return b != 0; });
+  // Parts are in row order: each fact from the first part that has one.
+  for (const auto& f : found) {
+    if (m.facts.above_row < 0 && f.above_row >= 0) {
+      m.facts.above_row = f.above_row;
+      m.facts.above_col = f.above_col;
+    }
+    if (m.facts.below_row < 0 && f.below_row >= 0) {
+      m.facts.below_row = f.below_row;
+      m.facts.below_col = f.below_col;
+    }
+    if (m.facts.missing_diagonal_row < 0) m.facts.missing_diagonal_row = f.missing_diagonal_row;
+  }
   if (transpose) transpose_pattern(m);
-  m.full_diagonal = rows == m.cols && std::all_of(m.diag_pos.begin(), m.diag_pos.end(),
-                                                  [](int64_t p) { return p >= 0; });
 }
 
-void free_values(Device* device, Buffer* values) {
-  if (!values) return;
-  call_void_slot([&] { device->api->buffer_free(device->plugin_device, values->plugin_buffer); });
-  delete values;
+void free_buffer(Device* device, Buffer* b) {
+  if (!b) return;
+  call_void_slot([&] { device->api->buffer_free(device->plugin_device, b->plugin_buffer); });
+  delete b;
+}
+
+// The buffers a matrix owns besides its plugin matrix.
+void free_owned(Device* device, Matrix* m) {
+  free_buffer(device, m->values);
+  free_buffer(device, m->device_row_ptr);
+  free_buffer(device, m->device_col_idx);
+  m->values = m->device_row_ptr = m->device_col_idx = nullptr;
+}
+
+}  // namespace
+
+namespace {
+
+// Allocates m's values buffer (nnz of values.dtype) and fills it from the
+// host, a device buffer or with zeros; records what the solves' zero-
+// diagonal check may know of them (diag_pos must be filled first).
+xhal_status_t allocate_values(Device* device, Matrix& m, const CsrValues& values) {
+  const uint64_t bytes = static_cast<uint64_t>(m.nnz) * xhal_dtype_size(values.dtype);
+  void* plugin_values = nullptr;
+  XHAL_TRY(XHAL_PLUGIN_CALL(device, buffer_allocate, bytes, &plugin_values));
+  m.values = new Buffer;
+  m.values->device = device;
+  m.values->plugin_buffer = plugin_values;
+  m.values->size = bytes;
+  m.values_known = true;
+  m.first_zero_diag_row = -1;
+  if (bytes == 0) return XHAL_OK;
+  if (values.host) {
+    m.first_zero_diag_row = first_zero_diagonal(m, values.host);
+    return XHAL_PLUGIN_CALL(device, buffer_write, plugin_values, 0, values.host, bytes);
+  }
+  if (values.device) {
+    m.values_known = false;
+    return XHAL_PLUGIN_CALL(device, buffer_copy, values.device->plugin_buffer, 0, plugin_values, 0,
+                            bytes);
+  }
+  // Zeros on a stored diagonal: the first row with one.
+  for (size_t i = 0; i < m.diag_pos.size() && m.first_zero_diag_row < 0; ++i)
+    if (m.diag_pos[i] >= 0) m.first_zero_diag_row = static_cast<int64_t>(i);
+  const uint32_t zero = 0;
+  return XHAL_PLUGIN_CALL(device, buffer_fill, plugin_values, 0, bytes, &zero, 4);
+}
+
+// Gives the plugin matrix of `m` a handle; on failure destroys it.
+xhal_status_t publish(Device* device, std::unique_ptr<Matrix> m, Matrix** out) {
+  m->handle = handles().add(HandleKind::kMatrix, m.get());
+  if (m->handle == 0) {
+    call_void_slot([&] { device->api->csr_destroy(device->plugin_device, m->plugin_matrix); });
+    free_owned(device, m.get());
+    return fail(XHAL_OUT_OF_MEMORY, "too many live handles");
+  }
+  device->live_objects.fetch_add(1);
+  *out = m.release();
+  return XHAL_OK;
 }
 
 }  // namespace
@@ -188,34 +297,7 @@ xhal_status_t make_csr(Device* device, CsrPattern&& p, xhal_dtype_t index_dtype,
                              (device->api->csr_create_flags & XHAL_PLUGIN_CSR_OWN_TRANSPOSE) != 0;
   analyse(*m, !own_transpose);
 
-  const uint64_t bytes = static_cast<uint64_t>(m->nnz) * xhal_dtype_size(values.dtype);
-  void* plugin_values = nullptr;
-  XHAL_TRY(XHAL_PLUGIN_CALL(device, buffer_allocate, bytes, &plugin_values));
-  m->values = new Buffer;
-  m->values->device = device;
-  m->values->plugin_buffer = plugin_values;
-  m->values->size = bytes;
-
-  xhal_status_t s = XHAL_OK;
-  if (bytes > 0) {
-    if (values.host) {
-      s = XHAL_PLUGIN_CALL(device, buffer_write, plugin_values, 0, values.host, bytes);
-      m->values_known = true;
-      m->first_zero_diag_row = first_zero_diagonal(*m, values.host);
-    } else if (values.device) {
-      s = XHAL_PLUGIN_CALL(device, buffer_copy, values.device->plugin_buffer, 0, plugin_values, 0,
-                           bytes);
-      m->values_known = false;
-    } else {
-      const uint32_t zero = 0;
-      s = XHAL_PLUGIN_CALL(device, buffer_fill, plugin_values, 0, bytes, &zero, 4);
-      m->values_known = true;
-      // Zeros on a stored diagonal: the first row with one.
-      m->first_zero_diag_row = -1;
-      for (size_t i = 0; i < m->diag_pos.size() && m->first_zero_diag_row < 0; ++i)
-        if (m->diag_pos[i] >= 0) m->first_zero_diag_row = static_cast<int64_t>(i);
-    }
-  }
+  xhal_status_t s = allocate_values(device, *m, values);
   if (s == XHAL_OK) {
     xhal_plugin_csr_desc_t d{};
     d.rows = m->rows;
@@ -229,23 +311,107 @@ xhal_status_t make_csr(Device* device, CsrPattern&& p, xhal_dtype_t index_dtype,
       d.t_col_idx = m->t_col_idx.data();
       d.t_perm = m->t_perm.data();
     }
-    d.values_buffer = plugin_values;
+    d.values_buffer = m->values->plugin_buffer;
     d.values_dtype = values.dtype;
     s = XHAL_PLUGIN_CALL(device, csr_create, &d, &m->plugin_matrix);
   }
-  if (s == XHAL_OK) {
-    m->handle = handles().add(HandleKind::kMatrix, m.get());
-    if (m->handle == 0) {
-      call_void_slot([&] { device->api->csr_destroy(device->plugin_device, m->plugin_matrix); });
-      s = fail(XHAL_OUT_OF_MEMORY, "too many live handles");
-    }
-  }
   if (s != XHAL_OK) {
-    free_values(device, m->values);
+    free_owned(device, m.get());
     return s;
   }
-  device->live_objects.fetch_add(1);
-  *out = m.release();
+  return publish(device, std::move(m), out);
+}
+
+namespace {
+
+// A buffer of `bytes` owned by the core (no handle) holding the first
+// `bytes` of `from`.
+xhal_status_t copy_to_owned(Device* device, const Buffer* from, uint64_t bytes, Buffer** out) {
+  void* plugin_buffer = nullptr;
+  XHAL_TRY(XHAL_PLUGIN_CALL(device, buffer_allocate, bytes, &plugin_buffer));
+  auto* b = new Buffer;
+  b->device = device;
+  b->plugin_buffer = plugin_buffer;
+  b->size = bytes;
+  *out = b;
+  return XHAL_PLUGIN_CALL(device, buffer_copy, from->plugin_buffer, 0, plugin_buffer, 0, bytes);
+}
+
+}  // namespace
+
+xhal_status_t make_csr_on_device(Device* device, const CsrShape& shape, xhal_dtype_t index_dtype,
+                                 const Buffer* row_ptr, const Buffer* col_idx, CsrValues values,
+                                 Matrix** out) {
+  auto m = std::make_unique<Matrix>();
+  m->device = device;
+  m->rows = shape.rows;
+  m->cols = shape.cols;
+  m->nnz = shape.nnz;
+  m->index_dtype = index_dtype;
+  m->values_dtype = values.dtype;
+  m->pattern_on_device = true;
+  m->pattern_from_buffers = true;
+  const uint64_t isz = xhal_dtype_size(index_dtype);
+  // The plugin analyses the core's copies, so the caller may reuse its
+  // buffers at once and xhal_csr_read returns what was validated.
+  xhal_status_t s = copy_to_owned(device, row_ptr, isz * (shape.rows + 1), &m->device_row_ptr);
+  if (s == XHAL_OK && shape.nnz > 0)
+    s = copy_to_owned(device, col_idx, isz * shape.nnz, &m->device_col_idx);
+  if (s == XHAL_OK) s = allocate_values(device, *m, values);
+  m->values_known = false;  // pattern_from_buffers (docs/semantics.md)
+  CsrFault fault{};
+  if (s == XHAL_OK) {
+    xhal_plugin_csr_buffers_desc_t d{};
+    d.rows = m->rows;
+    d.cols = m->cols;
+    d.nnz = m->nnz;
+    d.index_dtype = index_dtype;
+    d.row_ptr_buffer = m->device_row_ptr->plugin_buffer;
+    d.col_idx_buffer = m->device_col_idx ? m->device_col_idx->plugin_buffer : nullptr;
+    d.values_buffer = m->values->plugin_buffer;
+    d.values_dtype = values.dtype;
+    xhal_plugin_csr_facts_t facts{-1, 0, -1, 0, -1};
+    s = XHAL_PLUGIN_CALL(device, csr_create_from_buffers, &d, &m->plugin_matrix, &fault, &facts);
+    m->facts = facts;
+  }
+  if (s != XHAL_OK) {
+    free_owned(device, m.get());
+    if (s != XHAL_INVALID_STRUCTURE) return s;
+    if (fault.kind == XHAL_PLUGIN_CSR_FAULT_NONE)
+      return fail(XHAL_PLUGIN_ERROR,
+                  "backend '%s' rejected the pattern as invalid without naming a fault",
+                  device->backend.c_str());
+    return csr_fault_error(fault, shape.rows, shape.cols, shape.nnz, "desc");
+  }
+  return publish(device, std::move(m), out);
+}
+
+xhal_status_t fetch_host_pattern(Matrix& m) {
+  if (!m.pattern_on_device || !m.row_ptr.empty()) return XHAL_OK;
+  Device* device = m.device;
+  const uint64_t isz = xhal_dtype_size(m.index_dtype);
+  auto fetch = [&](const Buffer* b, int64_t count, IndexArray* to) -> xhal_status_t {
+    to->resize(static_cast<size_t>(count));
+    if (count == 0) return XHAL_OK;
+    std::vector<std::byte> staged(static_cast<size_t>(count) * isz);
+    XHAL_TRY(
+        XHAL_PLUGIN_CALL(device, buffer_read, b->plugin_buffer, 0, staged.data(), staged.size()));
+    for (int64_t i = 0; i < count; ++i) {
+      if (isz == 4) {
+        int32_t v;
+        std::memcpy(&v, staged.data() + 4 * i, 4);
+        (*to)[i] = v;
+      } else {
+        std::memcpy(&(*to)[i], staged.data() + 8 * i, 8);
+      }
+    }
+    return XHAL_OK;
+  };
+  IndexArray rp, col;
+  XHAL_TRY(fetch(m.device_row_ptr, m.rows + 1, &rp));
+  XHAL_TRY(fetch(m.device_col_idx, m.nnz, &col));
+  m.row_ptr = std::move(rp);
+  m.col_idx = std::move(col);
   return XHAL_OK;
 }
 
@@ -407,7 +573,21 @@ xhal_status_t csr_create(xhal_device_t device_handle, const xhal_csr_desc_t* des
   XHAL_TRY(check_values_dtype_supported(device, values_dtype, "desc"));
 
   std::lock_guard queue(device->queue);
+  // Both arrays in device buffers and a plugin that validates there: the
+  // pattern never comes to the host (docs/semantics.md, "Sparse (CSR)").
+  const bool from_buffers = row_ptr_buffer != nullptr && d.col_idx == nullptr;
   try {
+    if (from_buffers && device->api->csr_create_from_buffers) {
+      CsrValues v;
+      v.dtype = values_dtype;
+      v.host = host_values;
+      v.device = host_values ? nullptr : values_buffer;
+      Matrix* m = nullptr;
+      XHAL_TRY(make_csr_on_device(device, CsrShape{d.rows, d.cols, d.nnz}, index_dtype,
+                                  row_ptr_buffer, col_idx_buffer, v, &m));
+      *out_matrix = to_handle<xhal_csr_t>(m->handle);
+      return XHAL_OK;
+    }
     CsrPattern p;
     p.rows = d.rows;
     p.cols = d.cols;
@@ -421,6 +601,10 @@ xhal_status_t csr_create(xhal_device_t device_handle, const xhal_csr_desc_t* des
     v.device = host_values ? nullptr : values_buffer;
     Matrix* m = nullptr;
     XHAL_TRY(make_csr(device, std::move(p), index_dtype, v, &m));
+    // Every backend treats a pattern from buffers alike (the handle is not
+    // out yet): its diagonal values are never checked.
+    m->pattern_from_buffers = from_buffers;
+    if (from_buffers) m->values_known = false;
     *out_matrix = to_handle<xhal_csr_t>(m->handle);
     return XHAL_OK;
   } catch (const std::bad_alloc&) {
@@ -437,7 +621,7 @@ namespace xhal {
 void destroy_matrix(Matrix* m) {
   Device* device = m->device;
   call_void_slot([&] { device->api->csr_destroy(device->plugin_device, m->plugin_matrix); });
-  free_values(device, m->values);
+  free_owned(device, m);
   device->live_objects.fetch_sub(1);
   delete m;
 }
@@ -466,7 +650,7 @@ xhal_status_t set_host_values(Matrix* m, const void* values) {
   std::lock_guard queue(device->queue);
   XHAL_TRY(
       XHAL_PLUGIN_CALL(device, buffer_write, m->values->plugin_buffer, 0, values, m->values->size));
-  m->values_known = true;
+  m->values_known = !m->pattern_from_buffers;
   m->first_zero_diag_row = zero_row;
   return XHAL_OK;
 }
@@ -597,6 +781,17 @@ xhal_status_t xhal_csr_read(xhal_csr_t matrix, void* out_row_ptr, void* out_col_
     if (out_values)
       XHAL_TRY(check_matrix_values_dtype(*m, XHAL_DTYPE_F32, "out_values", "xhal_csr_read_values"));
     if (out_values) XHAL_TRY(read_host_values(m, out_values));
+    if (m->pattern_on_device) {  // the kept copies are in the matrix's index dtype
+      std::lock_guard queue(m->device->queue);
+      const uint64_t isz = xhal_dtype_size(m->index_dtype);
+      if (out_row_ptr)
+        XHAL_TRY(XHAL_PLUGIN_CALL(m->device, buffer_read, m->device_row_ptr->plugin_buffer, 0,
+                                  out_row_ptr, isz * (m->rows + 1)));
+      if (out_col_idx && m->nnz > 0)
+        XHAL_TRY(XHAL_PLUGIN_CALL(m->device, buffer_read, m->device_col_idx->plugin_buffer, 0,
+                                  out_col_idx, isz * m->nnz));
+      return XHAL_OK;
+    }
     write(m->row_ptr, out_row_ptr);
     write(m->col_idx, out_col_idx);
     return XHAL_OK;

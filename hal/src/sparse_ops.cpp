@@ -39,26 +39,20 @@ xhal_status_t check_triangular(const Matrix& a, const xhal_triangle_t& triangle_
     return fail(XHAL_SHAPE_MISMATCH, "argument 'a': shape [%" PRId64 ", %" PRId64 "] is not square",
                 a.rows, a.cols);
   const bool lower = triangle == XHAL_TRIANGLE_LOWER;
-  if (lower ? !a.lower : !a.upper) {
-    for (int64_t i = 0; i < a.rows; ++i)
-      for (int64_t k = a.row_ptr[i]; k < a.row_ptr[i + 1]; ++k) {
-        const int64_t c = a.col_idx[k];
-        if (lower ? c > i : c < i)
-          return fail(XHAL_INVALID_STRUCTURE,
-                      "argument 'a': row %" PRId64 " has an entry in column %" PRId64
-                      ", %s the diagonal, but triangle is %s",
-                      i, c, lower ? "above" : "below", lower ? "lower" : "upper");
-      }
-  }
+  const int64_t row = lower ? a.facts.above_row : a.facts.below_row;
+  if (row >= 0)
+    return fail(XHAL_INVALID_STRUCTURE,
+                "argument 'a': row %" PRId64 " has an entry in column %" PRId64
+                ", %s the diagonal, but triangle is %s",
+                row, lower ? a.facts.above_col : a.facts.below_col, lower ? "above" : "below",
+                lower ? "lower" : "upper");
   if (diagonal == XHAL_DIAGONAL_STORED) {
-    if (!a.full_diagonal)
-      for (int64_t i = 0; i < a.rows; ++i)
-        if (a.diag_pos[i] < 0)
-          return fail(XHAL_INVALID_STRUCTURE,
-                      "argument 'a': row %" PRId64
-                      " has no stored diagonal entry, but diagonal "
-                      "is stored",
-                      i);
+    if (a.facts.missing_diagonal_row >= 0)
+      return fail(XHAL_INVALID_STRUCTURE,
+                  "argument 'a': row %" PRId64
+                  " has no stored diagonal entry, but diagonal "
+                  "is stored",
+                  a.facts.missing_diagonal_row);
     if (a.values_known && a.first_zero_diag_row >= 0)
       return fail(XHAL_INVALID_STRUCTURE,
                   "argument 'a': row %" PRId64 " has a zero diagonal value, but diagonal is stored",

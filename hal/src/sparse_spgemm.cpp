@@ -76,6 +76,10 @@ xhal_status_t spgemm(xhal_device_t device_handle, xhal_csr_t a_handle, xhal_csr_
                       a->values_dtype, "a"));
   Matrix* c = nullptr;
   try {
+    // The symbolic product runs on the host: a pattern validated on the
+    // device comes here once (docs/semantics.md, "Sparse (CSR)").
+    XHAL_TRY(fetch_host_pattern(*a));
+    XHAL_TRY(fetch_host_pattern(*b));
     CsrPattern p = symbolic_product(*a, *b);
     // C keeps the narrower index type when both inputs use it and it fits.
     const bool narrow = a->index_dtype == XHAL_DTYPE_I32 && b->index_dtype == XHAL_DTYPE_I32 &&

@@ -15,9 +15,21 @@ struct CsrPattern {
   IndexArray col_idx;  // [nnz]
 };
 
+// A pattern's first fault, as a plugin that validates on the device
+// reports it (xhal_plugin.h, csr_create_from_buffers).
+using CsrFault = xhal_plugin_csr_fault_t;
+
 // row_ptr[0] == 0, monotone, every row_ptr <= nnz, row_ptr[rows] == nnz;
-// columns in [0, cols), strictly increasing within a row. Else
-// XHAL_INVALID_STRUCTURE naming the first offending row (`arg` prefixes it).
+// columns in [0, cols), strictly increasing within a row. The first fault
+// in that order (kind XHAL_PLUGIN_CSR_FAULT_NONE: none).
+CsrFault find_csr_fault(const CsrPattern& p);
+
+// XHAL_INVALID_STRUCTURE with the message naming f's row (`arg` prefixes
+// it); XHAL_OK for kind NONE. One text for the host and the device paths.
+xhal_status_t csr_fault_error(const CsrFault& f, int64_t rows, int64_t cols, int64_t nnz,
+                              const char* arg);
+
+// find_csr_fault, then csr_fault_error.
 xhal_status_t validate_csr_pattern(const CsrPattern& p, const char* arg);
 
 // Where a new matrix's values come from, and their dtype (f32 or f64).
@@ -36,6 +48,24 @@ struct CsrValues {
 // pointers back).
 xhal_status_t make_csr(Device* device, CsrPattern&& pattern, xhal_dtype_t index_dtype,
                        CsrValues values, Matrix** out, bool inside_op = false);
+
+struct CsrShape {
+  int64_t rows = 0, cols = 0, nnz = 0;
+};
+
+// The device path of xhal_csr_create (plugin ABI 1.9, the plugin has
+// csr_create_from_buffers): the pattern in `row_ptr` and `col_idx` (checked
+// buffers of `device`; col_idx NULL when nnz is 0) is copied into buffers
+// the matrix owns and validated and analysed by the plugin, never read to
+// the host. An invalid pattern gets the host path's message.
+xhal_status_t make_csr_on_device(Device* device, const CsrShape& shape, xhal_dtype_t index_dtype,
+                                 const Buffer* row_ptr, const Buffer* col_idx, CsrValues values,
+                                 Matrix** out);
+
+// Fills m.row_ptr and m.col_idx of a matrix whose pattern is on the device
+// (one read of each array; nothing for any other matrix). Caller holds the
+// device's queue lock.
+xhal_status_t fetch_host_pattern(Matrix& m);
 
 // Fills m.t_row_ptr, t_col_idx and t_perm from m's validated row_ptr and
 // col_idx (sparse_transpose.cpp).

@@ -164,6 +164,11 @@ xhal_status_t layer_norm_backward(void*, const xhal_plugin_tensor_t*, const xhal
 // sparse_solve_backward.cpp, sparse_spgemm.cpp
 xhal_status_t csr_create(void*, const xhal_plugin_csr_desc_t*, void**);
 void csr_destroy(void*, void*);
+#if !defined(XHAL_GPU_HIP)
+// sparse_from_buffers.cpp (CUDA)
+xhal_status_t csr_create_from_buffers(void*, const xhal_plugin_csr_buffers_desc_t*, void**,
+                                      xhal_plugin_csr_fault_t*, xhal_plugin_csr_facts_t*);
+#endif
 xhal_status_t spmv(void*, void*, xhal_transpose_t, float, const xhal_plugin_tensor_t*, float,
                    const xhal_plugin_tensor_t*);
 xhal_status_t spmm(void*, void*, xhal_transpose_t, float, const xhal_plugin_tensor_t*, float,

@@ -265,6 +265,9 @@ const xhal_plugin_api_t kApi = [] {
   // A^T is a radix sort on the device (sparse_transpose.cpp); ROCm has no
   // CUB here and takes the core's host transpose.
   a.csr_create_flags = XHAL_PLUGIN_CSR_OWN_TRANSPOSE;
+  // Patterns in device buffers are validated and analysed there
+  // (sparse_from_buffers.cpp; CUB's scan, so CUDA only as well).
+  a.csr_create_from_buffers = csr_create_from_buffers;
 #endif
   a.index_plan_create = index_plan_create;
   a.index_plan_destroy = index_plan_destroy;

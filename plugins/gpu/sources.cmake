@@ -20,6 +20,7 @@ set(XHAL_GPU_SOURCES
   ${XHAL_GPU_SOURCE_DIR}/colsum.cpp
   ${XHAL_GPU_SOURCE_DIR}/sparse_matrix.cpp
   ${XHAL_GPU_SOURCE_DIR}/sparse_transpose.cpp
+  ${XHAL_GPU_SOURCE_DIR}/sparse_from_buffers.cpp
   ${XHAL_GPU_SOURCE_DIR}/sparse_spmv.cpp
   ${XHAL_GPU_SOURCE_DIR}/sparse_solve.cpp
   ${XHAL_GPU_SOURCE_DIR}/sparse_solve_levels.cpp

@@ -39,11 +39,6 @@ __global__ void expand_rows_kernel(const P* row_ptr, int64_t rows, int64_t nnz, 
   }
 }
 
-void destroy(Matrix* m) {
-  for (void* p : m->allocations) gpuFree(p);
-  delete m;
-}
-
 // A narrow matrix's index arrays (five, or A's two when the plugin builds
 // A^T itself) as int32, narrowed side by side, each
 // cut into pieces of about 2^21 elements (up to 16 threads in all); false
@@ -186,10 +181,6 @@ xhal_status_t build_pattern(Device* d, Matrix* m, const P* rp, const P* col, con
 #if !defined(XHAL_GPU_HIP)
 // Which triangles a square pattern lies in (columns sorted, so the ends of a
 // row decide), and its rows of more than 32 off-diagonal entries.
-struct Triangles {
-  bool lower = true, upper = true;
-  int64_t long_rows = 0, max_terms = 0;
-};
 template <class P>
 Triangles triangles(const P* rp, const P* col, int64_t rows) {
   Triangles t;
@@ -229,6 +220,51 @@ Triangles transposed_triangles(const Triangles& ta, const P* a_rp, const P* a_co
 #endif
 
 }  // namespace
+
+void destroy_matrix(Matrix* m) {
+  for (void* p : m->allocations) gpuFree(p);
+  delete m;
+}
+
+template <class P>
+xhal_status_t derive_row_indices(Device* d, Matrix* m) {
+  if (m->nnz == 0) return XHAL_OK;
+  gpuError_t e = gpuMalloc(reinterpret_cast<void**>(&m->row_idx), sizeof(I) * m->nnz);
+  if (e != gpuSuccess) return runtime_error(e, "allocating the row indices");
+  m->allocations.push_back(m->row_idx);
+  expand_rows_kernel<P><<<grid_for(m->nnz, 256), 256, 0, d->stream>>>(row_ptr_of<P>(m->a), m->rows,
+                                                                      m->nnz, m->row_idx);
+  return check_launch(d, "csr_create");
+}
+template xhal_status_t derive_row_indices<I>(Device*, Matrix*);
+template xhal_status_t derive_row_indices<int64_t>(Device*, Matrix*);
+
+#if !defined(XHAL_GPU_HIP)
+template <class P>
+xhal_status_t build_syncfree_schedules(Device* d, Matrix* m, const Triangles& ta,
+                                       const Triangles& tt) {
+  // f64 values publish in two words (syncfree_device.h, TwoWords).
+  xhal_status_t r =
+      syncfree_init(d, m->rows, m->values_dtype == XHAL_DTYPE_F64 ? 2 : 1, &m->sf, &m->allocations);
+  // A lower pattern has an ascending schedule, its transpose a descending
+  // one (and the reverse for upper); a pattern with no off-diagonal entry
+  // is both, and one schedule serves both walks.
+  auto analyse = [&](Pattern& p, const Triangles& t, bool ascending) {
+    SyncFreeSchedule* out = ascending ? &p.sf_asc : &p.sf_desc;
+    xhal_status_t q = syncfree_analyse<P>(d, &m->sf, row_ptr_of<P>(p), p.col, p.rows, ascending,
+                                          t.long_rows, t.max_terms, out, &m->allocations);
+    if (q == XHAL_OK && t.lower && t.upper) (ascending ? p.sf_desc : p.sf_asc) = *out;
+    return q;
+  };
+  if (r == XHAL_OK && (ta.lower || ta.upper)) r = analyse(m->a, ta, ta.lower);
+  if (r == XHAL_OK && (tt.lower || tt.upper)) r = analyse(m->at, tt, tt.lower);
+  return r;
+}
+template xhal_status_t build_syncfree_schedules<I>(Device*, Matrix*, const Triangles&,
+                                                   const Triangles&);
+template xhal_status_t build_syncfree_schedules<int64_t>(Device*, Matrix*, const Triangles&,
+                                                         const Triangles&);
+#endif
 
 xhal_status_t csr_create(void* device, const xhal_plugin_csr_desc_t* desc, void** out_matrix) {
   Device* d = enter(device);
@@ -298,17 +334,7 @@ xhal_status_t csr_create(void* device, const xhal_plugin_csr_desc_t* desc, void*
     }
     xhal_status_t r = build_pattern<P>(d, m, a_rp, a_col, nullptr, desc->rows, host_levels, &m->a);
     lap("pattern of A (upload)");
-    if (r == XHAL_OK && desc->nnz > 0) {
-      gpuError_t e = gpuMalloc(reinterpret_cast<void**>(&m->row_idx), sizeof(I) * desc->nnz);
-      if (e != gpuSuccess) {
-        r = runtime_error(e, "allocating the row indices");
-      } else {
-        m->allocations.push_back(m->row_idx);
-        expand_rows_kernel<P><<<grid_for(desc->nnz, 256), 256, 0, d->stream>>>(
-            row_ptr_of<P>(m->a), desc->rows, desc->nnz, m->row_idx);
-        r = check_launch(d, "csr_create");
-      }
-    }
+    if (r == XHAL_OK) r = derive_row_indices<P>(d, m);
     lap("row indices (device)");
     // A^T: from the core's host arrays, or (the core left it to this plugin,
     // XHAL_PLUGIN_CSR_OWN_TRANSPOSE) sorted on the device.
@@ -345,31 +371,17 @@ xhal_status_t csr_create(void* device, const xhal_plugin_csr_desc_t* desc, void*
     }
 #if !defined(XHAL_GPU_HIP)
     if (r == XHAL_OK && solvable && !host_levels && desc->rows > 0) {
-      // f64 values publish in two words (syncfree_device.h, TwoWords).
-      r = syncfree_init(d, desc->rows, m->values_dtype == XHAL_DTYPE_F64 ? 2 : 1, &m->sf,
-                        &m->allocations);
-      // A lower pattern has an ascending schedule, its transpose a descending
-      // one (and the reverse for upper); a pattern with no off-diagonal entry
-      // is both, and one schedule serves both walks.
       const Triangles ta = triangles(a_rp, a_col, desc->rows);
       const Triangles tt = own_transpose ? transposed_triangles(ta, a_rp, a_col, t_rp, desc->cols)
                                          : triangles(t_rp, t_col, desc->cols);
-      auto analyse = [&](Pattern& p, const Triangles& t, bool ascending) {
-        SyncFreeSchedule* out = ascending ? &p.sf_asc : &p.sf_desc;
-        xhal_status_t q = syncfree_analyse<P>(d, &m->sf, row_ptr_of<P>(p), p.col, p.rows, ascending,
-                                              t.long_rows, t.max_terms, out, &m->allocations);
-        if (q == XHAL_OK && t.lower && t.upper) (ascending ? p.sf_desc : p.sf_asc) = *out;
-        return q;
-      };
-      if (r == XHAL_OK && (ta.lower || ta.upper)) r = analyse(m->a, ta, ta.lower);
-      if (r == XHAL_OK && (tt.lower || tt.upper)) r = analyse(m->at, tt, tt.lower);
+      r = build_syncfree_schedules<P>(d, m, ta, tt);
       lap("sync-free schedules (device)");
     }
 #endif
     return r;
   });
   if (st != XHAL_OK) {
-    destroy(m);
+    destroy_matrix(m);
     return st;
   }
   *out_matrix = m;
@@ -379,7 +391,7 @@ xhal_status_t csr_create(void* device, const xhal_plugin_csr_desc_t* desc, void*
 void csr_destroy(void* device, void* matrix) {
   Device* d = enter(device);
   gpuStreamSynchronize(d->stream);
-  destroy(static_cast<Matrix*>(matrix));
+  destroy_matrix(static_cast<Matrix*>(matrix));
 }
 
 }  // namespace xhal::gpu

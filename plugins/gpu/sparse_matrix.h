@@ -150,14 +150,36 @@ xhal_status_t ordered_view(Device* d, const Matrix* m, const Pattern& p, Pattern
   return XHAL_OK;
 }
 
+// Frees everything m owns on the device, then m (stream already idle).
+void destroy_matrix(Matrix* m);
+
+// m->row_idx (allocated into m) from A's row pointers on the device.
+template <class P>
+xhal_status_t derive_row_indices(Device* d, Matrix* m);
+
+// Which triangles a square pattern lies in, its rows of more than 32
+// off-diagonal entries and its most off-diagonal entries in a row: what
+// the sync-free analysis needs (for A^T: `lower` means A^T is lower).
+struct Triangles {
+  bool lower = true, upper = true;
+  int64_t long_rows = 0, max_terms = 0;
+};
+
 #if !defined(XHAL_GPU_HIP)
 // A^T's pattern (m->at: row pointers, columns, index into A's entries) built
 // on the device from A's uploaded columns and m->row_idx (CUDA, which sets
-// XHAL_PLUGIN_CSR_OWN_TRANSPOSE; sparse_transpose.cpp); A^T's row pointers
-// come back to the host (cols + 1 values) for its piece lists and the
-// solve analysis. Synchronises the stream.
+// XHAL_PLUGIN_CSR_OWN_TRANSPOSE; sparse_transpose.cpp). With
+// host_t_row_ptr, A^T's row pointers come back to the host (cols + 1
+// values) for its piece lists and the solve analysis, and the stream is
+// synchronised; NULL (csr_create_from_buffers): nothing comes back.
 template <class P>
 xhal_status_t transpose_on_device(Device* d, Matrix* m, std::vector<P>* host_t_row_ptr);
+
+// The sync-free schedules of m->a and m->at (device patterns up) that lie
+// in a triangle, ta and tt as the patterns' facts.
+template <class P>
+xhal_status_t build_syncfree_schedules(Device* d, Matrix* m, const Triangles& ta,
+                                       const Triangles& tt);
 #endif
 
 // The level batches of rows [0, rows) of a pattern (row pointers rp, columns

@@ -50,7 +50,7 @@ xhal_status_t transpose_on_device(Device* d, Matrix* m, std::vector<P>* host_t_r
   const int64_t nnz = m->nnz, cols = m->cols;
   Pattern& at = m->at;
   at.rows = cols;
-  host_t_row_ptr->assign(static_cast<size_t>(cols + 1), P(0));
+  if (host_t_row_ptr) host_t_row_ptr->assign(static_cast<size_t>(cols + 1), P(0));
   auto own = [&](size_t bytes, void** out, const char* what) -> xhal_status_t {
     *out = nullptr;
     if (!bytes) return XHAL_OK;
@@ -111,6 +111,7 @@ xhal_status_t transpose_on_device(Device* d, Matrix* m, std::vector<P>* host_t_r
   gpuFreeAsync(entries, d->stream);
   gpuFreeAsync(sorted, d->stream);
   if (e != gpuSuccess) return runtime_error(e, "sorting the entries by column");
+  if (!host_t_row_ptr) return XHAL_OK;
   // The host needs A^T's row pointers (its piece lists, the solve analysis):
   // one read of cols + 1 offsets, never the entries.
   e = gpuMemcpyAsync(host_t_row_ptr->data(), t_row_ptr, sizeof(P) * (cols + 1),

@@ -48,9 +48,14 @@
 //   FAKE_RECORDER_SILENT   records nothing (the front-end overhead benchmark)
 //   FAKE_OWN_TRANSPOSE     sets XHAL_PLUGIN_CSR_OWN_TRANSPOSE (the core must
 //                       pass csr_create no transpose)
+//   FAKE_CSR_FROM_BUFFERS  has csr_create_from_buffers (ABI 1.9): records
+//                       the pattern read where it lies, answers its facts
+//                       from a plain row walk, or a planted fault
+//                       (State::csr_fault)
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -607,6 +612,64 @@ xhal_status_t fake_csr_create(void*, const xhal_plugin_csr_desc_t* d, void** out
   return XHAL_OK;
 }
 
+#ifdef FAKE_CSR_FROM_BUFFERS
+std::vector<int64_t> read_indices(void* buffer, xhal_dtype_t dtype, int64_t count) {
+  std::vector<int64_t> v;
+  const unsigned char* at = buffer ? bytes(buffer) : nullptr;
+  for (int64_t i = 0; i < count; ++i) {
+    if (dtype == XHAL_DTYPE_I32) {
+      int32_t x;
+      std::memcpy(&x, at + 4 * i, 4);
+      v.push_back(x);
+    } else {
+      int64_t x;
+      std::memcpy(&x, at + 8 * i, 8);
+      v.push_back(x);
+    }
+  }
+  return v;
+}
+
+xhal_status_t fake_csr_create_from_buffers(void*, const xhal_plugin_csr_buffers_desc_t* d,
+                                           void** out, xhal_plugin_csr_fault_t* fault,
+                                           xhal_plugin_csr_facts_t* facts) {
+  Call& call = record("csr_create_from_buffers");
+  call.src = d->row_ptr_buffer;
+  call.dst = d->col_idx_buffer;
+  call.index_dtype = static_cast<int>(d->index_dtype);
+  if (g_state.csr_fault_status != XHAL_OK) {
+    const xhal_status_t s = g_state.csr_fault_status;
+    g_state.csr_fault_status = XHAL_OK;
+    *fault = g_state.csr_fault;
+    return s;
+  }
+  xhal::recorder::Matrix m;
+  m.rows = d->rows;
+  m.cols = d->cols;
+  m.nnz = d->nnz;
+  m.row_ptr = read_indices(d->row_ptr_buffer, d->index_dtype, d->rows + 1);
+  m.col_idx = read_indices(d->col_idx_buffer, d->index_dtype, d->nnz);
+  m.values_buffer = d->values_buffer;
+  *facts = {-1, 0, -1, 0, -1};
+  for (int64_t i = 0; i < m.rows; ++i) {
+    bool diag = false;
+    for (int64_t k = m.row_ptr[i]; k < m.row_ptr[i + 1]; ++k) {
+      const int64_t c = m.col_idx[k];
+      if (c > i && facts->above_row < 0) facts->above_row = i, facts->above_col = c;
+      if (c < i && facts->below_row < 0) facts->below_row = i, facts->below_col = c;
+      diag = diag || c == i;
+    }
+    if (!diag && i < std::min(m.rows, m.cols) && facts->missing_diagonal_row < 0)
+      facts->missing_diagonal_row = i;
+  }
+  g_state.matrices.push_back(m);
+  ++g_state.live_matrices;
+  *out = new int(0);
+  call.plan_or_matrix = *out;
+  return XHAL_OK;
+}
+#endif
+
 void fake_csr_destroy(void*, void* m) {
   --g_state.live_matrices;
   record("csr_destroy").plan_or_matrix = m;
@@ -730,6 +793,9 @@ LongTable make_table() {
   a.index_plan_create_from_buffer = fake_index_plan_create_from_buffer;
 #ifdef FAKE_OWN_TRANSPOSE
   a.csr_create_flags = XHAL_PLUGIN_CSR_OWN_TRANSPOSE;
+#endif
+#ifdef FAKE_CSR_FROM_BUFFERS
+  a.csr_create_from_buffers = fake_csr_create_from_buffers;
 #endif
 #endif
 #endif

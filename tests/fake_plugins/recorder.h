@@ -67,6 +67,10 @@ struct State {
   // next call returns it with this fault (and no plan).
   xhal_status_t fault_status = XHAL_OK;
   xhal_plugin_index_fault_t fault{};
+  // csr_create_from_buffers (FAKE_CSR_FROM_BUFFERS): the same for a
+  // pattern's fault.
+  xhal_status_t csr_fault_status = XHAL_OK;
+  xhal_plugin_csr_fault_t csr_fault{};
 
   void clear() {
     calls.clear();

@@ -1,8 +1,9 @@
 // Fixture of the op front-end tests: the runtime started on the recording
 // fake plugins only, devices recorder:0 (every dtype), recorder:1 (f32 only)
 // and recmin:0 (no permute, index-plan or sparse slots), recownt:0 (a
-// recorder that builds its own CSR transpose, opened by the test that needs
-// it), the recorders' states, and helpers for buffers, tensors and rejected calls.
+// recorder that builds its own CSR transpose) and recdev:0 (one that
+// analyses CSR patterns in device buffers), opened by the tests that need
+// them, the recorders' states, and helpers for buffers, tensors and rejected calls.
 #pragma once
 
 #include <dlfcn.h>
@@ -50,8 +51,8 @@ class OpsTest : public ::testing::Test {
     static bool started = false;
     if (started) return;
     const std::string dir = XHAL_RECORDER_DIR;
-    const std::string path =
-        dir + "/libxhal-recorder.so:" + dir + "/libxhal-recmin.so:" + dir + "/libxhal-recownt.so";
+    const std::string path = dir + "/libxhal-recorder.so:" + dir + "/libxhal-recmin.so:" + dir +
+                             "/libxhal-recownt.so:" + dir + "/libxhal-recdev.so";
     xhal_runtime_options_t o{};
     o.struct_size = sizeof o;
     o.device_selector = "";

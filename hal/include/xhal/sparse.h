@@ -40,8 +40,13 @@ typedef struct xhal_csr_desc {
   const void* row_ptr;
   const void* col_idx;
   const float* values;
-  /* Alternatively device buffers (used when the host pointer is NULL); the
-   * pattern is read to the host once for validation and analysis. */
+  /* Alternatively device buffers (used when the host pointer is NULL).
+   * When row_ptr and col_idx both come from buffers, the matrix keeps a
+   * device copy of them, and a backend that validates on the device (cuda)
+   * never reads the pattern to the host (others read it once); such a
+   * matrix's diagonal values are not checked by the solves, and xhal_spgemm
+   * reads its pattern to the host once (docs/semantics.md, "Sparse
+   * (CSR)"). The app may reuse the buffers once this returns. */
   xhal_buffer_t row_ptr_buffer;
   xhal_buffer_t col_idx_buffer;
   xhal_buffer_t values_buffer;

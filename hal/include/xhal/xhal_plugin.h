@@ -24,7 +24,7 @@ extern "C" {
 #endif
 
 #define XHAL_PLUGIN_ABI_MAJOR 1
-#define XHAL_PLUGIN_ABI_MINOR 8
+#define XHAL_PLUGIN_ABI_MINOR 9
 #define XHAL_PLUGIN_ENTRY_SYMBOL "xhal_plugin_get_api"
 
 #if defined(_WIN32)
@@ -133,6 +133,49 @@ typedef struct xhal_plugin_csr_desc {
    * claims that dtype for spmv or spmm. */
   xhal_dtype_t values_dtype;
 } xhal_plugin_csr_desc_t;
+
+/* A CSR pattern in device buffers (csr_create_from_buffers, since 1.9).
+ * Like the other descs it only grows at its end. */
+typedef struct xhal_plugin_csr_buffers_desc {
+  int64_t rows, cols, nnz;
+  xhal_dtype_t index_dtype;  /* XHAL_DTYPE_I32 or XHAL_DTYPE_I64, both arrays */
+  void* row_ptr_buffer;      /* plugin buffer, rows + 1 indices from byte 0 */
+  void* col_idx_buffer;      /* plugin buffer, nnz indices from byte 0; NULL when nnz is 0 */
+  void* values_buffer;       /* as xhal_plugin_csr_desc_t's */
+  xhal_dtype_t values_dtype; /* as xhal_plugin_csr_desc_t's */
+} xhal_plugin_csr_buffers_desc_t;
+
+/* The first fault of an invalid pattern, in the order the core's host
+ * validation finds it (docs/semantics.md, "Sparse (CSR)"): row_ptr[0]; then for each
+ * row i in order, row_ptr[i + 1] below row_ptr[i], then above nnz; then
+ * row_ptr[rows] != nnz; then the lowest row with a bad column, and in it
+ * the lowest bad entry (its range before its order). */
+typedef enum xhal_plugin_csr_fault_kind {
+  XHAL_PLUGIN_CSR_FAULT_NONE = 0,
+  XHAL_PLUGIN_CSR_FAULT_FIRST_OFFSET = 1,    /* value = row_ptr[0] (row 0) */
+  XHAL_PLUGIN_CSR_FAULT_NOT_MONOTONE = 2,    /* value = row_ptr[row + 1], other = row_ptr[row] */
+  XHAL_PLUGIN_CSR_FAULT_OFFSET_PAST_NNZ = 3, /* value = row_ptr[row + 1] */
+  XHAL_PLUGIN_CSR_FAULT_LAST_OFFSET = 4,     /* value = row_ptr[rows] (row = rows - 1, or 0) */
+  XHAL_PLUGIN_CSR_FAULT_COLUMN_RANGE = 5,    /* value = col_idx[entry] */
+  XHAL_PLUGIN_CSR_FAULT_COLUMN_ORDER = 6, /* value = col_idx[entry], other = col_idx[entry - 1] */
+} xhal_plugin_csr_fault_kind_t;
+
+typedef struct xhal_plugin_csr_fault {
+  uint32_t kind; /* xhal_plugin_csr_fault_kind_t */
+  int64_t row;
+  int64_t entry; /* column faults only */
+  int64_t value;
+  int64_t other;
+} xhal_plugin_csr_fault_t;
+
+/* What the solves' checks need of a valid pattern, found by the plugin. */
+typedef struct xhal_plugin_csr_facts {
+  int64_t above_row;            /* lowest row with an entry right of the diagonal; -1: none */
+  int64_t above_col;            /* that row's lowest such column */
+  int64_t below_row;            /* lowest row with an entry left of the diagonal; -1: none */
+  int64_t below_col;            /* that row's lowest such column */
+  int64_t missing_diagonal_row; /* lowest row i < min(rows, cols) without (i, i); -1: none */
+} xhal_plugin_csr_facts_t;
 
 typedef struct xhal_plugin_api {
   /* ---- header (never changes) ---- */
@@ -324,6 +367,20 @@ typedef struct xhal_plugin_api {
    * field, not a slot: 8 bytes, so the table stays in whole pointer-sized
    * steps. */
   uint64_t csr_create_flags;
+
+  /* ---- CSR patterns from device memory (optional, since 1.9) ---- */
+  /* Builds the matrix csr_create builds for the same pattern (destroyed by
+   * csr_destroy) from the pattern in `desc`'s buffers (the core has checked
+   * their sizes), without reading it to the host: validated and analysed on
+   * the device. At most small fixed-size status blocks may come back,
+   * counted by the transfer counters. An invalid pattern:
+   * XHAL_INVALID_STRUCTURE, no matrix, no message, and *out_fault names its
+   * first fault (the core writes the message the host path writes). On
+   * success *out_facts is filled. Optional; absent: the core reads the
+   * pattern to the host, validates it and calls csr_create. */
+  xhal_status_t (*csr_create_from_buffers)(void* device, const xhal_plugin_csr_buffers_desc_t* desc,
+                                           void** out_matrix, xhal_plugin_csr_fault_t* out_fault,
+                                           xhal_plugin_csr_facts_t* out_facts);
 } xhal_plugin_api_t;
 
 /* The one symbol a plugin exports. */
