@@ -85,9 +85,10 @@ inline xhal_status_t create_from_host(xhal_device_t dev, const Csr& a, xhal_dtyp
   return xhal_csr_create(dev, &h.desc, m.out());
 }
 
-// Pattern and values uploaded to device buffers first (held by `guard`).
-inline xhal_status_t create_from_buffers(xhal_device_t dev, const Csr& a, xhal_dtype_t index_dtype,
-                                         BufferGuard& guard, Matrix& m, bool with_values = true) {
+// A descriptor of `a` whose pattern and values were uploaded to device
+// buffers first (held by `guard`; nnz = 0 gives 0-byte buffers).
+inline xhal_csr_desc_t buffers_desc(xhal_device_t dev, const Csr& a, xhal_dtype_t index_dtype,
+                                    BufferGuard& guard, bool with_values = true) {
   const auto rp = index_bytes(a.row_ptr, index_dtype);
   const auto ci = index_bytes(a.col_idx, index_dtype);
   xhal_csr_desc_t d{};
@@ -99,6 +100,13 @@ inline xhal_status_t create_from_buffers(xhal_device_t dev, const Csr& a, xhal_d
   d.row_ptr_buffer = guard.add(upload(dev, rp.data(), rp.size()));
   d.col_idx_buffer = guard.add(upload(dev, ci.data(), ci.size()));
   if (with_values) d.values_buffer = guard.add(upload(dev, a.values));
+  return d;
+}
+
+// Pattern and values uploaded to device buffers first (held by `guard`).
+inline xhal_status_t create_from_buffers(xhal_device_t dev, const Csr& a, xhal_dtype_t index_dtype,
+                                         BufferGuard& guard, Matrix& m, bool with_values = true) {
+  const xhal_csr_desc_t d = buffers_desc(dev, a, index_dtype, guard, with_values);
   return xhal_csr_create(dev, &d, m.out());
 }
 
