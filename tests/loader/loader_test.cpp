@@ -57,7 +57,7 @@ TEST_F(LoaderTest, OlderShorterTableLoadsWithOpsUnsupported) {
 TEST_F(LoaderTest, NewerLongerTableLoadsAndExtraSlotsAreIgnored) {
   const PluginView p = plugin("newminor");
   ASSERT_EQ(p.state, XHAL_PLUGIN_LOADED) << p.reason;
-  EXPECT_EQ(p.abi_minor, 9u);
+  EXPECT_EQ(p.abi_minor, 99u);  // newer than any core so far
   EXPECT_EQ(p.device_count, 2u);
 }
 

@@ -4,7 +4,8 @@
 // computed in 64 bits for the bytes to match.
 //
 //   xhal-scale-check --device cuda:0 [--rows R] [--width W] [--count N]
-//                    [--matrix-nnz NNZ [--matrix-rows M]] [--skip-dense]
+//                    [--matrix-nnz NNZ [--matrix-rows M] [--matrix-from-buffers]]
+//                    [--skip-dense]
 //
 // Steps (each a line "step: PASS|FAIL ..."; exit status 1 on any FAIL):
 //   index_select  out[N, W] = src[idx, :], src [R, W]; indices include the
@@ -293,7 +294,7 @@ float canonical(const std::vector<float>& terms) {
   return 1.0f * xhal_canon_segsum(terms.data(), terms.size(), 1);
 }
 
-bool matrix_step(const xhal::Device& dev, int64_t m, int64_t nnz,
+bool matrix_step(const xhal::Device& dev, int64_t m, int64_t nnz, bool from_buffers,
                  std::chrono::steady_clock::time_point t0) {
   const unsigned threads = thread_count();
   std::vector<int64_t> long_rows;
@@ -347,9 +348,29 @@ bool matrix_step(const xhal::Device& dev, int64_t m, int64_t nnz,
     d.col_idx = col.get();
     d.values = val.get();
     d.values_dtype = XHAL_DTYPE_F32;
+    // --matrix-from-buffers: the arrays go to device buffers first, and the
+    // matrix is made from those (the pattern validated on the device where
+    // the backend can).
+    xhal::Buffer brp, bcol, bval;
+    if (from_buffers) {
+      t1 = std::chrono::steady_clock::now();
+      brp = xhal::Buffer::upload(dev, rp);
+      bcol = xhal::Buffer::allocate(dev, static_cast<uint64_t>(nnz) * 8);
+      bcol.write(col.get(), static_cast<uint64_t>(nnz) * 8);
+      bval = xhal::Buffer::allocate(dev, static_cast<uint64_t>(nnz) * 4);
+      bval.write(val.get(), static_cast<uint64_t>(nnz) * 4);
+      d.row_ptr = d.col_idx = nullptr;
+      d.values = nullptr;
+      d.row_ptr_buffer = brp.get();
+      d.col_idx_buffer = bcol.get();
+      d.values_buffer = bval.get();
+      std::printf("matrix: uploaded to device buffers in %.1f s (%.1f s)\n", seconds_since(t1),
+                  seconds_since(t0));
+    }
     t1 = std::chrono::steady_clock::now();
     a = xhal::Csr::create(dev, d);
-    std::printf("matrix: Csr::create %.1f s (%.1f s)\n", seconds_since(t1), seconds_since(t0));
+    std::printf("matrix: Csr::create%s %.1f s (%.1f s)\n",
+                from_buffers ? " from device buffers" : "", seconds_since(t1), seconds_since(t0));
     std::fflush(stdout);
   }  // the host arrays go: the core copied the pattern, the device the values
 
@@ -532,7 +553,7 @@ int main(int argc, char** argv) {
   std::string device = "cuda:0";
   int64_t rows = (int64_t{1} << 21) + 17, width = 1024, count = (int64_t{1} << 21) + 5;
   int64_t matrix_nnz = 0, matrix_rows = int64_t{1} << 24;
-  bool skip_dense = false;
+  bool skip_dense = false, from_buffers = false;
   app.add_option("--device", device, "the device to check (a selector)");
   app.add_option("--rows", rows, "rows of the source table")
       ->check(CLI::Range(int64_t{2}, int64_t{1} << 40));
@@ -545,6 +566,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(int64_t{4096}, (int64_t{1} << 31) - 1));
   app.add_flag("--skip-dense", skip_dense,
                "skip index_select, index_add and spmm (the cpu device is not opened)");
+  app.add_flag("--matrix-from-buffers", from_buffers,
+               "create the matrix from device buffers (its pattern validated on the device)");
   CLI11_PARSE(app, argc, argv);
   try {
     const xhal::Device dev = xhal::Device::open(device);
@@ -646,7 +669,7 @@ int main(int argc, char** argv) {
       }
     }  // the dense steps' buffers and the cpu device go before the matrix step
 
-    if (matrix_nnz > 0) ok = matrix_step(dev, matrix_rows, matrix_nnz, t0) && ok;
+    if (matrix_nnz > 0) ok = matrix_step(dev, matrix_rows, matrix_nnz, from_buffers, t0) && ok;
     std::printf("%s (%.1f s)\n", ok ? "all steps PASS" : "FAILED", seconds_since(t0));
     return ok ? 0 : 1;
   } catch (const xhal::Error& e) {
