@@ -9,6 +9,7 @@
 // never used as an address. docs/gpu.md, "CSR matrices from device
 // buffers".
 #include "sparse_matrix.h"
+#include "trace_laps.h"
 
 #if !defined(XHAL_GPU_HIP)
 #include <algorithm>
@@ -390,6 +391,8 @@ xhal_status_t create(Device* d, Matrix* m, const T* rp_in, const T* col_in, bool
   if (st == XHAL_OK) st = tmp.get(cols + 1, &offsets_t, "allocating piece offsets");
   if (st == XHAL_OK) st = tmp.get(rows, &diag, "allocating diagonal flags");
   if (st != XHAL_OK) return st;
+  TraceLaps trace(d, "csr_create_from_buffers");
+  trace.lap("temporaries");
 
   // Validation, on the arrays as given.
   init_status_kernel<<<1, 1, 0, d->stream>>>(s);
@@ -402,6 +405,7 @@ xhal_status_t create(Device* d, Matrix* m, const T* rp_in, const T* col_in, bool
   fault_kernel<T><<<1, 1, 0, d->stream>>>(rp_in, col_in, rows, cols, s);
   d->launches += nnz > 0 ? 5 : 3;
   st = check_launch(d, "csr_create_from_buffers", 0);
+  trace.lap("validation");
 
   // The plugin's own arrays: row pointers as P, columns as I (harmless
   // copies of an invalid pattern, which is dropped below).
@@ -431,8 +435,11 @@ xhal_status_t create(Device* d, Matrix* m, const T* rp_in, const T* col_in, bool
   // Row indices and A^T: their kernels do not index through the pattern's
   // values (binary searches in bounds, a sort of the columns), so they run
   // on an invalid pattern harmlessly.
+  trace.lap("narrowing");
   if (st == XHAL_OK) st = derive_row_indices<P>(d, m);
+  trace.lap("row indices");
   if (st == XHAL_OK) st = transpose_on_device<P>(d, m, nullptr);
+  trace.lap("A^T (sort)");
   if (st == XHAL_OK) {
     facts_kernel<P><<<reduce_grid(rows), kBlock, 0, d->stream>>>(static_cast<const P*>(rp), a.col,
                                                                  rows, cols, s, counts_a, diag);
@@ -458,6 +465,7 @@ xhal_status_t create(Device* d, Matrix* m, const T* rp_in, const T* col_in, bool
     d->d2h_bytes += sizeof h;
     if (e != gpuSuccess) st = runtime_error(e, "reading the pattern's status");
   }
+  trace.lap("facts, piece scans, status read");
   if (st != XHAL_OK) return st;
   if (h.offsets_key != kNone || h.column_row != kNone) {
     *out_fault = {static_cast<uint32_t>(h.fault[0]), h.fault[1], h.fault[2], h.fault[3],
@@ -474,6 +482,7 @@ xhal_status_t create(Device* d, Matrix* m, const T* rp_in, const T* col_in, bool
 
   st = fill_pieces<P>(d, m, &m->a, h.pieces_a, offsets_a);
   if (st == XHAL_OK) st = fill_pieces<P>(d, m, &m->at, h.pieces_t, offsets_t);
+  trace.lap("piece lists");
   if (st != XHAL_OK || !solvable || rows == 0) return st;
   if (d->options.solve_schedule == SolveSchedule::kLevels) {
     st = host_levels<P>(d, m, &m->a, true);

@@ -6,6 +6,7 @@
 // Placement inside a level uses atomics and may differ between runs;
 // results do not (only which warp computes a row changes, never how).
 #include "syncfree_device.h"
+#include "trace_laps.h"
 
 #if !defined(XHAL_GPU_HIP)
 #include <algorithm>
@@ -152,6 +153,8 @@ xhal_status_t syncfree_analyse(Device* d, SyncFreeState* st, const P* row_ptr, c
                                int64_t rows, bool ascending, int64_t long_rows, int64_t max_terms,
                                SyncFreeSchedule* out, std::vector<void*>* allocations) {
   if (rows == 0) return XHAL_OK;
+  TraceLaps trace(d,
+                  ascending ? "sync-free analysis (ascending)" : "sync-free analysis (descending)");
   // level[rows], highest, counts[2 rows], fill[2 rows] (levels <= rows).
   const size_t words = rows + 1 + 4 * static_cast<size_t>(rows);
   void* tmp = nullptr;
@@ -174,6 +177,7 @@ xhal_status_t syncfree_analyse(Device* d, SyncFreeState* st, const P* row_ptr, c
   allocations->push_back(recs);
   unsigned* warps = reinterpret_cast<unsigned*>(static_cast<RowRecT<P>*>(recs) + bound);
   gpuMemsetAsync(recs, 0xff, sizeof(RowRecT<P>) * bound, d->stream);  // k = -1: padding
+  trace.lap("allocations and clears");
 
   next_epoch(d, st);
   const int block = 128;
@@ -182,14 +186,19 @@ xhal_status_t syncfree_analyse(Device* d, SyncFreeState* st, const P* row_ptr, c
   LevelArgs<P> la{row_ptr,   col,   rows,   ascending, st->xs, {st->ticket, grid * (block / 32)},
                   st->epoch, level, highest};
   level_kernel<<<grid, block, 0, d->stream>>>(la);
+  trace.lap("levels (sync-free pass)");
   count_kernel<<<grid_for(rows, 256), 256, 0, d->stream>>>(row_ptr, col, level, rows, ascending,
                                                            counts);
+  trace.lap("counts");
   layout_kernel<<<1, 1, 0, d->stream>>>(highest, counts, warps);
+  trace.lap("layout (one thread)");
   place_kernel<<<grid_for(rows, 256), 256, 0, d->stream>>>(
       row_ptr, col, level, rows, ascending, counts, fill, static_cast<RowRecT<P>*>(recs));
   d->launches += 4;
   e = gpuStreamSynchronize(d->stream);  // before the scratch goes
+  trace.lap("placement");
   gpuFree(tmp);
+  trace.lap("free");
   if (e != gpuSuccess) return runtime_error(e, "building the solve schedule");
   out->built = true;
   out->recs = recs;
