@@ -339,9 +339,38 @@ xhal_status_t copy_to_owned(Device* device, const Buffer* from, uint64_t bytes, 
 
 }  // namespace
 
+namespace {
+
+// A buffer of `bytes` owned by the core (no handle) holding `host`.
+xhal_status_t upload_to_owned(Device* device, const void* host, uint64_t bytes, Buffer** out) {
+  void* plugin_buffer = nullptr;
+  XHAL_TRY(XHAL_PLUGIN_CALL(device, buffer_allocate, bytes, &plugin_buffer));
+  auto* b = new Buffer;
+  b->device = device;
+  b->plugin_buffer = plugin_buffer;
+  b->size = bytes;
+  *out = b;
+  return XHAL_PLUGIN_CALL(device, buffer_write, plugin_buffer, 0, host, bytes);
+}
+
+// diag_pos of a validated pattern the core holds, rows side by side.
+void find_diagonal(Matrix& m) {
+  m.diag_pos.assign(static_cast<size_t>(m.rows), -1);
+  const int64_t diagonal = std::min(m.rows, m.cols);
+  parallel_ranges(diagonal, [&](int64_t b, int64_t e, int64_t) {
+    for (int64_t i = b; i < e; ++i) {
+      const auto first = m.col_idx.begin() + m.row_ptr[i],
+                 last = m.col_idx.begin() + m.row_ptr[i + 1];
+      const auto at = std::lower_bound(first, last, i);
+      if (at != last && *at == i) m.diag_pos[i] = at - m.col_idx.begin();
+    }
+  });
+}
+
+}  // namespace
+
 xhal_status_t make_csr_on_device(Device* device, const CsrShape& shape, xhal_dtype_t index_dtype,
-                                 const Buffer* row_ptr, const Buffer* col_idx, CsrValues values,
-                                 Matrix** out) {
+                                 const DevicePatternSource& from, CsrValues values, Matrix** out) {
   auto m = std::make_unique<Matrix>();
   m->device = device;
   m->rows = shape.rows;
@@ -349,16 +378,22 @@ xhal_status_t make_csr_on_device(Device* device, const CsrShape& shape, xhal_dty
   m->nnz = shape.nnz;
   m->index_dtype = index_dtype;
   m->values_dtype = values.dtype;
-  m->pattern_on_device = true;
-  m->pattern_from_buffers = true;
+  const bool host = from.kept != nullptr;
+  m->pattern_on_device = !host;
+  m->pattern_from_buffers = !host;
   const uint64_t isz = xhal_dtype_size(index_dtype);
-  // The plugin analyses the core's copies, so the caller may reuse its
-  // buffers at once and xhal_csr_read returns what was validated.
-  xhal_status_t s = copy_to_owned(device, row_ptr, isz * (shape.rows + 1), &m->device_row_ptr);
+  const uint64_t rp_bytes = isz * (shape.rows + 1), col_bytes = isz * shape.nnz;
+  // The plugin analyses the core's copies: device to device from buffers
+  // (kept: the caller may reuse its buffers at once, and xhal_csr_read
+  // returns what was validated), or the host arrays as given, uploaded once
+  // (dropped after the call: the core keeps its host copy).
+  xhal_status_t s = host ? upload_to_owned(device, from.host_row_ptr, rp_bytes, &m->device_row_ptr)
+                         : copy_to_owned(device, from.row_ptr, rp_bytes, &m->device_row_ptr);
   if (s == XHAL_OK && shape.nnz > 0)
-    s = copy_to_owned(device, col_idx, isz * shape.nnz, &m->device_col_idx);
+    s = host ? upload_to_owned(device, from.host_col_idx, col_bytes, &m->device_col_idx)
+             : copy_to_owned(device, from.col_idx, col_bytes, &m->device_col_idx);
   if (s == XHAL_OK) s = allocate_values(device, *m, values);
-  m->values_known = false;  // pattern_from_buffers (docs/semantics.md)
+  m->values_known = false;  // until the diagonal is known (host) or never (buffers)
   CsrFault fault{};
   if (s == XHAL_OK) {
     xhal_plugin_csr_buffers_desc_t d{};
@@ -382,6 +417,24 @@ xhal_status_t make_csr_on_device(Device* device, const CsrShape& shape, xhal_dty
                   "backend '%s' rejected the pattern as invalid without naming a fault",
                   device->backend.c_str());
     return csr_fault_error(fault, shape.rows, shape.cols, shape.nnz, "desc");
+  }
+  if (host) {
+    // Valid now: the host copy and its diagonal, for xhal_csr_read, spgemm
+    // and the zero-diagonal check, as on the host path.
+    free_buffer(device, m->device_row_ptr);
+    free_buffer(device, m->device_col_idx);
+    m->device_row_ptr = m->device_col_idx = nullptr;
+    m->row_ptr = std::move(from.kept->row_ptr);
+    m->col_idx = std::move(from.kept->col_idx);
+    find_diagonal(*m);
+    m->values_known = values.device == nullptr;
+    m->first_zero_diag_row = -1;
+    if (values.host && m->nnz > 0) {
+      m->first_zero_diag_row = first_zero_diagonal(*m, values.host);
+    } else if (!values.device) {  // zeros
+      for (size_t i = 0; i < m->diag_pos.size() && m->first_zero_diag_row < 0; ++i)
+        if (m->diag_pos[i] >= 0) m->first_zero_diag_row = static_cast<int64_t>(i);
+    }
   }
   return publish(device, std::move(m), out);
 }
@@ -583,8 +636,11 @@ xhal_status_t csr_create(xhal_device_t device_handle, const xhal_csr_desc_t* des
       v.host = host_values;
       v.device = host_values ? nullptr : values_buffer;
       Matrix* m = nullptr;
-      XHAL_TRY(make_csr_on_device(device, CsrShape{d.rows, d.cols, d.nnz}, index_dtype,
-                                  row_ptr_buffer, col_idx_buffer, v, &m));
+      DevicePatternSource from;
+      from.row_ptr = row_ptr_buffer;
+      from.col_idx = col_idx_buffer;
+      XHAL_TRY(
+          make_csr_on_device(device, CsrShape{d.rows, d.cols, d.nnz}, index_dtype, from, v, &m));
       *out_matrix = to_handle<xhal_csr_t>(m->handle);
       return XHAL_OK;
     }
@@ -594,6 +650,26 @@ xhal_status_t csr_create(xhal_device_t device_handle, const xhal_csr_desc_t* des
     p.nnz = d.nnz;
     XHAL_TRY(read_indices(device, d.row_ptr, row_ptr_buffer, index_dtype, d.rows + 1, &p.row_ptr));
     XHAL_TRY(read_indices(device, d.col_idx, col_idx_buffer, index_dtype, d.nnz, &p.col_idx));
+    // Host arrays and a plugin that validates on the device: the arrays go
+    // up as given and are validated and analysed there (faster than the
+    // host's validation, transposition and the plugin's narrowing); the
+    // core keeps its widened copy as on the host path.
+    const bool host_arrays = d.row_ptr != nullptr && (d.col_idx != nullptr || d.nnz == 0);
+    if (host_arrays && device->api->csr_create_from_buffers) {
+      CsrValues v;
+      v.dtype = values_dtype;
+      v.host = host_values;
+      v.device = host_values ? nullptr : values_buffer;
+      DevicePatternSource from;
+      from.host_row_ptr = d.row_ptr;
+      from.host_col_idx = d.col_idx;
+      from.kept = &p;
+      Matrix* m = nullptr;
+      XHAL_TRY(
+          make_csr_on_device(device, CsrShape{d.rows, d.cols, d.nnz}, index_dtype, from, v, &m));
+      *out_matrix = to_handle<xhal_csr_t>(m->handle);
+      return XHAL_OK;
+    }
     XHAL_TRY(validate_csr_pattern(p, "desc"));
     CsrValues v;
     v.dtype = values_dtype;

@@ -53,14 +53,27 @@ struct CsrShape {
   int64_t rows = 0, cols = 0, nnz = 0;
 };
 
+// Where make_csr_on_device takes a pattern from: checked device buffers
+// of the device (col_idx NULL when nnz is 0), or host arrays of the index
+// dtype with the core's widened copy of them (`kept`, moved into the matrix
+// once the plugin has found the pattern valid).
+struct DevicePatternSource {
+  const Buffer* row_ptr = nullptr;
+  const Buffer* col_idx = nullptr;
+  const void* host_row_ptr = nullptr;
+  const void* host_col_idx = nullptr;
+  CsrPattern* kept = nullptr;
+};
+
 // The device path of xhal_csr_create (plugin ABI 1.9, the plugin has
-// csr_create_from_buffers): the pattern in `row_ptr` and `col_idx` (checked
-// buffers of `device`; col_idx NULL when nnz is 0) is copied into buffers
-// the matrix owns and validated and analysed by the plugin, never read to
-// the host. An invalid pattern gets the host path's message.
+// csr_create_from_buffers): the pattern is copied (buffers) or uploaded
+// (host arrays) into buffers of the device and validated and analysed by
+// the plugin. From buffers the matrix keeps those copies and the host
+// never sees the pattern; from host arrays it keeps the widened host copy
+// and finds the diagonal on it, as the host path does. An invalid pattern
+// gets the host path's message.
 xhal_status_t make_csr_on_device(Device* device, const CsrShape& shape, xhal_dtype_t index_dtype,
-                                 const Buffer* row_ptr, const Buffer* col_idx, CsrValues values,
-                                 Matrix** out);
+                                 const DevicePatternSource& from, CsrValues values, Matrix** out);
 
 // Fills m.row_ptr and m.col_idx of a matrix whose pattern is on the device
 // (one read of each array; nothing for any other matrix). Caller holds the

@@ -42,7 +42,7 @@ class CudaCsrFromBuffersTest : public ::testing::Test {
   xhal_buffer_t upload(const void* data, uint64_t bytes) {
     xhal_buffer_t b = nullptr;
     EXPECT_EQ(xhal_buffer_allocate(dev, bytes ? bytes : 4, &b), XHAL_OK) << xhal_last_error();
-    if (bytes) {
+    if (data && bytes) {
       EXPECT_EQ(xhal_buffer_write(b, 0, data, bytes), XHAL_OK) << xhal_last_error();
     }
     buffers.push_back(b);

@@ -297,5 +297,57 @@ TEST_F(DevicePatternTest, SpgemmFetchesTheKeptPatternOnce) {
   EXPECT_EQ(hrp, (V{0, 2, 3, 5}));
 }
 
+// Host arrays on a plugin that validates on the device go up as given and
+// through csr_create_from_buffers too; the core keeps its host copy, so
+// xhal_csr_read and spgemm read nothing back, the zero-diagonal check
+// works as on the host path, and the uploaded copies are freed.
+TEST_F(DevicePatternTest, HostArraysAreValidatedOnTheDeviceAndKeptOnTheHost) {
+  const V rp = {0, 1, 3, 5}, ci = {0, 0, 1, 1, 2};  // 3 x 3 lower
+  const std::vector<float> vals = {1, 2, 0, 4, 5};  // row 1's diagonal is 0
+  const int64_t buffers_before = st->live_buffers;
+  xhal_csr_t m = csr(3, 3, rp, ci, vals, devp);
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(st->count("csr_create_from_buffers"), 1u);
+  EXPECT_EQ(st->count("csr_create"), 0u);
+  ASSERT_EQ(st->matrices.size(), 1u);
+  EXPECT_EQ(st->matrices[0].row_ptr, rp);
+  EXPECT_EQ(st->matrices[0].col_idx, ci);
+  EXPECT_EQ(st->live_buffers, buffers_before + 1) << "only the values buffer stays";
+  xhal_status_t s = XHAL_OK;
+  const std::string msg = solve_message(devp, m, 3, XHAL_TRIANGLE_LOWER, XHAL_DIAGONAL_STORED, &s);
+  EXPECT_EQ(s, XHAL_INVALID_STRUCTURE);
+  EXPECT_NE(msg.find("row 1 has a zero diagonal value"), std::string::npos) << msg;
+  const std::vector<float> fixed = {1, 2, 3, 4, 5};
+  ASSERT_EQ(xhal_csr_set_values(m, fixed.data()), XHAL_OK);
+  solve_message(devp, m, 3, XHAL_TRIANGLE_LOWER, XHAL_DIAGONAL_STORED, &s);
+  EXPECT_EQ(s, XHAL_OK);
+  st->clear();
+  V rp_back(4), ci_back(5);
+  ASSERT_EQ(xhal_csr_read(m, rp_back.data(), ci_back.data(), nullptr), XHAL_OK);
+  EXPECT_EQ(rp_back, rp);
+  EXPECT_EQ(ci_back, ci);
+  xhal_csr_t c = nullptr;
+  ASSERT_EQ(xhal_spgemm(devp, m, m, &c), XHAL_OK) << xhal_last_error();
+  own_.push_back(c);
+  EXPECT_EQ(st->count("buffer_read"), 0u) << "the core holds the host pattern";
+  // A planted fault reads as the host path's message here too.
+  const V bad = {0, 0, 1, 2, 2};
+  xhal_csr_desc_t h{};
+  h.struct_size = sizeof h;
+  h.rows = h.cols = 3;
+  h.nnz = 5;
+  h.index_dtype = XHAL_DTYPE_I64;
+  h.row_ptr = rp.data();
+  h.col_idx = bad.data();
+  xhal_csr_t none = nullptr;
+  ASSERT_EQ(xhal_csr_create(dev, &h, &none), XHAL_INVALID_STRUCTURE);
+  const std::string want = xhal_last_error();
+  st->csr_fault_status = XHAL_INVALID_STRUCTURE;
+  st->csr_fault = {XHAL_PLUGIN_CSR_FAULT_COLUMN_ORDER, 2, 4, 2, 2};
+  EXPECT_EQ(xhal_csr_create(devp, &h, &none), XHAL_INVALID_STRUCTURE);
+  EXPECT_EQ(std::string(xhal_last_error()), want);
+  EXPECT_EQ(none, nullptr);
+}
+
 }  // namespace
 }  // namespace xhal::ops_test
