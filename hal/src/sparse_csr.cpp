@@ -325,8 +325,9 @@ xhal_status_t make_csr(Device* device, CsrPattern&& p, xhal_dtype_t index_dtype,
 namespace {
 
 // A buffer of `bytes` owned by the core (no handle) holding the first
-// `bytes` of `from`.
-xhal_status_t copy_to_owned(Device* device, const Buffer* from, uint64_t bytes, Buffer** out) {
+// `bytes` of the device buffer `from`, or of host memory `host`.
+xhal_status_t owned_copy(Device* device, uint64_t bytes, const Buffer* from, const void* host,
+                         Buffer** out) {
   void* plugin_buffer = nullptr;
   XHAL_TRY(XHAL_PLUGIN_CALL(device, buffer_allocate, bytes, &plugin_buffer));
   auto* b = new Buffer;
@@ -334,22 +335,8 @@ xhal_status_t copy_to_owned(Device* device, const Buffer* from, uint64_t bytes, 
   b->plugin_buffer = plugin_buffer;
   b->size = bytes;
   *out = b;
-  return XHAL_PLUGIN_CALL(device, buffer_copy, from->plugin_buffer, 0, plugin_buffer, 0, bytes);
-}
-
-}  // namespace
-
-namespace {
-
-// A buffer of `bytes` owned by the core (no handle) holding `host`.
-xhal_status_t upload_to_owned(Device* device, const void* host, uint64_t bytes, Buffer** out) {
-  void* plugin_buffer = nullptr;
-  XHAL_TRY(XHAL_PLUGIN_CALL(device, buffer_allocate, bytes, &plugin_buffer));
-  auto* b = new Buffer;
-  b->device = device;
-  b->plugin_buffer = plugin_buffer;
-  b->size = bytes;
-  *out = b;
+  if (from)
+    return XHAL_PLUGIN_CALL(device, buffer_copy, from->plugin_buffer, 0, plugin_buffer, 0, bytes);
   return XHAL_PLUGIN_CALL(device, buffer_write, plugin_buffer, 0, host, bytes);
 }
 
@@ -387,11 +374,10 @@ xhal_status_t make_csr_on_device(Device* device, const CsrShape& shape, xhal_dty
   // (kept: the caller may reuse its buffers at once, and xhal_csr_read
   // returns what was validated), or the host arrays as given, uploaded once
   // (dropped after the call: the core keeps its host copy).
-  xhal_status_t s = host ? upload_to_owned(device, from.host_row_ptr, rp_bytes, &m->device_row_ptr)
-                         : copy_to_owned(device, from.row_ptr, rp_bytes, &m->device_row_ptr);
+  xhal_status_t s =
+      owned_copy(device, rp_bytes, from.row_ptr, from.host_row_ptr, &m->device_row_ptr);
   if (s == XHAL_OK && shape.nnz > 0)
-    s = host ? upload_to_owned(device, from.host_col_idx, col_bytes, &m->device_col_idx)
-             : copy_to_owned(device, from.col_idx, col_bytes, &m->device_col_idx);
+    s = owned_copy(device, col_bytes, from.col_idx, from.host_col_idx, &m->device_col_idx);
   if (s == XHAL_OK) s = allocate_values(device, *m, values);
   m->values_known = false;  // until the diagonal is known (host) or never (buffers)
   CsrFault fault{};
