@@ -13,7 +13,6 @@
 
 #if !defined(XHAL_GPU_HIP)
 #include <algorithm>
-#include <climits>
 #include <cub/device/device_scan.cuh>
 
 namespace xhal::gpu {
@@ -507,22 +506,11 @@ xhal_status_t csr_create_from_buffers(void* device, const xhal_plugin_csr_buffer
                                       void** out_matrix, xhal_plugin_csr_fault_t* out_fault,
                                       xhal_plugin_csr_facts_t* out_facts) {
   Device* d = enter(device);
-  if (desc->rows >= INT_MAX || desc->cols >= INT_MAX)
-    return fail(XHAL_UNSUPPORTED,
-                "%s plugin: csr_create: %lld x %lld exceeds 32-bit row and column numbers "
-                "(rows and cols must be below 2^31 - 1)",
-                XHAL_GPU_BACKEND_NAME, static_cast<long long>(desc->rows),
-                static_cast<long long>(desc->cols));
-  auto* m = new Matrix;
-  m->rows = desc->rows;
-  m->cols = desc->cols;
-  m->nnz = desc->nnz;
-  m->wide = desc->nnz >= INT_MAX || d->options.sparse_index64;
-  m->values = static_cast<Buffer*>(desc->values_buffer);
-  const xhal_dtype_t given = desc->values_dtype;
-  m->values_dtype = given == XHAL_DTYPE_F64 || given == XHAL_DTYPE_F16 || given == XHAL_DTYPE_BF16
-                        ? given
-                        : XHAL_DTYPE_F32;
+  Matrix* m = nullptr;
+  if (const xhal_status_t st = new_matrix(d, desc->rows, desc->cols, desc->nnz, desc->values_buffer,
+                                          desc->values_dtype, &m);
+      st != XHAL_OK)
+    return st;
   const bool solvable = desc->rows == desc->cols &&
                         (m->values_dtype == XHAL_DTYPE_F32 || m->values_dtype == XHAL_DTYPE_F64);
   const void* rp = static_cast<Buffer*>(desc->row_ptr_buffer)->ptr;

@@ -266,26 +266,38 @@ template xhal_status_t build_syncfree_schedules<int64_t>(Device*, Matrix*, const
                                                          const Triangles&);
 #endif
 
-xhal_status_t csr_create(void* device, const xhal_plugin_csr_desc_t* desc, void** out_matrix) {
-  Device* d = enter(device);
-  if (desc->rows >= INT_MAX || desc->cols >= INT_MAX)
+xhal_status_t new_matrix(Device* d, int64_t rows, int64_t cols, int64_t nnz, void* values_buffer,
+                         xhal_dtype_t values_dtype, Matrix** out) {
+  *out = nullptr;
+  if (rows >= INT_MAX || cols >= INT_MAX)
     return fail(XHAL_UNSUPPORTED,
                 "%s plugin: csr_create: %lld x %lld exceeds 32-bit row and column numbers "
                 "(rows and cols must be below 2^31 - 1)",
-                XHAL_GPU_BACKEND_NAME, static_cast<long long>(desc->rows),
-                static_cast<long long>(desc->cols));
+                XHAL_GPU_BACKEND_NAME, static_cast<long long>(rows), static_cast<long long>(cols));
   auto* m = new Matrix;
-  m->rows = desc->rows;
-  m->cols = desc->cols;
-  m->nnz = desc->nnz;
-  m->wide = desc->nnz >= INT_MAX || d->options.sparse_index64;
-  m->values = static_cast<Buffer*>(desc->values_buffer);
+  m->rows = rows;
+  m->cols = cols;
+  m->nnz = nnz;
+  m->wide = nnz >= INT_MAX || d->options.sparse_index64;
+  m->values = static_cast<Buffer*>(values_buffer);
+  m->values_dtype = values_dtype == XHAL_DTYPE_F64 || values_dtype == XHAL_DTYPE_F16 ||
+                            values_dtype == XHAL_DTYPE_BF16
+                        ? values_dtype
+                        : XHAL_DTYPE_F32;
+  *out = m;
+  return XHAL_OK;
+}
+
+xhal_status_t csr_create(void* device, const xhal_plugin_csr_desc_t* desc, void** out_matrix) {
+  Device* d = enter(device);
   // values_dtype exists in the descs of 1.6 cores and later (F16/BF16 only
   // from 1.7 cores, and only because spmv/spmm claim them).
   const xhal_dtype_t given = core_abi_minor() >= 6 ? desc->values_dtype : XHAL_DTYPE_F32;
-  m->values_dtype = given == XHAL_DTYPE_F64 || given == XHAL_DTYPE_F16 || given == XHAL_DTYPE_BF16
-                        ? given
-                        : XHAL_DTYPE_F32;
+  Matrix* m = nullptr;
+  if (const xhal_status_t st =
+          new_matrix(d, desc->rows, desc->cols, desc->nnz, desc->values_buffer, given, &m);
+      st != XHAL_OK)
+    return st;
   const bool trace = d->options.trace;
   auto t0 = std::chrono::steady_clock::now();
   auto lap = [&](const char* what) {

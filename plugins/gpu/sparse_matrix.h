@@ -150,6 +150,13 @@ xhal_status_t ordered_view(Device* d, const Matrix* m, const Pattern& p, Pattern
   return XHAL_OK;
 }
 
+// A new matrix of rows x cols with nnz entries whose values live in the
+// core's values_buffer (f32, f64, f16 or bf16; anything else reads as f32),
+// wide when its offsets need 64 bits; XHAL_UNSUPPORTED with a message when
+// rows or cols do not fit 32 bits. Both csr_create slots start here.
+xhal_status_t new_matrix(Device* d, int64_t rows, int64_t cols, int64_t nnz, void* values_buffer,
+                         xhal_dtype_t values_dtype, Matrix** out);
+
 // Frees everything m owns on the device, then m (stream already idle).
 void destroy_matrix(Matrix* m);
 
