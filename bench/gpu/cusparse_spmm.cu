@@ -6,13 +6,17 @@
 // relative 1e-4 of the row's absolute sum (the summation orders differ),
 // and the creation of each matrix is timed against cuSPARSE's SpSV
 // analysis of it (A and A^T) where the matrix is lower triangular.
-// Usage: cusparse_spmm [out.json]   (XHAL_DEVICE picks the device)
+// Usage: cusparse_spmm [out.json]   (XHAL_DEVICE picks the device;
+// XHAL_BENCH_MATRICES=river,random,uniform, any subset, picks the matrices,
+// for example to profile one of them alone)
 #include <cusparse.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <string>
 #include <vector>
@@ -310,9 +314,11 @@ int main(int argc, char** argv) {
   CS(cusparseCreate(&h));
   const double copy_bps = copy_bandwidth();
   std::printf("copy bandwidth (cudaMemcpy, 1 GiB, read + write): %.0f GB/s\n", copy_bps / 1e9);
-  compare(xhal_bench::make_river(), true, dev, h, copy_bps);
-  compare(xhal_bench::make_random(), true, dev, h, copy_bps);
-  compare(xhal_bench::make_uniform(), false, dev, h, copy_bps);
+  const char* pick = std::getenv("XHAL_BENCH_MATRICES");
+  auto wanted = [&](const char* name) { return !pick || std::strstr(pick, name) != nullptr; };
+  if (wanted("river")) compare(xhal_bench::make_river(), true, dev, h, copy_bps);
+  if (wanted("random")) compare(xhal_bench::make_random(), true, dev, h, copy_bps);
+  if (wanted("uniform")) compare(xhal_bench::make_uniform(), false, dev, h, copy_bps);
   if (argc > 1) {
     FILE* f = std::fopen(argv[1], "w");
     std::fprintf(f, "{\"copy_gbps\": %.1f, \"rows\": [\n", copy_bps / 1e9);

@@ -247,6 +247,56 @@ TEST_P(SpmvTest, RowsAroundBlockPerRowThreshold) {
                  label_of("rows around 4096 terms", XHAL_DTYPE_I32, trans, ab, 1));
 }
 
+// Rows of more than 32 terms (some of more than 1024) between short rows,
+// 0 to 6 of them in each group of 256 consecutive rows, where a backend may
+// process a group of rows together (the cuda plugin's tiles skip up to 4
+// such rows' terms and load all of them past that); the same matrix called
+// twice with new x, so that state a backend keeps between calls (the cuda
+// plugin's per-row counters of a split row) is checked too.
+TEST_P(SpmvTest, LongRowsAmongShortOnesCalledTwice) {
+  LevelTracker level(XHAL_OP_SPMV);
+  Rng rng(test_seed());
+  SCOPED_TRACE(seed_note(rng));
+  constexpr int64_t kCols = 5000, kGroup = 256;
+  const int64_t long_lengths[] = {33, 1025, 100, 3000, 2049, 40, 1024};
+  std::vector<std::vector<int64_t>> rows;
+  for (int64_t g = 0; g <= 6; ++g)
+    for (int64_t i = 0; i < kGroup; ++i) {
+      // Positions 7, 48, 89, ...: the first g of them are long in group g.
+      const bool is_long = i % 41 == 7 && i / 41 < g;
+      const int64_t len = is_long ? long_lengths[(g + i / 41) % 7] : rng.integer(0, 19);
+      std::vector<int64_t> cols;
+      const int64_t step = len && kCols / len > 1 ? kCols / len : 1;
+      for (int64_t j = 0, c = rng.integer(0, step - 1); j < len && c < kCols; ++j, c += step)
+        cols.push_back(is_long ? c : rng.integer(j * (kCols / 20), (j + 1) * (kCols / 20) - 1));
+      rows.push_back(std::move(cols));
+    }
+  const auto n = static_cast<int64_t>(rows.size());
+  Csr a = from_row_lists(n, kCols, std::move(rows));
+  a.values = random_values(rng, a.nnz());
+  for (size_t e = 0; e < a.values.size(); e += 3) a.values[e] = -a.values[e];
+  for (auto idx : {XHAL_DTYPE_I32, XHAL_DTYPE_I64})
+    for (auto trans : {XHAL_TRANSPOSE_NONE, XHAL_TRANSPOSE}) {
+      SCOPED_TRACE(std::string(index_name(idx)) + ", op " + trans_name(trans));
+      Matrix m;
+      ASSERT_EQ(create_from_host(dev, a, idx, m), XHAL_OK) << xhal_last_error();
+      const int64_t rows_out = op_rows(a, trans), cols_in = op_cols(a, trans);
+      for (int call_no = 0; call_no < 2; ++call_no) {
+        SCOPED_TRACE("call " + std::to_string(call_no + 1));
+        BufferGuard g;
+        const auto x = random_values(rng, cols_in), y0 = random_values(rng, rows_out);
+        const xhal_tensor_t xt = dense(dev, g, x, {cols_in}), yt = dense(dev, g, y0, {rows_out});
+        auto call = [&] { return xhal_spmv(dev, m.get(), trans, 0.75f, &xt, -1.25f, &yt); };
+        ASSERT_EQ(run_on_device(dev, call), XHAL_OK);
+        level.compare("y", read(yt), spmm_canonical(a, trans, 0.75f, x, -1.25f, y0, 1), [&] {
+          rewrite(yt, y0);
+          EXPECT_EQ(call(), XHAL_OK);
+          return read(yt);
+        });
+      }
+    }
+}
+
 // Operands at byte offsets inside one shared buffer (disjoint ranges).
 TEST_P(SpmvTest, OperandsAtOffsetsInOneBuffer) {
   LevelTracker level(XHAL_OP_SPMV);

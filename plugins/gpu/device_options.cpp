@@ -130,6 +130,14 @@ const OptionSpec kOptions[] = {
        return Parsed::kOk;
      },
      [](const DeviceOptions& o) { return std::string(o.sparse_index64 ? "64" : "auto"); }},
+    {"spmv.combine", true, true, "fused or launch",
+     [](const std::string& v, GpuBackend, DeviceOptions* o) {
+       if (v == "fused") o->spmv_fused_combine = true;
+       else if (v == "launch") o->spmv_fused_combine = false;
+       else return Parsed::kNotChoice;
+       return Parsed::kOk;
+     },
+     [](const DeviceOptions& o) { return std::string(o.spmv_fused_combine ? "fused" : "launch"); }},
     {"trace", true, true, "0 or 1",
      [](const std::string& v, GpuBackend, DeviceOptions* o) {
        if (v == "0") o->trace = false;

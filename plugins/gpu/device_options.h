@@ -37,6 +37,10 @@ struct DeviceOptions {
   // offsets int64), which auto keeps for matrices of 2^31 - 1 entries or
   // more. For checking that path on small matrices; same bits either way.
   bool sparse_index64 = false;
+  // spmv's rows of more than 1024 entries: the row's last piece adds the
+  // piece values inside the launch (true) or a second launch does (false).
+  // Same bits.
+  bool spmv_fused_combine = true;
   bool trace = false;  // csr_create prints where its time goes to stderr
 };
 

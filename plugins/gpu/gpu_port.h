@@ -60,6 +60,7 @@ __device__ __forceinline__ float xhal_shfl_down(float v, int d) { return __shfl_
 __device__ __forceinline__ float xhal_shfl(float v, int src) { return __shfl(v, src, 32); }
 __device__ __forceinline__ double xhal_shfl_down(double v, int d) { return __shfl_down(v, d, 32); }
 __device__ __forceinline__ double xhal_shfl(double v, int src) { return __shfl(v, src, 32); }
+__device__ __forceinline__ int xhal_shfl(int v, int src) { return __shfl(v, src, 32); }
 __device__ __forceinline__ void xhal_warp_sync() {}
 
 #else  // CUDA
@@ -120,6 +121,9 @@ __device__ __forceinline__ double xhal_shfl_down(double v, int d) {
   return __shfl_down_sync(0xffffffffu, v, d, 32);
 }
 __device__ __forceinline__ double xhal_shfl(double v, int src) {
+  return __shfl_sync(0xffffffffu, v, src, 32);
+}
+__device__ __forceinline__ int xhal_shfl(int v, int src) {
   return __shfl_sync(0xffffffffu, v, src, 32);
 }
 __device__ __forceinline__ void xhal_warp_sync() { __syncwarp(); }

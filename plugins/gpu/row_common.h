@@ -47,6 +47,21 @@ __device__ __forceinline__ typename Op::T warp_tree(typename Op::T v) {
   return Op::shfl(v, 0);
 }
 
+// A word-wise volatile read: sees what another block published before its
+// fence, not a stale L1 line (partials of split rows, spmv's piece values).
+template <class T>
+__device__ __forceinline__ T load_coherent(const T* p) {
+  static_assert(sizeof(T) % sizeof(unsigned) == 0, "whole words");
+  union {
+    T v;
+    unsigned w[sizeof(T) / sizeof(unsigned)];
+  } u;
+  const volatile unsigned* src = reinterpret_cast<const volatile unsigned*>(p);
+#pragma unroll
+  for (size_t k = 0; k < sizeof(T) / sizeof(unsigned); ++k) u.w[k] = src[k];
+  return u.v;
+}
+
 // Four consecutive elements from i, widened to the compute type (pad past n).
 template <bool VEC, class S>
 __device__ __forceinline__ vec4_t<acc_t<S>> load4(const S* p, int64_t i, int64_t n, acc_t<S> pad) {

@@ -223,19 +223,7 @@ void launch_rows_w(Device* d, const B& body, int64_t rows, int64_t n, int split,
 // applies. Tickets are taken in order, so a waiting block only waits on
 // items already taken by running blocks, or on items no block can take
 // before them: the host only chooses this form when `split` blocks fit on
-// the device at once, so the waits end.
-template <class T>
-__device__ __forceinline__ T load_coherent(const T* p) {
-  static_assert(sizeof(T) % sizeof(unsigned) == 0, "whole words");
-  union {
-    T v;
-    unsigned w[sizeof(T) / sizeof(unsigned)];
-  } u;
-  const volatile unsigned* src = reinterpret_cast<const volatile unsigned*>(p);
-#pragma unroll
-  for (size_t k = 0; k < sizeof(T) / sizeof(unsigned); ++k) u.w[k] = src[k];
-  return u.v;
-}
+// the device at once, so the waits end (partials read by load_coherent).
 
 // sync[0]: the ticket counter, sync[1]: blocks done, sync[2 + row]: the
 // row's arrivals. The last block to finish clears the `words` counters, so

@@ -45,19 +45,48 @@ __global__ void spmv_row_kernel(PatternViewT<S, P> a, int64_t rows, ColsT<S> x, 
 // row's canonical tree over p chunk sums (3.7; p the power of two at or
 // above the chunk count). A row of at most 32 chunks is one piece, whose
 // value is the row's sum (the tree pads with +0, which does not change the
-// bits); a longer row's pieces write their values to scratch and
-// spmm_combine_kernel adds them by the top of the same tree.
+// bits); a longer row's pieces write their values to scratch and the
+// row's last piece to finish (spmv) or spmm_combine_kernel (spmm, or
+// spmv.combine=launch) adds them by the top of the same tree.
 // Pieces of every long row run side by side, so a hub's critical path is
 // one piece, not its whole length.
+
+// The tree of v[0..n) (values published by other blocks, none -0) by one
+// warp without a stack: each aligned group of 32 values is a subtree, added
+// by warp_tree (+0 past the end, which changes no bits) and written back in
+// place over values already read, until one value remains. A stack in
+// this kernel (serial_tree's) cost its tiles registers and spills.
+template <class A>
+__device__ __forceinline__ A warp_tree_in_place(A* v, int64_t n) {
+  const int lane = threadIdx.x & 31;
+  for (;;) {
+    const int64_t groups = (n + 31) / 32;
+    A s = A(0);
+    for (int64_t g = 0; g < groups; ++g) {
+      const int64_t i = g * 32 + lane;
+      s = warp_tree<SumOpT<A>>(i < n ? load_coherent(v + i) : A(0));
+      xhal_warp_sync();  // every lane has read before v[g] is overwritten
+      if (lane == 0 && groups > 1) *reinterpret_cast<volatile A*>(v + g) = s;
+      xhal_warp_sync();
+    }
+    if (groups == 1) return s;
+    n = groups;
+  }
+}
 
 // spmv's piece q by one warp. Products go to the warp's padded [C][33]
 // staging area C chunks at a time by coalesced loads of values and columns
 // (row i of the area is chunk i), lane j sums chunk j left to right from
 // +0, warp_tree gives the piece's subtree.
+// With `done` (counters indexed by a row's first piece, zero between
+// calls) the last piece of a row to finish adds the row's piece values by
+// the top of its tree, as spmm_combine_kernel would, without that launch:
+// each piece publishes its value, fences, and counts; the warp that counts
+// last reads them all back and clears the counter for the next call.
 template <int C, class S, class P, class A = acc_t<S>>
 __device__ __forceinline__ void spmv_piece(const PatternViewT<S, P>& a, const PieceView& pieces,
                                            int64_t q, const ColsT<S>& x, const ColsT<S>& y, A alpha,
-                                           A beta, A* partial, A (*stage)[33]) {
+                                           A beta, A* partial, unsigned* done, A (*stage)[33]) {
   const int lane = threadIdx.x & 31;
   const int64_t r = pieces.row[q];
   const int64_t b = a.row_ptr[r], m = a.row_ptr[r + 1] - b;
@@ -80,9 +109,24 @@ __device__ __forceinline__ void spmv_piece(const PatternViewT<S, P>& a, const Pi
     xhal_warp_sync();  // the area is refilled by the next round
   }
   const A v = warp_tree<SumOpT<A>>(s);
+  if (m <= 1024) {
+    if (lane == 0) finish(y.at(r, 0), alpha, v, beta);
+    return;
+  }
+  if (lane == 0) partial[q] = v;
+  if (!done) return;  // spmm_combine_kernel adds them
+  const int64_t first = q - pieces.g[q], row_pieces = (m + 1023) / 1024;
+  int last = 0;
   if (lane == 0) {
-    if (m <= 1024) finish(y.at(r, 0), alpha, v, beta);
-    else partial[q] = v;
+    __threadfence();
+    last = atomicAdd(done + first, 1u) == static_cast<unsigned>(row_pieces - 1);
+  }
+  if (!xhal_shfl(last, 0)) return;
+  __threadfence();
+  const A t = warp_tree_in_place(partial + first, row_pieces);
+  if (lane == 0) {
+    finish(y.at(r, 0), alpha, t, beta);
+    done[first] = 0;
   }
 }
 
@@ -90,13 +134,13 @@ __device__ __forceinline__ void spmv_piece(const PatternViewT<S, P>& a, const Pi
 template <class S, class P>
 __global__ void __launch_bounds__(128)
     spmv_piece_kernel(PatternViewT<S, P> a, PieceView pieces, ColsT<S> x, ColsT<S> y,
-                      acc_t<S> alpha, acc_t<S> beta, acc_t<S>* partial) {
+                      acc_t<S> alpha, acc_t<S> beta, acc_t<S>* partial, unsigned* done) {
   using A = acc_t<S>;
   __shared__ A stage[4][32][33];
   const int warp = threadIdx.x >> 5;
   const int64_t q = int64_t{blockIdx.x} * 4 + warp;
   if (q >= pieces.num) return;  // whole warps only: no block-wide barrier
-  spmv_piece<32>(a, pieces, q, x, y, alpha, beta, partial, stage[warp]);
+  spmv_piece<32>(a, pieces, q, x, y, alpha, beta, partial, done, stage[warp]);
 }
 
 // spmv of f32/f16/bf16 matrices in one launch: the first piece_blocks
@@ -107,23 +151,37 @@ __global__ void __launch_bounds__(128)
 // shared memory with coalesced loads, then each thread adds its row's
 // products in the window left to right (a row spans at most two windows,
 // taken in order: the canonical order, 3.7). Windows that hold no entry of
-// a short row of the tile (inside a long row) are not loaded.
+// a short row of the tile (inside a long row) are not loaded, nor are the
+// entries of a tile's long rows (up to kSkipRows of them; a tile with more
+// loads them and leaves their products unread): pieces sum those.
 constexpr int kTileRows = 256;
 constexpr int kTileEntries = 4096;
+constexpr int kSkipRows = 4;
 
+// At least 5 blocks an SM: ptxas then keeps the kernel at 48 registers
+// without spills (left alone it chose 40 and spilled).
 template <class S, class P>
-__global__ void __launch_bounds__(kTileRows)
+__global__ void __launch_bounds__(kTileRows, 5)
     spmv_fused_kernel(PatternViewT<S, P> a, PieceView pieces, int64_t piece_blocks, int64_t rows,
-                      ColsT<S> x, ColsT<S> y, float alpha, float beta, float* partial) {
+                      ColsT<S> x, ColsT<S> y, float alpha, float beta, float* partial,
+                      unsigned* done) {
   static_assert(kTileRows == 8 * 32, "a piece block is 8 warps");
   __shared__ float prod[8 * 16 * 33];  // >= kTileEntries
+  __shared__ P long_b[kSkipRows], long_e[kSkipRows];
+  __shared__ int num_long;
   if (blockIdx.x < piece_blocks) {
     const int warp = threadIdx.x >> 5;
     const int64_t q = int64_t{blockIdx.x} * 8 + warp;
     if (q < pieces.num)
-      spmv_piece<16>(a, pieces, q, x, y, alpha, beta, partial,
+      spmv_piece<16>(a, pieces, q, x, y, alpha, beta, partial, done,
                      reinterpret_cast<float(*)[33]>(prod + warp * 16 * 33));
     return;
+  }
+  // A pattern without long rows (pieces.num == 0) needs no list.
+  const bool any_long = pieces.num != 0;
+  if (any_long) {
+    if (threadIdx.x == 0) num_long = 0;
+    __syncthreads();
   }
   const int64_t r0 = (blockIdx.x - piece_blocks) * int64_t{kTileRows}, r = r0 + threadIdx.x;
   const int64_t last = r0 + kTileRows < rows ? r0 + kTileRows : rows;
@@ -134,14 +192,46 @@ __global__ void __launch_bounds__(kTileRows)
     e = a.row_ptr[r + 1] - start;
   }
   const bool short_row = r < rows && e - b <= 32;  // a piece does the others
+  if (any_long && r < rows && !short_row) {
+    const int i = atomicAdd(&num_long, 1);
+    if (i < kSkipRows) {
+      long_b[i] = b;
+      long_e[i] = e;
+    }
+  }
   float s = 0.0f;
+  int skip_rows = -1;  // read after the first window's barrier
   for (P w0 = 0; w0 < run; w0 += kTileEntries) {
     const P w1 = run - w0 < kTileEntries ? run : w0 + kTileEntries;
     const bool use = short_row && b < w1 && e > w0;
     // A barrier too: the window before this one has been read by all.
     if (!__syncthreads_or(use)) continue;
-    for (I t = threadIdx.x; t < static_cast<I>(w1 - w0); t += kTileRows)
-      prod[t] = xmul(widen(a.value(start + w0 + t)), widen(x.at(a.col[start + w0 + t], 0)));
+    if (skip_rows < 0) skip_rows = !any_long || num_long > kSkipRows ? 0 : num_long;
+    // Four slots a thread at a time: their column and value loads are all
+    // issued before the first gather of x waits (one dependent pair at a
+    // time left the loads latency bound; 16 slots took 76 registers and
+    // made the river 2.4x slower, docs/performance.md).
+    const int cnt = static_cast<int>(w1 - w0);
+    for (int h = 0; h < cnt; h += 4 * kTileRows) {
+      I col_of[4];
+      S val_of[4];
+      unsigned wanted = 0;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const int t = h + threadIdx.x + j * kTileRows;
+        bool skip = t >= cnt;
+        for (int i = 0; i < skip_rows; ++i) skip |= w0 + t >= long_b[i] && w0 + t < long_e[i];
+        if (!skip) {
+          wanted |= 1u << j;
+          col_of[j] = a.col[start + w0 + t];
+          val_of[j] = a.value(start + w0 + t);
+        }
+      }
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+        if (wanted >> j & 1u)
+          prod[h + threadIdx.x + j * kTileRows] = xmul(widen(val_of[j]), widen(x.at(col_of[j], 0)));
+    }
     __syncthreads();
     if (use)
       for (P k = b > w0 ? b : w0; k < (e < w1 ? e : w1); ++k) s = xadd(s, prod[k - w0]);
@@ -181,24 +271,23 @@ __global__ void spmm_piece_kernel(PatternViewT<S, P> a, PieceView pieces, ColsT<
   }
 }
 
-// Rows of more than 1024 entries: one thread per (row, column) adds the
-// row's piece values by the top of its tree (p/32 leaves, the real pieces
-// then +0).
+// Rows of more than 1024 entries: one warp per (row, column) adds the
+// row's n piece values by the top of its tree (warp_tree_of: the lanes
+// load them side by side, where one thread would wait for each in turn).
 template <class S, class P>
 __global__ void spmm_combine_kernel(PatternViewT<S, P> a, PieceView pieces, ColsT<S> y,
                                     acc_t<S> alpha, acc_t<S> beta, const acc_t<S>* partial) {
   using A = acc_t<S>;
   const int64_t total = pieces.num_multi * y.k;
-  for (int64_t it = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; it < total;
-       it += int64_t{gridDim.x} * blockDim.x) {
+  const int64_t warps = int64_t{gridDim.x} * (blockDim.x / 32);
+  for (int64_t it = (blockIdx.x * int64_t{blockDim.x} + threadIdx.x) / 32; it < total;
+       it += warps) {
     const int64_t i = it / y.k, c = it - i * y.k;
     const int64_t r = pieces.multi_row[i], first = pieces.multi_first[i];
     const int64_t n = (a.row_ptr[r + 1] - a.row_ptr[r] + 1023) / 1024;
-    int64_t p = 1;
-    while (p < n) p <<= 1;
     const A v =
-        serial_tree<SumOpT<A>>([&](int64_t j) { return partial[(first + j) * y.k + c]; }, 0, p, n);
-    finish(y.at(r, c), alpha, v, beta);
+        warp_tree_of<SumOpT<A>>([&](int64_t j) { return partial[(first + j) * y.k + c]; }, n);
+    if ((threadIdx.x & 31) == 0) finish(y.at(r, c), alpha, v, beta);
   }
 }
 
@@ -297,11 +386,16 @@ xhal_status_t run_spmm(Device* d, const Matrix* m, xhal_transpose_t trans, float
   // Rows of several pieces leave their piece values in scratch for the
   // combine launch at the end.
   A* partial = nullptr;
+  unsigned* done = nullptr;  // spmv: the combine inside the piece launch
   if (p.pieces.num_multi) {
     void* ws = nullptr;
     xhal_status_t st = scratch(d, sizeof(A) * p.pieces.num * yc.k, &ws);
     if (st != XHAL_OK) return st;
     partial = static_cast<A*>(ws);
+    if (yc.k == 1 && d->options.spmv_fused_combine) {
+      st = sync_counters(d, static_cast<size_t>(p.pieces.num), &done);
+      if (st != XHAL_OK) return st;
+    }
   }
   if (yc.k > 1) {
     if (p.pieces.num) {
@@ -315,20 +409,20 @@ xhal_status_t run_spmm(Device* d, const Matrix* m, xhal_transpose_t trans, float
     const int64_t piece_blocks = (p.pieces.num + 7) / 8;
     spmv_fused_kernel<S, P>
         <<<static_cast<unsigned>(piece_blocks + (p.rows + kTileRows - 1) / kTileRows), kTileRows, 0,
-           d->stream>>>(v, p.pieces, piece_blocks, p.rows, xc, yc, alpha, beta, partial);
+           d->stream>>>(v, p.pieces, piece_blocks, p.rows, xc, yc, alpha, beta, partial, done);
   } else {
     // f64 stays on one thread per row: tiled it was slower on the H200
     // (uniform random 0.145 against 0.113 ms, docs/performance.md).
     if (p.pieces.num) {
       spmv_piece_kernel<S, P><<<static_cast<unsigned>((p.pieces.num + 3) / 4), 128, 0, d->stream>>>(
-          v, p.pieces, xc, yc, A(alpha), A(beta), partial);
+          v, p.pieces, xc, yc, A(alpha), A(beta), partial, done);
       ++launches;
     }
     spmv_row_kernel<S, P>
         <<<grid_for(p.rows, 256), 256, 0, d->stream>>>(v, p.rows, xc, yc, A(alpha), A(beta));
   }
-  if (p.pieces.num_multi) {
-    spmm_combine_kernel<S, P><<<grid_for(p.pieces.num_multi * yc.k, 256), 256, 0, d->stream>>>(
+  if (p.pieces.num_multi && !done) {
+    spmm_combine_kernel<S, P><<<grid_for(p.pieces.num_multi * yc.k * 32, 256), 256, 0, d->stream>>>(
         v, p.pieces, yc, A(alpha), A(beta), partial);
     ++launches;
   }

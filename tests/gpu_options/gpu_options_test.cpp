@@ -30,6 +30,7 @@ void expect_same(const DeviceOptions& a, const DeviceOptions& b) {
   EXPECT_EQ(a.norm_backward_fused_from_rows, b.norm_backward_fused_from_rows);
   EXPECT_EQ(a.rows_resident, b.rows_resident);
   EXPECT_EQ(a.sparse_index64, b.sparse_index64);
+  EXPECT_EQ(a.spmv_fused_combine, b.spmv_fused_combine);
   EXPECT_EQ(a.trace, b.trace);
 }
 
@@ -59,9 +60,10 @@ std::string parse_refused(const std::string& text, GpuBackend backend = kCuda) {
 const char* const kCudaKnown =
     "known options: solve.schedule, solve.block_threads, solve.blocks_per_sm, solve.poll, "
     "solve.poll_terms, solve.sleep_ns, norm_backward.fused_from_rows, rows.resident, sparse_index, "
-    "trace";
+    "spmv.combine, trace";
 const char* const kRocmKnown =
-    "known options: solve.schedule, norm_backward.fused_from_rows, sparse_index, trace";
+    "known options: solve.schedule, norm_backward.fused_from_rows, sparse_index, spmv.combine, "
+    "trace";
 
 TEST(GpuOptions, DefaultsAreTheKernelsDefaults) {
   const DeviceOptions c = xhal::gpu::default_device_options(kCuda);
@@ -73,6 +75,7 @@ TEST(GpuOptions, DefaultsAreTheKernelsDefaults) {
   EXPECT_EQ(c.solve_sleep_ns, 0u);
   EXPECT_EQ(c.norm_backward_fused_from_rows, 4096);  // 128 colsum blocks of 32 rows
   EXPECT_FALSE(c.sparse_index64);                    // auto
+  EXPECT_TRUE(c.spmv_fused_combine);
   EXPECT_FALSE(c.trace);
   const DeviceOptions r = xhal::gpu::default_device_options(kRocm);
   EXPECT_EQ(r.solve_schedule, SolveSchedule::kLevels);
@@ -91,12 +94,15 @@ TEST(GpuOptions, NullTextIsNoOptions) {
 }
 
 TEST(GpuOptions, DefaultsAsText) {
-  EXPECT_EQ(xhal::gpu::format_device_options(xhal::gpu::default_device_options(kCuda), kCuda),
-            "solve.schedule=syncfree,solve.block_threads=128,solve.blocks_per_sm=auto,"
-            "solve.poll=auto,solve.poll_terms=auto,solve.sleep_ns=0,"
-            "norm_backward.fused_from_rows=4096,rows.resident=1,sparse_index=auto,trace=0");
+  EXPECT_EQ(
+      xhal::gpu::format_device_options(xhal::gpu::default_device_options(kCuda), kCuda),
+      "solve.schedule=syncfree,solve.block_threads=128,solve.blocks_per_sm=auto,"
+      "solve.poll=auto,solve.poll_terms=auto,solve.sleep_ns=0,"
+      "norm_backward.fused_from_rows=4096,rows.resident=1,sparse_index=auto,spmv.combine=fused,"
+      "trace=0");
   EXPECT_EQ(xhal::gpu::format_device_options(xhal::gpu::default_device_options(kRocm), kRocm),
-            "solve.schedule=levels,norm_backward.fused_from_rows=4096,sparse_index=auto,trace=0");
+            "solve.schedule=levels,norm_backward.fused_from_rows=4096,sparse_index=auto,"
+            "spmv.combine=fused,trace=0");
 }
 
 TEST(GpuOptions, EveryOptionAndValue) {
@@ -127,6 +133,9 @@ TEST(GpuOptions, EveryOptionAndValue) {
   EXPECT_TRUE(parse_ok("sparse_index=64").sparse_index64);
   EXPECT_FALSE(parse_ok("sparse_index=auto").sparse_index64);
   EXPECT_TRUE(parse_ok("sparse_index=64", kRocm).sparse_index64);
+  EXPECT_TRUE(parse_ok("spmv.combine=fused").spmv_fused_combine);
+  EXPECT_FALSE(parse_ok("spmv.combine=launch").spmv_fused_combine);
+  EXPECT_FALSE(parse_ok("spmv.combine=launch", kRocm).spmv_fused_combine);
   EXPECT_TRUE(parse_ok("trace=1").trace);
   EXPECT_FALSE(parse_ok("trace=0").trace);
   EXPECT_TRUE(parse_ok("trace=1", kRocm).trace);
@@ -202,12 +211,28 @@ TEST(GpuOptions, MalformedItemsAndValuesAreRefused) {
     EXPECT_NE(e.find("is not a number"), std::string::npos) << item << ": " << e;
     EXPECT_NE(e.find(kCudaKnown), std::string::npos) << e;
   }
-  for (const char* item :
-       {"trace=yes", "trace=true", "trace=false", "trace=off", "trace=", "trace=2",
-        "solve.poll=fast", "solve.poll=", "solve.poll_terms=8", "solve.poll_terms=64",
-        "solve.schedule=level", "solve.schedule=", "solve.schedule=LEVELS", "rows.resident=2",
-        "rows.resident=on", "rows.resident=", "sparse_index=32",
-        "sparse_index=", "sparse_index=AUTO"}) {
+  for (const char* item : {"trace=yes",
+                           "trace=true",
+                           "trace=false",
+                           "trace=off",
+                           "trace=",
+                           "trace=2",
+                           "solve.poll=fast",
+                           "solve.poll=",
+                           "solve.poll_terms=8",
+                           "solve.poll_terms=64",
+                           "solve.schedule=level",
+                           "solve.schedule=",
+                           "solve.schedule=LEVELS",
+                           "rows.resident=2",
+                           "rows.resident=on",
+                           "rows.resident=",
+                           "sparse_index=32",
+                           "sparse_index=",
+                           "sparse_index=AUTO",
+                           "spmv.combine=",
+                           "spmv.combine=1",
+                           "spmv.combine=Fused"}) {
     const std::string e = parse_refused(item);
     EXPECT_NE(e.find("is not a valid value (expects"), std::string::npos) << item << ": " << e;
     EXPECT_NE(e.find(kCudaKnown), std::string::npos) << e;
@@ -242,7 +267,7 @@ TEST(GpuOptions, RoundTripThroughTheOptionsText) {
       "trace=1",
       "solve.schedule=levels,solve.block_threads=256,solve.blocks_per_sm=32,solve.poll=lanes,"
       "solve.poll_terms=16,solve.sleep_ns=1000000,norm_backward.fused_from_rows=0,rows.resident=0,"
-      "sparse_index=64,trace=1",
+      "sparse_index=64,spmv.combine=launch,trace=1",
       "solve.blocks_per_sm=3,solve.poll=converged,solve.poll_terms=32,"
       "norm_backward.fused_from_rows=1099511627776",
   };
@@ -259,7 +284,8 @@ TEST(GpuOptions, RoundTripThroughTheOptionsText) {
   const DeviceOptions r = parse_ok("norm_backward.fused_from_rows=0,trace=1", kRocm);
   const std::string rtext = xhal::gpu::format_device_options(r, kRocm);
   EXPECT_EQ(rtext,
-            "solve.schedule=levels,norm_backward.fused_from_rows=0,sparse_index=auto,trace=1");
+            "solve.schedule=levels,norm_backward.fused_from_rows=0,sparse_index=auto,"
+            "spmv.combine=fused,trace=1");
   expect_same(parse_ok(rtext, kRocm), r);
 }
 
