@@ -158,8 +158,9 @@ constexpr int kTileRows = 256;
 constexpr int kTileEntries = 4096;
 constexpr int kSkipRows = 4;
 
-// At least 5 blocks an SM: ptxas then keeps the kernel at 48 registers
-// without spills (left alone it chose 40 and spilled).
+// At least 5 blocks an SM: ptxas then keeps the kernel at 48 registers,
+// without spills for 32-bit entry offsets (left alone it chose 40 and
+// spilled); the 64-bit-offset instances spill 40-52 bytes at that cap.
 template <class S, class P>
 __global__ void __launch_bounds__(kTileRows, 5)
     spmv_fused_kernel(PatternViewT<S, P> a, PieceView pieces, int64_t piece_blocks, int64_t rows,
