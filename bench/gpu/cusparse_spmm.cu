@@ -57,6 +57,29 @@ struct Row {
 std::vector<Row> g_rows;
 int g_wrong = 0;
 
+// The floors of a CSR SpMV on this matrix, without its rows: every entry's
+// value and column read once, coalesced, and (GATHER) x read at the column,
+// as any CSR SpMV must; each thread writes one sum so nothing is dropped.
+template <bool GATHER>
+__global__ void entry_floor_kernel(const int32_t* col, const float* val, int64_t nnz,
+                                   const float* x, float* out) {
+  float s = 0.0f;
+  const int64_t stride = int64_t{gridDim.x} * blockDim.x;
+  for (int64_t k = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; k < nnz; k += 4 * stride) {
+    int32_t c[4];
+    float v[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int64_t e = k + j * stride;
+      c[j] = e < nnz ? col[e] : 0;
+      v[j] = e < nnz ? val[e] : 0.0f;
+    }
+#pragma unroll
+    for (int j = 0; j < 4; ++j) s += v[j] * (GATHER ? x[c[j]] : static_cast<float>(c[j]));
+  }
+  out[int64_t{blockIdx.x} * blockDim.x + threadIdx.x] = s;
+}
+
 // Device-to-device copy bandwidth of 1 GiB (read + write bytes per second).
 double copy_bandwidth() {
   const size_t bytes = size_t{1} << 30;
@@ -191,6 +214,25 @@ void compare(const xhal_bench::HostCsr& a, bool triangular, xhal_device_t dev, c
       }
     return s;
   };
+
+  {
+    int sms = 0;
+    CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    const int grid = sms * 8;
+    float* fo;
+    CK(cudaMalloc(&fo, size_t{256} * grid * 4));
+    const double stream_ms =
+        time_ms([&] { entry_floor_kernel<false><<<grid, 256>>>(dci, dv, nnz, dx, fo); }, drain_c);
+    const double gather_ms =
+        time_ms([&] { entry_floor_kernel<true><<<grid, 256>>>(dci, dv, nnz, dx, fo); }, drain_c);
+    CK(cudaGetLastError());
+    CK(cudaFree(fo));
+    std::printf(
+        "%-52s entries streamed %8.4f ms (%.2f of copy), with x gathered at the columns "
+        "%8.4f ms\n",
+        (a.label + " floor, A").c_str(), stream_ms, 8.0 * nnz / (stream_ms * 1e-3) / copy_bps,
+        gather_ms);
+  }
 
   for (int tr = 0; tr < 2; ++tr) {
     const xhal_transpose_t xt = tr ? XHAL_TRANSPOSE : XHAL_TRANSPOSE_NONE;
