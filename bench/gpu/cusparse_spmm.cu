@@ -80,6 +80,35 @@ __global__ void entry_floor_kernel(const int32_t* col, const float* val, int64_t
   out[int64_t{blockIdx.x} * blockDim.x + threadIdx.x] = s;
 }
 
+// The same floor for spmm with k = 4Q columns of a row-major X: Q threads
+// per entry, each reading one float4 of X's row at the entry's column.
+template <int Q>
+__global__ void row_floor_kernel(const int32_t* col, const float* val, int64_t nnz, const float4* x,
+                                 float4* out) {
+  const int q = threadIdx.x % Q;
+  const int64_t groups = int64_t{gridDim.x} * (blockDim.x / Q);
+  float4 s = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  for (int64_t e = (int64_t{blockIdx.x} * blockDim.x + threadIdx.x) / Q; e < nnz; e += 4 * groups) {
+    int32_t c[4];
+    float v[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int64_t f = e + j * groups;
+      c[j] = f < nnz ? col[f] : 0;
+      v[j] = f < nnz ? val[f] : 0.0f;
+    }
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const float4 xv = x[int64_t{c[j]} * Q + q];
+      s.x += v[j] * xv.x;
+      s.y += v[j] * xv.y;
+      s.z += v[j] * xv.z;
+      s.w += v[j] * xv.w;
+    }
+  }
+  out[int64_t{blockIdx.x} * blockDim.x + threadIdx.x] = s;
+}
+
 // Device-to-device copy bandwidth of 1 GiB (read + write bytes per second).
 double copy_bandwidth() {
   const size_t bytes = size_t{1} << 30;
@@ -227,6 +256,22 @@ void compare(const xhal_bench::HostCsr& a, bool triangular, xhal_device_t dev, c
         time_ms([&] { entry_floor_kernel<true><<<grid, 256>>>(dci, dv, nnz, dx, fo); }, drain_c);
     CK(cudaGetLastError());
     CK(cudaFree(fo));
+    // k = 8 and 64: X's row at each entry's column, as spmm must read it.
+    float4* fo4;
+    CK(cudaMalloc(&fo4, size_t{256} * grid * 16));
+    const auto* x4 = reinterpret_cast<const float4*>(dx);
+    const double k8_ms =
+        time_ms([&] { row_floor_kernel<2><<<grid, 256>>>(dci, dv, nnz, x4, fo4); }, drain_c);
+    const double k64_ms =
+        time_ms([&] { row_floor_kernel<16><<<grid, 256>>>(dci, dv, nnz, x4, fo4); }, drain_c);
+    CK(cudaGetLastError());
+    CK(cudaFree(fo4));
+    auto frac_at = [&](int64_t k, double ms) {
+      return (8.0 * nnz + 4.0 * (n + 1) + 2.0 * 4.0 * n * k) / (ms * 1e-3) / copy_bps;
+    };
+    std::printf("%-52s k=8 %8.4f ms (%.2f of copy at the floor), k=64 %8.4f ms (%.2f)\n",
+                (a.label + " floor, spmm A").c_str(), k8_ms, frac_at(8, k8_ms), k64_ms,
+                frac_at(64, k64_ms));
     std::printf(
         "%-52s entries streamed %8.4f ms (%.2f of copy), with x gathered at the columns "
         "%8.4f ms\n",

@@ -4,6 +4,7 @@
 #include "../reference/sparse_device_helpers.h"
 
 #include <cmath>
+#include <limits>
 
 namespace xhal::conf::sparse {
 namespace {
@@ -97,7 +98,7 @@ TEST_P(SpmmTest, AlphaBetaBothOpsAgainstReferences) {
   int variant = 0;
   for (const auto& nm : test_matrices(rng))
     for (auto trans : {XHAL_TRANSPOSE_NONE, XHAL_TRANSPOSE})
-      for (int64_t k : {1, 3, 33})
+      for (int64_t k : {1, 3, 8, 33, 64})
         for (const auto ab : {kAlphaBeta[1], kAlphaBeta[2]}) {
           const auto idx = (variant++ % 2) ? XHAL_DTYPE_I32 : XHAL_DTYPE_I64;
           check_case(dev, nm.a, idx, trans, ab, k, false, level, rng,
@@ -328,6 +329,59 @@ TEST_P(SpmvTest, OperandsAtOffsetsInOneBuffer) {
     EXPECT_EQ(call(), XHAL_OK);
     return read(yt);
   });
+}
+
+// spmm with X and Y at every 4-byte offset of a 16-byte group inside one
+// buffer, k a multiple of 4 and not: a backend that reads rows of X or
+// writes rows of Y as wider vectors must fall back where they are not
+// aligned (a misaligned vector access faults on a GPU), and nothing outside
+// Y may change. Both ops, beta 0 (Y poisoned first) and not.
+TEST_P(SpmmTest, OperandsAtEveryAlignment) {
+  LevelTracker level(XHAL_OP_SPMM);
+  Rng rng(test_seed());
+  SCOPED_TRACE(seed_note(rng));
+  const Csr a = random_matrix(70, 50, rng);
+  Matrix m;
+  ASSERT_EQ(create_from_host(dev, a, XHAL_DTYPE_I32, m), XHAL_OK) << xhal_last_error();
+  for (int64_t k : {4, 8, 12, 6})
+    for (int64_t shift : {0, 1, 2, 3})
+      for (auto trans : {XHAL_TRANSPOSE_NONE, XHAL_TRANSPOSE})
+        for (const auto ab : {kAlphaBeta[1], kAlphaBeta[2]}) {
+          SCOPED_TRACE("k " + std::to_string(k) + ", elements of offset " + std::to_string(shift) +
+                       ", op " + trans_name(trans) + ", beta " + std::to_string(ab.beta));
+          const int64_t rows = op_rows(a, trans), cols = op_cols(a, trans);
+          const auto x = random_values(rng, cols * k);
+          const auto y0 = random_values(rng, rows * k);
+          // [shift pad][x][pad][y][7 pad], y at the offset of x modulo 4.
+          const int64_t x_at = shift, y_at = shift + cols * k + 8 - (cols * k) % 4 + 4;
+          std::vector<float> host(static_cast<size_t>(y_at + rows * k + 7), 9.0f);
+          std::copy(x.begin(), x.end(), host.begin() + x_at);
+          std::copy(y0.begin(), y0.end(), host.begin() + y_at);
+          BufferGuard g;
+          const xhal_buffer_t b = g.add(upload(dev, host));
+          const xhal_tensor_t xt = tensor(b, XHAL_DTYPE_F32, {cols, k}, x_at * 4);
+          const xhal_tensor_t yt = tensor(b, XHAL_DTYPE_F32, {rows, k}, y_at * 4);
+          if (ab.beta == 0.0f) {
+            const std::vector<float> nan(static_cast<size_t>(rows * k),
+                                         std::numeric_limits<float>::quiet_NaN());
+            rewrite(yt, nan);
+          }
+          auto call = [&] { return xhal_spmm(dev, m.get(), trans, ab.alpha, &xt, ab.beta, &yt); };
+          ASSERT_EQ(run_on_device(dev, call), XHAL_OK) << xhal_last_error();
+          const auto all = download<float>(b, host.size());
+          for (size_t i = 0; i < host.size(); ++i) {
+            if (i < size_t(y_at) || i >= size_t(y_at + rows * k)) {
+              ASSERT_EQ(bits(all[i]), bits(host[i])) << "element " << i << " outside y was written";
+            }
+          }
+          const std::vector<float> y_in = ab.beta == 0.0f ? std::vector<float>() : y0;
+          level.compare("y", read(yt), spmm_canonical(a, trans, ab.alpha, x, ab.beta, y_in, k),
+                        [&] {
+                          rewrite(yt, y0);
+                          EXPECT_EQ(call(), XHAL_OK);
+                          return read(yt);
+                        });
+        }
 }
 
 // <A x, y> = <x, A^T y>, both sides from device results, evaluated in
