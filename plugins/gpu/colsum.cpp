@@ -45,7 +45,8 @@ __global__ void colsum_stage2(const A* p, int64_t nb, int64_t n, G* out) {
 // Stage 2 by 32 columns a block, lane j for column j0 + j, so every load
 // of a warp is one coalesced row of partials (colsum_stage2's lanes read 32
 // different rows, one sector each, and its serial trees waited on every
-// load: 15 us of a 0.23 ms RMSNorm backward, ncu 2026-12-03). Warp w trees
+// load; this form took 5-6 us off a 0.23 ms RMSNorm backward and 34-35 off
+// LayerNorm's at 64 x 262144, H200, docs/performance.md). Warp w trees
 // the aligned groups w, w + warps, ... of 32 partials in registers (each a
 // subtree of 3.1's tree), then warp 0 trees the group values: the same bits
 // as colsum_stage2 (both pad with +0, which leaves a partial unchanged: a
