@@ -298,6 +298,18 @@ TEST_P(SpmvTest, LongRowsAmongShortOnesCalledTwice) {
     }
 }
 
+// The buffer b, uploaded from `host`, is unchanged outside y's elements
+// [y_at, y_at + y_count).
+void expect_only_y_written(xhal_buffer_t b, const std::vector<float>& host, int64_t y_at,
+                           int64_t y_count) {
+  const auto all = download<float>(b, host.size());
+  for (size_t i = 0; i < host.size(); ++i) {
+    if (i < size_t(y_at) || i >= size_t(y_at + y_count)) {
+      ASSERT_EQ(bits(all[i]), bits(host[i])) << "element " << i << " outside y was written";
+    }
+  }
+}
+
 // Operands at byte offsets inside one shared buffer (disjoint ranges).
 TEST_P(SpmvTest, OperandsAtOffsetsInOneBuffer) {
   LevelTracker level(XHAL_OP_SPMV);
@@ -316,13 +328,7 @@ TEST_P(SpmvTest, OperandsAtOffsetsInOneBuffer) {
   const xhal_tensor_t yt = tensor(b, XHAL_DTYPE_F32, {a.rows}, (3 + a.cols + 5) * 4);
   auto call = [&] { return xhal_spmv(dev, m.get(), XHAL_TRANSPOSE_NONE, 0.75f, &xt, -1.25f, &yt); };
   ASSERT_EQ(run_on_device(dev, call), XHAL_OK);
-  const auto all = download<float>(b, host.size());
-  // Only y's range changed.
-  for (size_t i = 0; i < host.size(); ++i) {
-    if (i < size_t(3 + a.cols + 5) || i >= size_t(3 + a.cols + 5 + a.rows)) {
-      ASSERT_EQ(bits(all[i]), bits(host[i])) << "element " << i << " outside y was written";
-    }
-  }
+  expect_only_y_written(b, host, 3 + a.cols + 5, a.rows);
   const auto got = read(yt);
   level.compare("y", got, spmm_canonical(a, XHAL_TRANSPOSE_NONE, 0.75f, x, -1.25f, y0, 1), [&] {
     rewrite(yt, y0);
@@ -368,12 +374,7 @@ TEST_P(SpmmTest, OperandsAtEveryAlignment) {
           }
           auto call = [&] { return xhal_spmm(dev, m.get(), trans, ab.alpha, &xt, ab.beta, &yt); };
           ASSERT_EQ(run_on_device(dev, call), XHAL_OK) << xhal_last_error();
-          const auto all = download<float>(b, host.size());
-          for (size_t i = 0; i < host.size(); ++i) {
-            if (i < size_t(y_at) || i >= size_t(y_at + rows * k)) {
-              ASSERT_EQ(bits(all[i]), bits(host[i])) << "element " << i << " outside y was written";
-            }
-          }
+          expect_only_y_written(b, host, y_at, rows * k);
           const std::vector<float> y_in = ab.beta == 0.0f ? std::vector<float>() : y0;
           level.compare("y", read(yt), spmm_canonical(a, trans, ab.alpha, x, ab.beta, y_in, k),
                         [&] {
