@@ -6,6 +6,9 @@
 // pieces of 1024 entries listed at creation (sparse_matrix.cpp), combined
 // by the top of the chunk tree. A^T uses the transposed pattern and t_perm
 // into A's values.
+#include <cstdint>
+#include <type_traits>
+
 #include "narrow_device.h"
 #include "sparse_matrix.h"
 #include "tree_device.h"
@@ -354,9 +357,95 @@ __global__ void spmm_group16x4_kernel(PatternViewT<S, P> a, int64_t rows, ColsT<
   }
 }
 
+// f32 spmm whose X and Y rows are runs of float4s (k % 4 == 0, unit column
+// stride, row strides of a multiple of 4, 16-byte aligned bases,
+// vec4_ok): L lanes a row, lane l for float4 columns l, l + L, ..., V of
+// them in one pass over the row's entries: one 16-byte load of X per entry
+// and float4 where a lane group loads one float, so for k = 8 a warp has 16
+// rows in flight instead of 4. Each of the sums is the same left-to-right
+// sum from +0 as spmm_group_kernel's.
+template <class P, int L, int V>
+__global__ void spmm_vec4_kernel(PatternViewT<float, P> a, int64_t rows, Cols x, Cols y,
+                                 float alpha, float beta) {
+  const int l = threadIdx.x & (L - 1);
+  const int64_t k4 = y.k / 4;
+  const float4* x4 = reinterpret_cast<const float4*>(x.p);
+  float4* y4 = reinterpret_cast<float4*>(y.p);
+  const int64_t xrs4 = x.rs / 4, yrs4 = y.rs / 4;
+  const int64_t step = int64_t{gridDim.x} * (blockDim.x / L);
+  for (int64_t r = (blockIdx.x * int64_t{blockDim.x} + threadIdx.x) / L; r < rows; r += step) {
+    const P b = a.row_ptr[r], e = a.row_ptr[r + 1];
+    if (e - b > 32) continue;  // a piece kernel does it
+    for (int64_t c = l; c < k4; c += L * V) {
+      float4 s[V];
+#pragma unroll
+      for (int q = 0; q < V; ++q) s[q] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll 4
+      for (P k = b; k < e; ++k) {
+        const float v = a.value(k);
+        const float4* xr = x4 + a.col[k] * xrs4 + c;
+#pragma unroll
+        for (int q = 0; q < V; ++q) {
+          if (q > 0 && c + q * L >= k4) break;
+          const float4 t = xr[q * L];
+          s[q].x = xadd(s[q].x, xmul(v, t.x));
+          s[q].y = xadd(s[q].y, xmul(v, t.y));
+          s[q].z = xadd(s[q].z, xmul(v, t.z));
+          s[q].w = xadd(s[q].w, xmul(v, t.w));
+        }
+      }
+#pragma unroll
+      for (int q = 0; q < V; ++q) {
+        if (q > 0 && c + q * L >= k4) break;
+        float4& out = y4[r * yrs4 + c + q * L];
+        const float4 t = s[q];
+        if (beta == 0.0f) {
+          out = make_float4(xmul(alpha, t.x), xmul(alpha, t.y), xmul(alpha, t.z), xmul(alpha, t.w));
+        } else {
+          const float4 o = out;
+          out = make_float4(
+              xadd(xmul(alpha, t.x), xmul(beta, o.x)), xadd(xmul(alpha, t.y), xmul(beta, o.y)),
+              xadd(xmul(alpha, t.z), xmul(beta, o.z)), xadd(xmul(alpha, t.w), xmul(beta, o.w)));
+        }
+      }
+    }
+  }
+}
+
+inline bool vec4_ok(const Cols& c) {
+  return c.k % 4 == 0 && c.cs == 1 && c.rs % 4 == 0 &&
+         reinterpret_cast<uintptr_t>(c.p) % alignof(float4) == 0;
+}
+
 template <class S, class P>
-void launch_group(Device* d, PatternViewT<S, P> v, int64_t rows, ColsT<S> x, ColsT<S> y,
-                  acc_t<S> alpha, acc_t<S> beta) {
+void launch_group(Device* d, PatternViewT<S, P> v, int64_t rows, bool short_rows, ColsT<S> x,
+                  ColsT<S> y, acc_t<S> alpha, acc_t<S> beta) {
+  if constexpr (std::is_same_v<S, float>) {
+    if (vec4_ok(x) && vec4_ok(y)) {
+#define XHAL_VEC4(L, V)     \
+  spmm_vec4_kernel<P, L, V> \
+      <<<grid_for(rows* L, 256), 256, 0, d->stream>>>(v, rows, x, y, alpha, beta)
+      // Measured on the H200 (docs/performance.md, "SpMV and SpMM"): two
+      // float4s a lane won on the river (about 2 entries a row; k = 64
+      // 0.183 -> 0.166 ms) and lost 3-20% on the random matrices (about 10).
+      const int64_t k4 = y.k / 4;
+      if (short_rows) {
+        if (k4 > 16) XHAL_VEC4(16, 2);
+        else if (k4 > 8) XHAL_VEC4(8, 2);
+        else if (k4 > 4) XHAL_VEC4(4, 2);
+        else if (k4 > 2) XHAL_VEC4(2, 2);
+        else XHAL_VEC4(1, 2);
+      } else {
+        if (k4 > 8) XHAL_VEC4(16, 1);
+        else if (k4 > 4) XHAL_VEC4(8, 1);
+        else if (k4 > 2) XHAL_VEC4(4, 1);
+        else if (k4 > 1) XHAL_VEC4(2, 1);
+        else XHAL_VEC4(1, 1);
+      }
+#undef XHAL_VEC4
+      return;
+    }
+  }
 #define XHAL_GROUP(G)        \
   spmm_group_kernel<S, P, G> \
       <<<grid_for(rows* G, 256), 256, 0, d->stream>>>(v, rows, x, y, alpha, beta)
@@ -405,7 +494,9 @@ xhal_status_t run_spmm(Device* d, const Matrix* m, xhal_transpose_t trans, float
               v, p.pieces, xc, yc, A(alpha), A(beta), partial);
       ++launches;
     }
-    launch_group<S, P>(d, v, p.rows, xc, yc, A(alpha), A(beta));
+    // Rows of fewer than 4 entries on average.
+    const bool short_rows = m->nnz < 4 * p.rows;
+    launch_group<S, P>(d, v, p.rows, short_rows, xc, yc, A(alpha), A(beta));
   } else if constexpr (sizeof(A) == 4) {
     const int64_t piece_blocks = (p.pieces.num + 7) / 8;
     spmv_fused_kernel<S, P>
