@@ -243,35 +243,59 @@ __global__ void __launch_bounds__(kTileRows, 5)
   if (short_row) finish(y.at(r, 0), alpha, s, beta);
 }
 
-// spmm (k > 1): one warp per (piece, block of 32 columns of X), lane c for
-// column c: the warp shares each entry's value and column (one load for 32
-// columns), X's rows are read whole, and each lane sums its 32 chunks left
-// to right and merges them with serial_tree's stack rule.
-template <class S, class P>
+// spmm (k > 1): one warp per (piece, block of C columns of X), C = k
+// rounded up to a power of two, at most 32: lane l takes column l % C and
+// the (l / C)-th of 32 / C equal aligned runs of the piece's first p chunks
+// (p: the piece's chunk count rounded up to a power of two; a run is at
+// least one chunk, and lanes past p add nothing). Each lane sums its chunks
+// left to right and merges them with serial_tree's stack rule, an aligned
+// subtree of the piece's tree; the runs are merged pairwise by shuffles,
+// the rest of the same tree (runs of +0 past the row's end change no bits).
+// One run a column (8 of 32 lanes busy for k = 8) took 164 us of the
+// power-law matrix's 0.265 ms at k = 8 (H200, ncu); splitting the runs over
+// 4 warps as well was faster on A but 1.5-1.7x slower on A^T, whose many
+// short pieces left most of the warps idle.
+template <class S, class P, int C>
 __global__ void spmm_piece_kernel(PatternViewT<S, P> a, PieceView pieces, ColsT<S> x, ColsT<S> y,
                                   acc_t<S> alpha, acc_t<S> beta, acc_t<S>* partial) {
   using A = acc_t<S>;
-  const int64_t blocks = (y.k + 31) / 32;
+  constexpr int H = 32 / C;  // runs a piece
+  const int lane = threadIdx.x & 31;
+  const int cl = lane % C, h = lane / C;
+  const int64_t blocks = (y.k + C - 1) / C;
   const int64_t warps = int64_t{gridDim.x} * (blockDim.x / 32);
   for (int64_t w = (blockIdx.x * int64_t{blockDim.x} + threadIdx.x) / 32; w < pieces.num * blocks;
        w += warps) {
     const int64_t q = w / blocks;
-    const int64_t c = (w - q * blocks) * 32 + (threadIdx.x & 31);
-    if (c >= y.k) continue;
+    const int64_t c = (w - q * blocks) * C + cl;
     const int64_t r = pieces.row[q];
     const int64_t b = a.row_ptr[r], m = a.row_ptr[r + 1] - b;
-    const A v = serial_tree<SumOpT<A>>(
-        [&](int64_t chunk) {
-          A s = A(0);
-          const int64_t end = chunk * 32 + 32 < m ? chunk * 32 + 32 : m;
+    const int64_t chunks = (m + 31) / 32, first = int64_t{pieces.g[q]} * 32;
+    const int64_t n = chunks - first < 32 ? chunks - first : 32;
+    int64_t p = 1;
+    while (p < n) p <<= 1;
+    const int64_t run = p > H ? p / H : 1;
+    A v = A(0);
+    if (c < y.k && h * run < p)
+      v = serial_tree<SumOpT<A>>(
+          [&](int64_t chunk) {
+            A s = A(0);
+            const int64_t end = chunk * 32 + 32 < m ? chunk * 32 + 32 : m;
 #pragma unroll 8
-          for (int64_t k = chunk * 32; k < end; ++k)
-            s = xadd(s, xmul(widen(a.value(b + k)), widen(x.at(a.col[b + k], c))));
-          return s;
-        },
-        int64_t{pieces.g[q]} * 32, 32, (m + 31) / 32);
-    if (m <= 1024) finish(y.at(r, c), alpha, v, beta);
-    else partial[q * y.k + c] = v;
+            for (int64_t k = chunk * 32; k < end; ++k)
+              s = xadd(s, xmul(widen(a.value(b + k)), widen(x.at(a.col[b + k], c))));
+            return s;
+          },
+          first + h * run, run, chunks);
+#pragma unroll
+    for (int d = 1; d < H; d <<= 1) {
+      const A o = xhal_shfl_down(v, d * C);
+      if (h % (2 * d) == 0) v = xadd(v, o);
+    }
+    if (h == 0 && c < y.k) {
+      if (m <= 1024) finish(y.at(r, c), alpha, v, beta);
+      else partial[q * y.k + c] = v;
+    }
   }
 }
 
@@ -355,6 +379,21 @@ __global__ void spmm_group16x4_kernel(PatternViewT<S, P> a, int64_t rows, ColsT<
         if (c + q * G < y.k) finish(y.at(r, c + q * G), alpha, s[q], beta);
     }
   }
+}
+
+template <class S, class P>
+void launch_pieces(Device* d, PatternViewT<S, P> v, const PieceView& pieces, ColsT<S> x, ColsT<S> y,
+                   acc_t<S> alpha, acc_t<S> beta, acc_t<S>* partial) {
+#define XHAL_PIECES(C)                                                             \
+  spmm_piece_kernel<S, P, C>                                                       \
+      <<<grid_for(pieces.num*((y.k + C - 1) / C) * 32, 256), 256, 0, d->stream>>>( \
+          v, pieces, x, y, alpha, beta, partial)
+  if (y.k > 16) XHAL_PIECES(32);
+  else if (y.k > 8) XHAL_PIECES(16);
+  else if (y.k > 4) XHAL_PIECES(8);
+  else if (y.k > 2) XHAL_PIECES(4);
+  else XHAL_PIECES(2);
+#undef XHAL_PIECES
 }
 
 // f32 spmm whose X and Y rows are runs of float4s (k % 4 == 0, unit column
@@ -489,9 +528,7 @@ xhal_status_t run_spmm(Device* d, const Matrix* m, xhal_transpose_t trans, float
   }
   if (yc.k > 1) {
     if (p.pieces.num) {
-      spmm_piece_kernel<S, P>
-          <<<grid_for(p.pieces.num * ((yc.k + 31) / 32) * 32, 256), 256, 0, d->stream>>>(
-              v, p.pieces, xc, yc, A(alpha), A(beta), partial);
+      launch_pieces<S, P>(d, v, p.pieces, xc, yc, A(alpha), A(beta), partial);
       ++launches;
     }
     // Rows of fewer than 4 entries on average.
