@@ -253,7 +253,7 @@ __global__ void __launch_bounds__(kTileRows, 5)
 // the rest of the same tree (runs of +0 past the row's end change no bits).
 // One run a column (8 of 32 lanes busy for k = 8) took 164 us of the
 // power-law matrix's 0.265 ms at k = 8 (H200, ncu); splitting the runs over
-// 4 warps as well was faster on A but 1.5-1.7x slower on A^T, whose many
+// 4 warps as well was 3-9% faster on A but 1.5-2x slower on A^T, whose many
 // short pieces left most of the warps idle.
 template <class S, class P, int C>
 __global__ void spmm_piece_kernel(PatternViewT<S, P> a, PieceView pieces, ColsT<S> x, ColsT<S> y,
