@@ -13,7 +13,8 @@ import sys
 
 DEFAULTS = ("solve.schedule=syncfree,solve.block_threads=128,solve.blocks_per_sm=auto,"
             "solve.poll=auto,solve.poll_terms=auto,solve.sleep_ns=0,"
-            "norm_backward.fused_from_rows=4096,rows.resident=1,sparse_index=auto,trace=0")
+            "norm_backward.fused_from_rows=4096,rows.resident=1,sparse_index=auto,"
+            "spmv.combine=fused,spmv.short_rows=auto,trace=0")
 
 
 def main():

@@ -138,6 +138,19 @@ const OptionSpec kOptions[] = {
        return Parsed::kOk;
      },
      [](const DeviceOptions& o) { return std::string(o.spmv_fused_combine ? "fused" : "launch"); }},
+    {"spmv.short_rows", true, true, "auto, tiles or warp",
+     [](const std::string& v, GpuBackend, DeviceOptions* o) {
+       if (v == "auto") o->spmv_short_rows = SpmvShortRows::kAuto;
+       else if (v == "tiles") o->spmv_short_rows = SpmvShortRows::kTiles;
+       else if (v == "warp") o->spmv_short_rows = SpmvShortRows::kWarp;
+       else return Parsed::kNotChoice;
+       return Parsed::kOk;
+     },
+     [](const DeviceOptions& o) {
+       return std::string(o.spmv_short_rows == SpmvShortRows::kTiles  ? "tiles"
+                          : o.spmv_short_rows == SpmvShortRows::kWarp ? "warp"
+                                                                      : "auto");
+     }},
     {"trace", true, true, "0 or 1",
      [](const std::string& v, GpuBackend, DeviceOptions* o) {
        if (v == "0") o->trace = false;

@@ -20,6 +20,13 @@ enum class SolveSchedule {
 
 enum class SolvePoll { kAuto, kConverged, kLanes };
 
+// f32/f16/bf16 spmv's rows of at most 32 entries (docs/gpu.md, "spmv/spmm").
+enum class SpmvShortRows {
+  kAuto,   // kWarp where the pattern's rows hold fewer than 4 entries on average
+  kTiles,  // tiles of 256 rows, their entries staged in shared memory
+  kWarp,   // 32 rows a warp, the entries read 32 at a time and shuffled
+};
+
 struct DeviceOptions {
   SolveSchedule solve_schedule = SolveSchedule::kSyncFree;
   int solve_block_threads = 128;  // 32..256, a multiple of 32
@@ -41,6 +48,7 @@ struct DeviceOptions {
   // piece values inside the launch (true) or a second launch does (false).
   // Same bits.
   bool spmv_fused_combine = true;
+  SpmvShortRows spmv_short_rows = SpmvShortRows::kAuto;  // same bits either way
   bool trace = false;  // csr_create prints where its time goes to stderr
 };
 

@@ -16,6 +16,7 @@ using xhal::gpu::DeviceOptions;
 using xhal::gpu::GpuBackend;
 using xhal::gpu::SolvePoll;
 using xhal::gpu::SolveSchedule;
+using xhal::gpu::SpmvShortRows;
 
 constexpr GpuBackend kCuda = GpuBackend::kCuda;
 constexpr GpuBackend kRocm = GpuBackend::kRocm;
@@ -31,6 +32,7 @@ void expect_same(const DeviceOptions& a, const DeviceOptions& b) {
   EXPECT_EQ(a.rows_resident, b.rows_resident);
   EXPECT_EQ(a.sparse_index64, b.sparse_index64);
   EXPECT_EQ(a.spmv_fused_combine, b.spmv_fused_combine);
+  EXPECT_EQ(a.spmv_short_rows, b.spmv_short_rows);
   EXPECT_EQ(a.trace, b.trace);
 }
 
@@ -60,10 +62,10 @@ std::string parse_refused(const std::string& text, GpuBackend backend = kCuda) {
 const char* const kCudaKnown =
     "known options: solve.schedule, solve.block_threads, solve.blocks_per_sm, solve.poll, "
     "solve.poll_terms, solve.sleep_ns, norm_backward.fused_from_rows, rows.resident, sparse_index, "
-    "spmv.combine, trace";
+    "spmv.combine, spmv.short_rows, trace";
 const char* const kRocmKnown =
     "known options: solve.schedule, norm_backward.fused_from_rows, sparse_index, spmv.combine, "
-    "trace";
+    "spmv.short_rows, trace";
 
 TEST(GpuOptions, DefaultsAreTheKernelsDefaults) {
   const DeviceOptions c = xhal::gpu::default_device_options(kCuda);
@@ -99,10 +101,10 @@ TEST(GpuOptions, DefaultsAsText) {
       "solve.schedule=syncfree,solve.block_threads=128,solve.blocks_per_sm=auto,"
       "solve.poll=auto,solve.poll_terms=auto,solve.sleep_ns=0,"
       "norm_backward.fused_from_rows=4096,rows.resident=1,sparse_index=auto,spmv.combine=fused,"
-      "trace=0");
+      "spmv.short_rows=auto,trace=0");
   EXPECT_EQ(xhal::gpu::format_device_options(xhal::gpu::default_device_options(kRocm), kRocm),
             "solve.schedule=levels,norm_backward.fused_from_rows=4096,sparse_index=auto,"
-            "spmv.combine=fused,trace=0");
+            "spmv.combine=fused,spmv.short_rows=auto,trace=0");
 }
 
 TEST(GpuOptions, EveryOptionAndValue) {
@@ -136,6 +138,10 @@ TEST(GpuOptions, EveryOptionAndValue) {
   EXPECT_TRUE(parse_ok("spmv.combine=fused").spmv_fused_combine);
   EXPECT_FALSE(parse_ok("spmv.combine=launch").spmv_fused_combine);
   EXPECT_FALSE(parse_ok("spmv.combine=launch", kRocm).spmv_fused_combine);
+  EXPECT_EQ(parse_ok("spmv.short_rows=auto").spmv_short_rows, SpmvShortRows::kAuto);
+  EXPECT_EQ(parse_ok("spmv.short_rows=tiles").spmv_short_rows, SpmvShortRows::kTiles);
+  EXPECT_EQ(parse_ok("spmv.short_rows=warp").spmv_short_rows, SpmvShortRows::kWarp);
+  EXPECT_EQ(parse_ok("spmv.short_rows=warp", kRocm).spmv_short_rows, SpmvShortRows::kWarp);
   EXPECT_TRUE(parse_ok("trace=1").trace);
   EXPECT_FALSE(parse_ok("trace=0").trace);
   EXPECT_TRUE(parse_ok("trace=1", kRocm).trace);
@@ -232,7 +238,10 @@ TEST(GpuOptions, MalformedItemsAndValuesAreRefused) {
                            "sparse_index=AUTO",
                            "spmv.combine=",
                            "spmv.combine=1",
-                           "spmv.combine=Fused"}) {
+                           "spmv.combine=Fused",
+                           "spmv.short_rows=",
+                           "spmv.short_rows=rows",
+                           "spmv.short_rows=Warp"}) {
     const std::string e = parse_refused(item);
     EXPECT_NE(e.find("is not a valid value (expects"), std::string::npos) << item << ": " << e;
     EXPECT_NE(e.find(kCudaKnown), std::string::npos) << e;
@@ -267,8 +276,8 @@ TEST(GpuOptions, RoundTripThroughTheOptionsText) {
       "trace=1",
       "solve.schedule=levels,solve.block_threads=256,solve.blocks_per_sm=32,solve.poll=lanes,"
       "solve.poll_terms=16,solve.sleep_ns=1000000,norm_backward.fused_from_rows=0,rows.resident=0,"
-      "sparse_index=64,spmv.combine=launch,trace=1",
-      "solve.blocks_per_sm=3,solve.poll=converged,solve.poll_terms=32,"
+      "sparse_index=64,spmv.combine=launch,spmv.short_rows=warp,trace=1",
+      "spmv.short_rows=tiles,solve.blocks_per_sm=3,solve.poll=converged,solve.poll_terms=32,"
       "norm_backward.fused_from_rows=1099511627776",
   };
   for (const std::string& t : texts) {
@@ -285,7 +294,7 @@ TEST(GpuOptions, RoundTripThroughTheOptionsText) {
   const std::string rtext = xhal::gpu::format_device_options(r, kRocm);
   EXPECT_EQ(rtext,
             "solve.schedule=levels,norm_backward.fused_from_rows=0,sparse_index=auto,"
-            "spmv.combine=fused,trace=1");
+            "spmv.combine=fused,spmv.short_rows=auto,trace=1");
   expect_same(parse_ok(rtext, kRocm), r);
 }
 
