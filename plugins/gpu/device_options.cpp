@@ -138,17 +138,17 @@ const OptionSpec kOptions[] = {
        return Parsed::kOk;
      },
      [](const DeviceOptions& o) { return std::string(o.spmv_fused_combine ? "fused" : "launch"); }},
-    {"spmv.short_rows", true, true, "auto, tiles or warp",
+    {"spmv.short_rows", true, true, "auto, tiles or rows",
      [](const std::string& v, GpuBackend, DeviceOptions* o) {
        if (v == "auto") o->spmv_short_rows = SpmvShortRows::kAuto;
        else if (v == "tiles") o->spmv_short_rows = SpmvShortRows::kTiles;
-       else if (v == "warp") o->spmv_short_rows = SpmvShortRows::kWarp;
+       else if (v == "rows") o->spmv_short_rows = SpmvShortRows::kRows;
        else return Parsed::kNotChoice;
        return Parsed::kOk;
      },
      [](const DeviceOptions& o) {
        return std::string(o.spmv_short_rows == SpmvShortRows::kTiles  ? "tiles"
-                          : o.spmv_short_rows == SpmvShortRows::kWarp ? "warp"
+                          : o.spmv_short_rows == SpmvShortRows::kRows ? "rows"
                                                                       : "auto");
      }},
     {"trace", true, true, "0 or 1",

@@ -22,9 +22,9 @@ enum class SolvePoll { kAuto, kConverged, kLanes };
 
 // f32/f16/bf16 spmv's rows of at most 32 entries (docs/gpu.md, "spmv/spmm").
 enum class SpmvShortRows {
-  kAuto,   // kWarp where the pattern's rows hold fewer than 4 entries on average
+  kAuto,   // kRows where no row of the pattern holds more than 4 entries
   kTiles,  // tiles of 256 rows, their entries staged in shared memory
-  kWarp,   // 32 rows a warp, the entries read 32 at a time and shuffled
+  kRows,   // one thread a row
 };
 
 struct DeviceOptions {

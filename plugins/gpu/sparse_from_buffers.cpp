@@ -479,6 +479,10 @@ xhal_status_t create(Device* d, Matrix* m, const T* rp_in, const T* col_in, bool
   split(h.below, &out_facts->below_row, &out_facts->below_col);
   out_facts->missing_diagonal_row = h.missing == kNone ? -1 : static_cast<int64_t>(h.missing);
 
+  // Off-diagonal terms plus the diagonal bound a row's entries; A^T's
+  // terms are only counted for a square matrix.
+  m->a.max_row_len = static_cast<int64_t>(h.max_a) + 1;
+  if (rows == cols) m->at.max_row_len = static_cast<int64_t>(h.max_t) + 1;
   st = fill_pieces<P>(d, m, &m->a, h.pieces_a, offsets_a);
   if (st == XHAL_OK) st = fill_pieces<P>(d, m, &m->at, h.pieces_t, offsets_t);
   trace.lap("piece lists");

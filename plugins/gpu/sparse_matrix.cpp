@@ -122,8 +122,10 @@ xhal_status_t upload_columns(Device* d, Matrix* m, const int64_t* from, int64_t 
 template <class P>
 xhal_status_t build_pieces(Device* d, Matrix* m, const P* rp, int64_t rows, Pattern* p) {
   std::vector<I> piece_row, piece_g, multi_row, multi_first;
+  p->max_row_len = 0;
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t len = rp[r + 1] - rp[r];
+    p->max_row_len = std::max(p->max_row_len, len);
     if (len <= 32) continue;
     const int64_t n = (len + 1023) / 1024;
     if (n > 1) {

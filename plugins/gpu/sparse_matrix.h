@@ -43,6 +43,9 @@ struct Pattern {
   I* col = nullptr;
   PieceView pieces;  // rows of more than 32 entries, for spmv/spmm
   int64_t rows = 0;
+  // At least the entries of the longest row (spmv.short_rows=auto); the
+  // largest value where creation did not find out.
+  int64_t max_row_len = INT64_MAX;
   LevelSchedule asc, desc;           // host-built level batches
   SyncFreeSchedule sf_asc, sf_desc;  // device-built (CUDA)
 };

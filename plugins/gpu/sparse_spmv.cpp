@@ -26,8 +26,8 @@ __device__ __forceinline__ void finish(S& y, A alpha, A t, A beta) {
   y = to_storage<S>(beta == A(0) ? xmul(alpha, t) : xadd(xmul(alpha, t), xmul(beta, widen(y))));
 }
 
-// f64 spmv's rows of at most 32 entries: one thread per row, a plain
-// left-to-right sum from +0.
+// spmv's rows of at most 32 entries, one thread per row (f64; f32 where
+// thread_rows says), a plain left-to-right sum from +0.
 template <class S, class P>
 __global__ void spmv_row_kernel(PatternViewT<S, P> a, int64_t rows, ColsT<S> x, ColsT<S> y,
                                 acc_t<S> alpha, acc_t<S> beta) {
@@ -40,56 +40,6 @@ __global__ void spmv_row_kernel(PatternViewT<S, P> a, int64_t rows, ColsT<S> x, 
 #pragma unroll 4
     for (P k = b; k < e; ++k) s = xadd(s, xmul(widen(a.value(k)), widen(x.at(a.col[k], 0))));
     finish(y.at(r, 0), alpha, s, beta);
-  }
-}
-
-__device__ __forceinline__ int warp_max_int(int v) {
-  const int lane = threadIdx.x & 31;
-#pragma unroll
-  for (int d = 16; d > 0; d >>= 1) {
-    const int o = xhal_shfl(v, lane ^ d);
-    v = v > o ? v : o;
-  }
-  return v;
-}
-
-// spmv of rows of at most 32 entries, 32 rows a warp: the warp reads its
-// rows' entries (one contiguous run) 32 at a time, coalesced, each lane
-// forming one product; lane t then takes row t's products of that round
-// from the lanes that hold them, in entry order, into its left-to-right
-// sum from +0. The loads do not wait on the longest row of the warp, as
-// one thread a row does; a warp that holds a longer row (a piece kernel
-// does it) takes its other rows one thread each.
-template <class S, class P>
-__global__ void spmv_warp_rows_kernel(PatternViewT<S, P> a, int64_t rows, ColsT<S> x, ColsT<S> y,
-                                      float alpha, float beta) {
-  const int lane = threadIdx.x & 31;
-  const int64_t warps = int64_t{gridDim.x} * (blockDim.x / 32);
-  for (int64_t w = (blockIdx.x * int64_t{blockDim.x} + threadIdx.x) / 32; w * 32 < rows;
-       w += warps) {
-    const int64_t r = w * 32 + lane;
-    const bool have = r < rows;
-    const P rs = have ? a.row_ptr[r] : P(0), re = have ? a.row_ptr[r + 1] : P(0);
-    float s = 0.0f;
-    if (warp_max_int(have && re - rs > 32)) {
-      if (have && re - rs <= 32)
-        for (P k = rs; k < re; ++k) s = xadd(s, xmul(widen(a.value(k)), widen(x.at(a.col[k], 0))));
-    } else {
-      const P lo = a.row_ptr[w * 32], hi = a.row_ptr[w * 32 + 32 < rows ? w * 32 + 32 : rows];
-      for (P base = lo; base < hi; base += 32) {
-        const P e = base + lane;
-        const float prod = e < hi ? xmul(widen(a.value(e)), widen(x.at(a.col[e], 0))) : 0.0f;
-        const P b0 = rs > base ? rs : base, b1 = re < base + 32 ? re : base + 32;
-        const int cnt = have && b1 > b0 ? static_cast<int>(b1 - b0) : 0;
-        const int first = static_cast<int>(b0 - base);
-        const int rounds = warp_max_int(cnt);
-        for (int it = 0; it < rounds; ++it) {
-          const float t = xhal_shfl(prod, (first + it) & 31);
-          if (it < cnt) s = xadd(s, t);
-        }
-      }
-    }
-    if (have && re - rs <= 32) finish(y.at(r, 0), alpha, s, beta);
   }
 }
 
@@ -552,10 +502,12 @@ void launch_group(Device* d, PatternViewT<S, P> v, int64_t rows, bool short_rows
 #undef XHAL_GROUP
 }
 
-// spmv.short_rows (device_options.h): measured on the H200
-// (docs/performance.md, "SpMV and SpMM").
-inline bool warp_rows(SpmvShortRows o, int64_t nnz, int64_t rows) {
-  return o == SpmvShortRows::kWarp || (o == SpmvShortRows::kAuto && nnz < 4 * rows);
+// spmv.short_rows (device_options.h). auto: one thread a row where no row
+// holds more than 4 entries, so no warp waits long on its longest row
+// (H200: river A 0.0124 -> 0.0084 ms; river A^T, rows of up to about 10
+// entries, went from 0.0144 to 0.0165; docs/performance.md).
+inline bool thread_rows(SpmvShortRows o, const Pattern& p) {
+  return o == SpmvShortRows::kRows || (o == SpmvShortRows::kAuto && p.max_row_len <= 4);
 }
 
 template <class S, class P>
@@ -590,7 +542,7 @@ xhal_status_t run_spmm(Device* d, const Matrix* m, xhal_transpose_t trans, float
     // Rows of fewer than 4 entries on average.
     const bool short_rows = m->nnz < 4 * p.rows;
     launch_group<S, P>(d, v, p.rows, short_rows, xc, yc, A(alpha), A(beta));
-  } else if (sizeof(A) == 4 && !warp_rows(d->options.spmv_short_rows, m->nnz, p.rows)) {
+  } else if (sizeof(A) == 4 && !thread_rows(d->options.spmv_short_rows, p)) {
     if constexpr (sizeof(A) == 4) {
       const int64_t piece_blocks = (p.pieces.num + 7) / 8;
       spmv_fused_kernel<S, P>
@@ -599,19 +551,15 @@ xhal_status_t run_spmm(Device* d, const Matrix* m, xhal_transpose_t trans, float
     }
   } else {
     // f64 stays on one thread per row: tiled it was slower on the H200
-    // (uniform random 0.145 against 0.113 ms, docs/performance.md). f32
-    // comes here for spmv.short_rows=warp: its pieces, then the warp rows.
+    // (uniform random 0.145 against 0.113 ms, docs/performance.md); so
+    // does f32 where thread_rows says.
     if (p.pieces.num) {
       spmv_piece_kernel<S, P><<<static_cast<unsigned>((p.pieces.num + 3) / 4), 128, 0, d->stream>>>(
           v, p.pieces, xc, yc, A(alpha), A(beta), partial, done);
       ++launches;
     }
-    if constexpr (sizeof(A) == 4)
-      spmv_warp_rows_kernel<S, P>
-          <<<grid_for(p.rows, 256), 256, 0, d->stream>>>(v, p.rows, xc, yc, alpha, beta);
-    else
-      spmv_row_kernel<S, P>
-          <<<grid_for(p.rows, 256), 256, 0, d->stream>>>(v, p.rows, xc, yc, A(alpha), A(beta));
+    spmv_row_kernel<S, P>
+        <<<grid_for(p.rows, 256), 256, 0, d->stream>>>(v, p.rows, xc, yc, A(alpha), A(beta));
   }
   if (p.pieces.num_multi && !done) {
     spmm_combine_kernel<S, P><<<grid_for(p.pieces.num_multi * yc.k * 32, 256), 256, 0, d->stream>>>(

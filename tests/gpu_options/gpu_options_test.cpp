@@ -140,8 +140,8 @@ TEST(GpuOptions, EveryOptionAndValue) {
   EXPECT_FALSE(parse_ok("spmv.combine=launch", kRocm).spmv_fused_combine);
   EXPECT_EQ(parse_ok("spmv.short_rows=auto").spmv_short_rows, SpmvShortRows::kAuto);
   EXPECT_EQ(parse_ok("spmv.short_rows=tiles").spmv_short_rows, SpmvShortRows::kTiles);
-  EXPECT_EQ(parse_ok("spmv.short_rows=warp").spmv_short_rows, SpmvShortRows::kWarp);
-  EXPECT_EQ(parse_ok("spmv.short_rows=warp", kRocm).spmv_short_rows, SpmvShortRows::kWarp);
+  EXPECT_EQ(parse_ok("spmv.short_rows=rows").spmv_short_rows, SpmvShortRows::kRows);
+  EXPECT_EQ(parse_ok("spmv.short_rows=rows", kRocm).spmv_short_rows, SpmvShortRows::kRows);
   EXPECT_TRUE(parse_ok("trace=1").trace);
   EXPECT_FALSE(parse_ok("trace=0").trace);
   EXPECT_TRUE(parse_ok("trace=1", kRocm).trace);
@@ -240,8 +240,8 @@ TEST(GpuOptions, MalformedItemsAndValuesAreRefused) {
                            "spmv.combine=1",
                            "spmv.combine=Fused",
                            "spmv.short_rows=",
-                           "spmv.short_rows=rows",
-                           "spmv.short_rows=Warp"}) {
+                           "spmv.short_rows=warp",
+                           "spmv.short_rows=Rows"}) {
     const std::string e = parse_refused(item);
     EXPECT_NE(e.find("is not a valid value (expects"), std::string::npos) << item << ": " << e;
     EXPECT_NE(e.find(kCudaKnown), std::string::npos) << e;
@@ -276,7 +276,7 @@ TEST(GpuOptions, RoundTripThroughTheOptionsText) {
       "trace=1",
       "solve.schedule=levels,solve.block_threads=256,solve.blocks_per_sm=32,solve.poll=lanes,"
       "solve.poll_terms=16,solve.sleep_ns=1000000,norm_backward.fused_from_rows=0,rows.resident=0,"
-      "sparse_index=64,spmv.combine=launch,spmv.short_rows=warp,trace=1",
+      "sparse_index=64,spmv.combine=launch,spmv.short_rows=rows,trace=1",
       "spmv.short_rows=tiles,solve.blocks_per_sm=3,solve.poll=converged,solve.poll_terms=32,"
       "norm_backward.fused_from_rows=1099511627776",
   };
