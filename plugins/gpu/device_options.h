@@ -30,7 +30,7 @@ enum class SpmvShortRows {
 struct DeviceOptions {
   SolveSchedule solve_schedule = SolveSchedule::kSyncFree;
   int solve_block_threads = 128;  // 32..256, a multiple of 32
-  int solve_blocks_per_sm = 0;    // 0: auto (4 with rows of > 32 terms, else 1)
+  int solve_blocks_per_sm = 0;    // 0: auto (SyncFreeSchedule::blocks_per_sm)
   SolvePoll solve_poll = SolvePoll::kAuto;
   int solve_poll_terms = 0;     // 0: auto (32 with rows of > 32 terms, else 16)
   uint32_t solve_sleep_ns = 0;  // back-off while polling; 0: none

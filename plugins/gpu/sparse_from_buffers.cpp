@@ -28,6 +28,7 @@ struct Status {
   unsigned long long entry;        // lowest bad entry of that row
   unsigned long long above, below, missing;
   unsigned long long long_a, max_a, long_t, max_t;  // off-diagonal terms of A's and A^T's rows
+  unsigned long long long_terms_a, long_terms_t;    // the terms of their rows of > 32
   unsigned long long pieces_a, pieces_t;            // piece-list totals, packed as PieceCount
   long long fault[5];                               // kind, row, entry, value, other
 };
@@ -40,6 +41,7 @@ __global__ void init_status_kernel(Status* s) {
   s->offsets_key = s->column_row = s->entry = kNone;
   s->above = s->below = s->missing = kNone;
   s->long_a = s->max_a = s->long_t = s->max_t = 0;
+  s->long_terms_a = s->long_terms_t = 0;
   s->pieces_a = s->pieces_t = 0;
   for (long long& f : s->fault) f = 0;
 }
@@ -198,6 +200,7 @@ __global__ void facts_kernel(const P* rp, const I* col, int64_t rows, int64_t co
                              unsigned long long* counts, unsigned char* diag) {
   if (!valid(s)) return;
   unsigned long long above = kNone, below = kNone, missing = kNone, long_rows = 0, max_terms = 0;
+  unsigned long long long_terms = 0;
   const int64_t stride = int64_t{gridDim.x} * blockDim.x;
   for (int64_t step = 0, k = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; step < steps_of(rows);
        ++step, k += stride) {
@@ -219,6 +222,7 @@ __global__ void facts_kernel(const P* rp, const I* col, int64_t rows, int64_t co
     if (k < min(rows, cols) && !d) missing = min(missing, static_cast<unsigned long long>(k));
     const int64_t terms = (re - rb) - (d ? 1 : 0);
     long_rows += terms > 32;
+    long_terms += terms > 32 ? terms : 0;
     max_terms = max(max_terms, static_cast<unsigned long long>(terms));
     counts[k] = piece_count(re - rb);
   }
@@ -226,12 +230,14 @@ __global__ void facts_kernel(const P* rp, const I* col, int64_t rows, int64_t co
   below = warp_min(below);
   missing = warp_min(missing);
   long_rows = warp_sum(long_rows);
+  long_terms = warp_sum(long_terms);
   max_terms = warp_max(max_terms);
   if ((threadIdx.x & 31) == 0) {
     if (above != kNone) atomicMin(&s->above, above);
     if (below != kNone) atomicMin(&s->below, below);
     if (missing != kNone) atomicMin(&s->missing, missing);
     if (long_rows) atomicAdd(&s->long_a, long_rows);
+    if (long_terms) atomicAdd(&s->long_terms_a, long_terms);
     if (max_terms) atomicMax(&s->max_a, max_terms);
   }
   if (blockIdx.x == 0 && threadIdx.x == 0) counts[rows] = 0;
@@ -243,7 +249,7 @@ __global__ void transposed_facts_kernel(const P* t_rp, int64_t cols, bool square
                                         const unsigned char* diag, Status* s,
                                         unsigned long long* counts) {
   if (!valid(s)) return;
-  unsigned long long long_rows = 0, max_terms = 0;
+  unsigned long long long_rows = 0, long_terms = 0, max_terms = 0;
   const int64_t stride = int64_t{gridDim.x} * blockDim.x;
   for (int64_t step = 0, k = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; step < steps_of(cols);
        ++step, k += stride) {
@@ -253,13 +259,16 @@ __global__ void transposed_facts_kernel(const P* t_rp, int64_t cols, bool square
     if (square) {
       const int64_t terms = len - (diag[k] ? 1 : 0);
       long_rows += terms > 32;
+      long_terms += terms > 32 ? terms : 0;
       max_terms = max(max_terms, static_cast<unsigned long long>(terms));
     }
   }
   long_rows = warp_sum(long_rows);
+  long_terms = warp_sum(long_terms);
   max_terms = warp_max(max_terms);
   if ((threadIdx.x & 31) == 0) {
     if (long_rows) atomicAdd(&s->long_t, long_rows);
+    if (long_terms) atomicAdd(&s->long_terms_t, long_terms);
     if (max_terms) atomicMax(&s->max_t, max_terms);
   }
   if (blockIdx.x == 0 && threadIdx.x == 0) counts[cols] = 0;
@@ -496,10 +505,12 @@ xhal_status_t create(Device* d, Matrix* m, const T* rp_in, const T* col_in, bool
   ta.lower = h.above == kNone;
   ta.upper = h.below == kNone;
   ta.long_rows = static_cast<int64_t>(h.long_a);
+  ta.long_terms = static_cast<int64_t>(h.long_terms_a);
   ta.max_terms = static_cast<int64_t>(h.max_a);
   tt.lower = ta.upper;
   tt.upper = ta.lower;
   tt.long_rows = static_cast<int64_t>(h.long_t);
+  tt.long_terms = static_cast<int64_t>(h.long_terms_t);
   tt.max_terms = static_cast<int64_t>(h.max_t);
   return build_syncfree_schedules<P>(d, m, ta, tt);
 }

@@ -194,6 +194,7 @@ Triangles triangles(const P* rp, const P* col, int64_t rows) {
     const bool diag = col[re - 1] == k || col[rb] == k;
     const int64_t terms = re - rb - (diag ? 1 : 0);
     t.long_rows += terms > 32;
+    t.long_terms += terms > 32 ? terms : 0;
     t.max_terms = std::max(t.max_terms, terms);
   }
   return t;
@@ -215,6 +216,7 @@ Triangles transposed_triangles(const Triangles& ta, const P* a_rp, const P* a_co
     const bool diag = re > rb && (a_col[re - 1] == k || a_col[rb] == k);
     const int64_t terms = t_rp[k + 1] - t_rp[k] - (diag ? 1 : 0);
     t.long_rows += terms > 32;
+    t.long_terms += terms > 32 ? terms : 0;
     t.max_terms = std::max(t.max_terms, terms);
   }
   return t;
@@ -253,8 +255,9 @@ xhal_status_t build_syncfree_schedules(Device* d, Matrix* m, const Triangles& ta
   // is both, and one schedule serves both walks.
   auto analyse = [&](Pattern& p, const Triangles& t, bool ascending) {
     SyncFreeSchedule* out = ascending ? &p.sf_asc : &p.sf_desc;
-    xhal_status_t q = syncfree_analyse<P>(d, &m->sf, row_ptr_of<P>(p), p.col, p.rows, ascending,
-                                          t.long_rows, t.max_terms, out, &m->allocations);
+    xhal_status_t q =
+        syncfree_analyse<P>(d, &m->sf, row_ptr_of<P>(p), p.col, p.rows, ascending, t.long_rows,
+                            t.long_terms, m->nnz, t.max_terms, out, &m->allocations);
     if (q == XHAL_OK && t.lower && t.upper) (ascending ? p.sf_desc : p.sf_asc) = *out;
     return q;
   };

@@ -168,11 +168,12 @@ template <class P>
 xhal_status_t derive_row_indices(Device* d, Matrix* m);
 
 // Which triangles a square pattern lies in, its rows of more than 32
-// off-diagonal entries and its most off-diagonal entries in a row: what
-// the sync-free analysis needs (for A^T: `lower` means A^T is lower).
+// off-diagonal entries (how many, and their terms together) and its most
+// off-diagonal entries in a row: what the sync-free analysis needs (for
+// A^T: `lower` means A^T is lower).
 struct Triangles {
   bool lower = true, upper = true;
-  int64_t long_rows = 0, max_terms = 0;
+  int64_t long_rows = 0, long_terms = 0, max_terms = 0;
 };
 
 #if !defined(XHAL_GPU_HIP)

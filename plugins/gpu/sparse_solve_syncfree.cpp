@@ -207,12 +207,13 @@ xhal_status_t syncfree_solve(Device* d, SyncFreeState* st, const SyncFreeSchedul
                              const PatternViewT<T, P>& a, ColsT<T> b, ColsT<T> x, bool unit,
                              int* launches) {
   // "auto" picks per schedule, from the H200 sweeps (docs/performance.md):
-  // with long rows, 32-term rounds and four blocks of warps per SM;
-  // otherwise 16-term rounds and one block per SM; rows of one dependency
-  // are fastest with each lane polling its single word alone.
+  // with long rows, 32-term rounds and two or four blocks of warps per SM
+  // (sc.blocks_per_sm); otherwise 16-term rounds and one block per SM; rows
+  // of one dependency are fastest with each lane polling its single word
+  // alone.
   const DeviceOptions& o = d->options;
   const int block = o.solve_block_threads;
-  const int per_sm = o.solve_blocks_per_sm ? o.solve_blocks_per_sm : (sc.has_long ? 4 : 1);
+  const int per_sm = o.solve_blocks_per_sm ? o.solve_blocks_per_sm : sc.blocks_per_sm;
   const unsigned sleep_ns = o.solve_sleep_ns;
   const bool converged =
       o.solve_poll == SolvePoll::kAuto ? !sc.chains : o.solve_poll == SolvePoll::kConverged;

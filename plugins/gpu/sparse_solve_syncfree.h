@@ -18,6 +18,7 @@ struct SyncFreeSchedule {
   unsigned* warps = nullptr;  // device: warps' worth of positions
   unsigned max_warps = 0;     // host: an upper bound of *warps
   bool has_long = false;      // a row of more than 32 off-diagonal entries
+  int blocks_per_sm = 1;      // what solve.blocks_per_sm=auto takes for this pattern
   bool chains = false;        // no row has more than one off-diagonal entry
 };
 
@@ -40,12 +41,14 @@ xhal_status_t syncfree_init(Device* d, int64_t n, int words, SyncFreeState* st,
 // matrix's entry-offset type) that lies in
 // the lower (ascending) or upper (descending) triangle, as the caller has
 // checked; `long_rows` counts its rows of more than 32 off-diagonal
-// entries, `max_terms` is the most off-diagonal entries of a row. No
-// transfer to the host; synchronises the stream.
+// entries and `long_terms` their off-diagonal entries together, `entries`
+// is the pattern's nnz, `max_terms` the most off-diagonal entries of a
+// row. No transfer to the host; synchronises the stream.
 template <class P>
 xhal_status_t syncfree_analyse(Device* d, SyncFreeState* st, const P* row_ptr, const I* col,
-                               int64_t rows, bool ascending, int64_t long_rows, int64_t max_terms,
-                               SyncFreeSchedule* out, std::vector<void*>* allocations);
+                               int64_t rows, bool ascending, int64_t long_rows, int64_t long_terms,
+                               int64_t entries, int64_t max_terms, SyncFreeSchedule* out,
+                               std::vector<void*>* allocations);
 
 // Solves every column of x (k launches); b may be x. The launch shape and
 // polling form follow d->options (solve.*). T: float or double (the state

@@ -150,8 +150,9 @@ xhal_status_t syncfree_init(Device* d, int64_t n, int words, SyncFreeState* st,
 
 template <class P>
 xhal_status_t syncfree_analyse(Device* d, SyncFreeState* st, const P* row_ptr, const I* col,
-                               int64_t rows, bool ascending, int64_t long_rows, int64_t max_terms,
-                               SyncFreeSchedule* out, std::vector<void*>* allocations) {
+                               int64_t rows, bool ascending, int64_t long_rows, int64_t long_terms,
+                               int64_t entries, int64_t max_terms, SyncFreeSchedule* out,
+                               std::vector<void*>* allocations) {
   if (rows == 0) return XHAL_OK;
   TraceLaps trace(d,
                   ascending ? "sync-free analysis (ascending)" : "sync-free analysis (descending)");
@@ -205,15 +206,22 @@ xhal_status_t syncfree_analyse(Device* d, SyncFreeState* st, const P* row_ptr, c
   out->warps = warps;
   out->max_warps = static_cast<unsigned>((bound + 31) / 32);
   out->has_long = long_rows > 0;
+  // H200 sweep of 2026-12-04 (docs/performance.md, "Solve sweep"): where
+  // long rows hold 1-25% of the entries, two blocks an SM beat four by
+  // 7-11% (fewer warps polling on the chains); where they hold more, the
+  // long rows' loads want the fourth block's warps; rows of <= 32 terms
+  // only: one block.
+  const bool some_long = 100 * long_terms >= entries && 4 * long_terms < entries;
+  out->blocks_per_sm = long_rows == 0 ? 1 : some_long ? 2 : 4;
   out->chains = max_terms <= 1;
   return XHAL_OK;
 }
 template xhal_status_t syncfree_analyse<I>(Device*, SyncFreeState*, const I*, const I*, int64_t,
-                                           bool, int64_t, int64_t, SyncFreeSchedule*,
-                                           std::vector<void*>*);
+                                           bool, int64_t, int64_t, int64_t, int64_t,
+                                           SyncFreeSchedule*, std::vector<void*>*);
 template xhal_status_t syncfree_analyse<int64_t>(Device*, SyncFreeState*, const int64_t*, const I*,
-                                                 int64_t, bool, int64_t, int64_t, SyncFreeSchedule*,
-                                                 std::vector<void*>*);
+                                                 int64_t, bool, int64_t, int64_t, int64_t, int64_t,
+                                                 SyncFreeSchedule*, std::vector<void*>*);
 
 }  // namespace xhal::gpu
 #endif
