@@ -47,7 +47,24 @@ struct LevelTerms {
   }
 };
 
+// Row k's off-diagonal range [*rb, *re) in the triangle's direction.
 template <class P>
+__device__ __forceinline__ void off_diagonal(const LevelArgs<P>& s, I k, P* rb, P* re) {
+  *rb = s.row_ptr[k];
+  *re = s.row_ptr[k + 1];
+  if (s.ascending) {
+    if (*re > *rb && s.col[*re - 1] == k) --*re;
+  } else {
+    if (*re > *rb && s.col[*rb] == k) ++*rb;
+  }
+  // The host checked the triangle; a row outside it would wait forever.
+  if (*re > *rb && (s.ascending ? s.col[*re - 1] > k : s.col[*rb] < k)) *rb = *re;
+}
+
+// Lone: every row has at most one off-diagonal entry (chains), and each
+// lane spins on its one word alone, as the solve does for such patterns
+// (docs/gpu.md); otherwise the warp polls together.
+template <class P, bool Lone>
 __global__ void __launch_bounds__(256) level_kernel(LevelArgs<P> s) {
   const int lane = threadIdx.x & 31;
   for (;;) {
@@ -63,18 +80,21 @@ __global__ void __launch_bounds__(256) level_kernel(LevelArgs<P> s) {
     P rb = 0, re = 0;
     if (pos < s.rows) {
       k = static_cast<I>(s.ascending ? pos : s.rows - 1 - pos);
-      rb = s.row_ptr[k];
-      re = s.row_ptr[k + 1];
-      if (s.ascending) {
-        if (re > rb && s.col[re - 1] == k) --re;
-      } else {
-        if (re > rb && s.col[rb] == k) ++rb;
-      }
-      // The host checked the triangle; a row outside it would wait forever.
-      if (re > rb && (s.ascending ? s.col[re - 1] > k : s.col[rb] < k)) rb = re;
+      off_diagonal(s, k, &rb, &re);
     }
     LevelTerms<P> terms{&s, k};
-    converged_walk(s.xs, s.epoch, 0, rb, re, terms);
+    if constexpr (Lone) {
+      if (re > rb) {
+        const I j = s.col[rb];
+        unsigned long long w = load_word(s.xs + j);
+        while (!OneWord::ready(w, s.epoch)) w = load_word(s.xs + j);
+        terms.add(0.0f, OneWord::payload(w));
+      }
+      terms.done();
+      __syncwarp();
+    } else {
+      converged_walk(s.xs, s.epoch, 0, rb, re, terms);
+    }
   }
 }
 
@@ -87,12 +107,27 @@ __device__ __forceinline__ bool is_long(const P* row_ptr, const I* col, int64_t 
 
 // counts[2l]: rows of level l of at most 32 off-diagonal entries, [2l + 1]:
 // longer rows.
+// Lanes of one slot add through their lowest lane (neighbouring rows often
+// share a level, and a million atomics on a few hundred counters queue).
+// Returns the lane's place among the slot's lanes, from `base` on.
+__device__ __forceinline__ unsigned add_by_slot(unsigned* counter, unsigned long long slot) {
+  const unsigned peers = __match_any_sync(__activemask(), slot);
+  const int lane = threadIdx.x & 31;
+  const int leader = __ffs(peers) - 1;
+  unsigned base = 0;
+  if (lane == leader) base = atomicAdd(counter, static_cast<unsigned>(__popc(peers)));
+  base = __shfl_sync(peers, base, leader);
+  return base + __popc(peers & ((1u << lane) - 1u));
+}
+
 template <class P>
 __global__ void count_kernel(const P* row_ptr, const I* col, const I* level, int64_t rows,
                              bool ascending, unsigned* counts) {
   for (int64_t k = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; k < rows;
-       k += int64_t{gridDim.x} * blockDim.x)
-    atomicAdd(counts + 2 * int64_t{level[k]} + is_long(row_ptr, col, k, ascending), 1u);
+       k += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t slot = 2 * int64_t{level[k]} + is_long(row_ptr, col, k, ascending);
+    add_by_slot(counts + slot, static_cast<unsigned long long>(slot));
+  }
 }
 
 // Level l: its short rows, then (from a multiple of 32) 32 positions per
@@ -117,7 +152,7 @@ __global__ void place_kernel(const P* row_ptr, const I* col, const I* level, int
   for (int64_t k = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; k < rows;
        k += int64_t{gridDim.x} * blockDim.x) {
     const int64_t slot = 2 * int64_t{level[k]} + is_long(row_ptr, col, k, ascending);
-    const unsigned n = atomicAdd(fill + slot, 1u);
+    const unsigned n = add_by_slot(fill + slot, static_cast<unsigned long long>(slot));
     const unsigned p = offset[slot] + ((slot & 1) ? 32u * n : n);
     P rb = row_ptr[k], re = row_ptr[k + 1], diag = -1;
     if (ascending) {
@@ -180,13 +215,28 @@ xhal_status_t syncfree_analyse(Device* d, SyncFreeState* st, const P* row_ptr, c
   gpuMemsetAsync(recs, 0xff, sizeof(RowRecT<P>) * bound, d->stream);  // k = -1: padding
   trace.lap("allocations and clears");
 
+  // The solve's blocks an SM, from the H200 sweep of 2026-12-04
+  // (docs/performance.md, "Solve sweep"): where long rows hold 1-25% of the
+  // entries, two beat four by 7-11% (fewer warps polling on the chains);
+  // where they hold more, the long rows' loads want the fourth block's
+  // warps; rows of <= 32 terms only: one block.
+  const bool some_long = 100 * long_terms >= entries && 4 * long_terms < entries;
+  const int per_sm = long_rows == 0 ? 1 : some_long ? 2 : 4;
+  // The level pass takes rows in row order, not level order. Where rows
+  // hold few entries (river networks, whose chains run basin by basin) the
+  // rows in flight bound how many chains advance at once: four blocks an SM
+  // ran 2.4x faster than one there; elsewhere the solve's shape was best
+  // (H200, 2026-12-04, docs/performance.md "CSR creation").
+  const int level_per_sm = entries < 4 * rows ? 4 : per_sm;
   next_epoch(d, st);
   const int block = 128;
   const int64_t blocks = (rows + block - 1) / block;
-  const unsigned grid = static_cast<unsigned>(std::min<int64_t>(blocks, int64_t{4} * st->sms));
+  const unsigned grid =
+      static_cast<unsigned>(std::min<int64_t>(blocks, int64_t{level_per_sm} * st->sms));
   LevelArgs<P> la{row_ptr,   col,   rows,   ascending, st->xs, {st->ticket, grid * (block / 32)},
                   st->epoch, level, highest};
-  level_kernel<<<grid, block, 0, d->stream>>>(la);
+  if (max_terms <= 1) level_kernel<P, true><<<grid, block, 0, d->stream>>>(la);
+  else level_kernel<P, false><<<grid, block, 0, d->stream>>>(la);
   trace.lap("levels (sync-free pass)");
   count_kernel<<<grid_for(rows, 256), 256, 0, d->stream>>>(row_ptr, col, level, rows, ascending,
                                                            counts);
@@ -206,13 +256,7 @@ xhal_status_t syncfree_analyse(Device* d, SyncFreeState* st, const P* row_ptr, c
   out->warps = warps;
   out->max_warps = static_cast<unsigned>((bound + 31) / 32);
   out->has_long = long_rows > 0;
-  // H200 sweep of 2026-12-04 (docs/performance.md, "Solve sweep"): where
-  // long rows hold 1-25% of the entries, two blocks an SM beat four by
-  // 7-11% (fewer warps polling on the chains); where they hold more, the
-  // long rows' loads want the fourth block's warps; rows of <= 32 terms
-  // only: one block.
-  const bool some_long = 100 * long_terms >= entries && 4 * long_terms < entries;
-  out->blocks_per_sm = long_rows == 0 ? 1 : some_long ? 2 : 4;
+  out->blocks_per_sm = per_sm;
   out->chains = max_terms <= 1;
   return XHAL_OK;
 }
