@@ -136,6 +136,8 @@ void fill_patterns(CsrPatterns<I>& ps, const xhal_plugin_csr_desc_t* d, bool low
     const int64_t b = d->row_ptr[i], e = d->row_ptr[i + 1];
     ps.has_diagonal[i] = e > b && (d->col_idx[b] == i || d->col_idx[e - 1] == i);
   }
+  ps.a.every_diagonal = ps.at.every_diagonal =
+      std::all_of(ps.has_diagonal.begin(), ps.has_diagonal.end(), [](uint8_t h) { return h != 0; });
   ps.push_flags.resize(static_cast<size_t>(d->rows));
   int64_t pulled = 0;
   for (int64_t j = 0; j < d->rows; ++j) {

@@ -84,6 +84,10 @@ struct CsrPattern {
   std::vector<I> row_ptr;  // [rows + 1]
   std::vector<I> col_idx;  // [nnz]
   std::vector<I> perm;     // A^T only: [nnz] index into A's values
+  // Every row i stores (i, i) (square A; then A and A^T alike): a solve's
+  // one-thread walk takes it as the row's last entry (ascending) or first
+  // (descending) without comparing columns.
+  bool every_diagonal = false;
   // Solves walking this pattern's rows: ascending (its strictly lower part
   // holds the dependencies) and descending (strictly upper part).
   SolveSchedule<I> ascending, descending;
