@@ -105,8 +105,6 @@ __device__ __forceinline__ bool is_long(const P* row_ptr, const I* col, int64_t 
   return re - rb - (diag ? 1 : 0) > 32;
 }
 
-// counts[2l]: rows of level l of at most 32 off-diagonal entries, [2l + 1]:
-// longer rows.
 // Lanes of one slot add through their lowest lane (neighbouring rows often
 // share a level, and a million atomics on a few hundred counters queue).
 // Returns the lane's place among the slot's lanes, from `base` on.
@@ -120,6 +118,8 @@ __device__ __forceinline__ unsigned add_by_slot(unsigned* counter, unsigned long
   return base + __popc(peers & ((1u << lane) - 1u));
 }
 
+// counts[2l]: rows of level l of at most 32 off-diagonal entries, [2l + 1]:
+// longer rows.
 template <class P>
 __global__ void count_kernel(const P* row_ptr, const I* col, const I* level, int64_t rows,
                              bool ascending, unsigned* counts) {
