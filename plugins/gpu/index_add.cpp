@@ -4,6 +4,7 @@
 // sources summed in parallel, then combined five levels of the pairwise
 // tree per launch, and a last launch adds alpha * total into dst. No
 // atomics: every sum is in the canonical order.
+#include "grid_items.h"
 #include "index_plan.h"
 #include "narrow_device.h"
 
@@ -58,19 +59,6 @@ __global__ void add_long_apply_kernel(const V* __restrict__ total_buf, U* __rest
 // them in order, so one row costs a few memory latencies instead of one per
 // source, and the chunk tree runs five levels per launch.
 
-// it -> (it / w, it % w) in 32 bits when both fit (a 64-bit divide is a
-// long sequence on the GPU, paid once per 16 bytes moved).
-__device__ __forceinline__ void split_item(int64_t it, int64_t w, int64_t& k, int64_t& j) {
-  if ((static_cast<uint64_t>(it) >> 32) == 0 && (static_cast<uint64_t>(w) >> 32) == 0) {
-    const uint32_t k32 = static_cast<uint32_t>(it) / static_cast<uint32_t>(w);
-    k = k32;
-    j = static_cast<uint32_t>(it) - k32 * static_cast<uint32_t>(w);
-  } else {
-    k = it / w;
-    j = it - k * w;
-  }
-}
-
 // Adds sources [e, end) into s in order, kB loads in flight at a time.
 template <int kB, class U, class V>
 __device__ __forceinline__ V add_sources(V s, const U* __restrict__ src,
@@ -90,8 +78,14 @@ __device__ __forceinline__ V add_sources(V s, const U* __restrict__ src,
 
 // A thread owns kU units of one row, w/kU apart, so each batch keeps kU
 // times the bytes in flight (the row's loads are latency bound at one unit
-// per thread). Each unit's sum is its own, in the same order.
-template <int kU, class U, class V = value_t<U>>
+// per thread). Each unit's sum is its own, in the same order. The record
+// names the first two sources, so dst and those two rows load together once
+// the record is in; a third source onwards waits for the list, kB at a
+// time. kExact (w a multiple of kU) drops the per-unit bounds checks: with
+// them the loads issue one by one (H200: 0.79 against 0.97 of copy,
+// docs/performance.md "index_add"). Two units and kB = 2 keep the kernel
+// under 64 registers.
+template <int kU, int kB, bool kExact, class U, class V = value_t<U>>
 __global__ void add_direct_rec_kernel(const U* __restrict__ src, U* __restrict__ dst,
                                       const DirectRow* __restrict__ rows,
                                       const int64_t* __restrict__ sources, int64_t num_rows,
@@ -102,35 +96,43 @@ __global__ void add_direct_rec_kernel(const U* __restrict__ src, U* __restrict__
        it += int64_t{gridDim.x} * blockDim.x) {
     int64_t k, j;
     split_item(it, h, k, j);
+    const auto in_row = [&](int u) { return kExact || j + u * h < w; };
     const DirectRow d = rows[k];
+    const int64_t e0 = d.e0m >> kDirectCountBits;
+    const int64_t end = e0 + (d.e0m & ((1 << kDirectCountBits) - 1));
     V old[kU], s[kU];
+    U t2[kU];
 #pragma unroll
     for (int u = 0; u < kU; ++u)
-      if (j + u * h < w) {
+      if (in_row(u)) {
         old[u] = widen(dst[d.r * w + j + u * h]);
         s[u] = vadd(vzero<V>(), widen(src[d.first * w + j + u * h]));
+        if (d.second >= 0) t2[u] = src[d.second * w + j + u * h];
       }
-    const int64_t end = d.e0 + d.m;
-    for (int64_t e = d.e0 + 1; e < end; e += 4) {
-      U t[4][kU];
+    if (d.second >= 0)
 #pragma unroll
-      for (int q = 0; q < 4; ++q)
+      for (int u = 0; u < kU; ++u)
+        if (in_row(u)) s[u] = vadd(s[u], widen(t2[u]));
+    for (int64_t e = e0 + 2; e < end; e += kB) {
+      U t[kB][kU];
+#pragma unroll
+      for (int q = 0; q < kB; ++q)
         if (e + q < end) {
           const int64_t row = sources[e + q];
 #pragma unroll
           for (int u = 0; u < kU; ++u)
-            if (j + u * h < w) t[q][u] = src[row * w + j + u * h];
+            if (in_row(u)) t[q][u] = src[row * w + j + u * h];
         }
 #pragma unroll
-      for (int q = 0; q < 4; ++q)
+      for (int q = 0; q < kB; ++q)
         if (e + q < end)
 #pragma unroll
           for (int u = 0; u < kU; ++u)
-            if (j + u * h < w) s[u] = vadd(s[u], widen(t[q][u]));
+            if (in_row(u)) s[u] = vadd(s[u], widen(t[q][u]));
     }
 #pragma unroll
     for (int u = 0; u < kU; ++u)
-      if (j + u * h < w) dst[d.r * w + j + u * h] = to_unit<U>(vaxpy(old[u], alpha, s[u]));
+      if (in_row(u)) dst[d.r * w + j + u * h] = to_unit<U>(vaxpy(old[u], alpha, s[u]));
   }
 }
 
@@ -181,10 +183,14 @@ xhal_status_t run_index_add(Device* d, const Plan* p, float alpha, const U* s, U
                             int* launches) {
   using V = value_t<U>;
   if (p->num_direct) {
-    constexpr int kU = 2;
-    add_direct_rec_kernel<kU, U>
-        <<<grid_for(p->num_direct * ((w + kU - 1) / kU), 256), 256, 0, d->stream>>>(
-            s, o, p->direct, p->row_sources, p->num_direct, w, alpha);
+    constexpr int kU = 2, kB = 2;
+    const unsigned grid = grid_for(p->num_direct * ((w + kU - 1) / kU), 256);
+    if (w % kU == 0)
+      add_direct_rec_kernel<kU, kB, true, U>
+          <<<grid, 256, 0, d->stream>>>(s, o, p->direct, p->row_sources, p->num_direct, w, alpha);
+    else
+      add_direct_rec_kernel<kU, kB, false, U>
+          <<<grid, 256, 0, d->stream>>>(s, o, p->direct, p->row_sources, p->num_direct, w, alpha);
     ++*launches;
   }
   if (p->num_long) {

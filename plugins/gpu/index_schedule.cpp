@@ -13,7 +13,7 @@ IndexAddSchedule build_index_add_schedule(const int64_t* touched_rows, const int
     const int64_t r = touched_rows[k], e0 = touched_ptr[k], e1 = touched_ptr[k + 1];
     const int64_t m = e1 - e0;
     if (m <= kIndexChunk) {
-      s.direct.push_back({r, row_sources[e0], e0, m});
+      s.direct.push_back(direct_row(r, row_sources, e0, m));
       continue;
     }
     s.long_rows.push_back(r);

@@ -12,11 +12,18 @@ namespace xhal::gpu {
 
 constexpr int64_t kIndexChunk = 32;  // G of docs/semantics.md 3.7
 
-// A row with 1..32 sources: the row, its first source (so a one-source row
-// needs no lookup in the source list), where its sources start, how many.
+// A row with 1..32 sources: the row, its first two sources (so a row of one
+// or two sources, most rows of a random index list, needs no lookup in the
+// source list: its loads wait on the record alone), and where its sources
+// start and how many, packed as e0 << 6 | m (m <= 32; an index list of 2^57
+// entries would not fit in memory). `second` is -1 for a one-source row.
 struct alignas(16) DirectRow {
-  int64_t r, first, e0, m;
+  int64_t r, first, second, e0m;
 };
+constexpr int kDirectCountBits = 6;
+inline DirectRow direct_row(int64_t r, const int64_t* row_sources, int64_t e0, int64_t m) {
+  return {r, row_sources[e0], m > 1 ? row_sources[e0 + 1] : -1, (e0 << kDirectCountBits) | m};
+}
 
 struct IndexAddSchedule {
   std::vector<DirectRow> direct;

@@ -41,7 +41,9 @@ IndexAddSchedule schedule_of(const Selection& s) {
 
 std::vector<int64_t> flat(const std::vector<DirectRow>& v) {
   std::vector<int64_t> out;
-  for (const DirectRow& d : v) out.insert(out.end(), {d.r, d.first, d.e0, d.m});
+  for (const DirectRow& d : v)
+    out.insert(out.end(), {d.r, d.first, d.second, d.e0m >> kDirectCountBits,
+                           d.e0m & ((1 << kDirectCountBits) - 1)});
   return out;
 }
 
@@ -53,7 +55,7 @@ TEST(GpuIndexSchedule, LayoutOfASmallCase) {
   idx.push_back(top);
   const IndexAddSchedule s = schedule_of(select(idx));
   // Sources: row 3 {1} at 0, row 7 {2..41} at 1, row top {0, 42} at 41.
-  EXPECT_EQ(flat(s.direct), (std::vector<int64_t>{3, 1, 0, 1, top, 0, 41, 2}));
+  EXPECT_EQ(flat(s.direct), (std::vector<int64_t>{3, 1, -1, 0, 1, top, 0, 42, 41, 2}));
   EXPECT_EQ(s.long_rows, (std::vector<int64_t>{7}));
   EXPECT_EQ(s.long_base, (std::vector<int64_t>{0}));
   EXPECT_EQ(s.chunk_begin, (std::vector<int64_t>{1, 33}));
@@ -126,8 +128,10 @@ void run_schedule(const IndexAddSchedule& s, const std::vector<int64_t>& sources
                   const std::vector<float>& src, std::vector<float>& dst, int64_t w, float alpha) {
   for (const DirectRow& d : s.direct)
     for (int64_t j = 0; j < w; ++j) {
+      const int64_t e0 = d.e0m >> kDirectCountBits, m = d.e0m & ((1 << kDirectCountBits) - 1);
       float sum = 0.0f + src[d.first * w + j];
-      for (int64_t e = d.e0 + 1; e < d.e0 + d.m; ++e) sum = sum + src[sources[e] * w + j];
+      if (m > 1) sum = sum + src[d.second * w + j];
+      for (int64_t e = e0 + 2; e < e0 + m; ++e) sum = sum + src[sources[e] * w + j];
       dst[d.r * w + j] = dst[d.r * w + j] + alpha * sum;
     }
   if (s.long_rows.empty()) return;
