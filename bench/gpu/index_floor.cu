@@ -3,8 +3,11 @@
 // beside kernels that move the very same bytes in the same access pattern
 // with no index loads at all (row numbers from a hash): the floor that this
 // GPU's memory puts under the pattern, whatever a schedule does about its
-// dependent loads. Everything as a fraction of the copy bandwidth measured
-// in the same process (issue 14's "index_add at least 0.9 of copy").
+// dependent loads; then kernels with the loads an index op must make (the
+// index list, index_add's row records), and the plugin's own kernels
+// rebuilt step by step, to show which trait costs. Everything as a fraction
+// of the copy bandwidth measured in the same process (issues 5 and 14:
+// index ops at least 0.9 of copy; docs/performance.md "index_add").
 // Usage: xhal-index-floor   (XHAL_DEVICE picks the xhal device)
 #include <algorithm>
 #include <chrono>
