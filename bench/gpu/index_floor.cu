@@ -34,13 +34,15 @@ double time_ms(const std::function<void()>& op, const std::function<void()>& dra
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count() / 20;
 }
 
-// xhal-bench's index list (make_indices, random pattern).
-std::vector<int64_t> bench_indices() {
+// xhal-bench's index lists (make_indices): random, or with half of the
+// indices on row 0 (a hub).
+std::vector<int64_t> bench_indices(bool hub = false) {
   std::vector<int64_t> idx(kRows);
   uint64_t state = 12345;
   for (int64_t i = 0; i < kRows; ++i) {
     state = state * 6364136223846793005ull + 1442695040888963407ull;
     idx[i] = static_cast<int64_t>((state >> 33) % static_cast<uint64_t>(kRows));
+    if (hub && i % 2 == 0) idx[i] = 0;
   }
   return idx;
 }
@@ -333,6 +335,14 @@ int main() {
   XK(xhal_tensor_init(bs, 0, XHAL_DTYPE_F32, 2, shape, &ts));
   XK(xhal_tensor_init(bd, 0, XHAL_DTYPE_F32, 2, shape, &td));
   const auto drain_x = [&] { XK(xhal_device_synchronize(dev)); };
+  // The hub list: its plan and the bytes its index_add moves.
+  const std::vector<int64_t> hub_idx = bench_indices(true);
+  std::fill(seen.begin(), seen.end(), 0);
+  int64_t hub_touched = 0;
+  for (int64_t i : hub_idx) hub_touched += seen[i] ? 0 : (seen[i] = 1);
+  const double hub_bytes = static_cast<double>(table_bytes) + 2.0 * hub_touched * row_bytes;
+  xhal_index_plan_t hub_plan;
+  XK(xhal_index_plan_create(dev, hub_idx.data(), XHAL_DTYPE_I64, kRows, kRows, &hub_plan));
 
   for (int pass = 1; pass <= 2; ++pass) {
     const double copy_ms =
@@ -380,6 +390,8 @@ int main() {
     gsteps("gather steps: 32-bit split, 4 units", gather_steps_kernel<true, true, 4>, 4);
     say("xhal index_add", add_bytes,
         time_ms([&] { XK(xhal_index_add(dev, plan, 0.5f, &ts, &td)); }, drain_x));
+    say("xhal index_add, half on row 0", hub_bytes,
+        time_ms([&] { XK(xhal_index_add(dev, hub_plan, 0.5f, &ts, &td)); }, drain_x));
     say("floor of index_add, one unit a thread", add_bytes,
         time_ms(
             [&] { add_floor_kernel<1><<<blocks(touched * kUnits), 256>>>(a, b, touched, kRows); },
@@ -427,6 +439,7 @@ int main() {
     CK(cudaGetLastError());
   }
   XK(xhal_index_plan_release(plan));
+  XK(xhal_index_plan_release(hub_plan));
   XK(xhal_buffer_release(bs));
   XK(xhal_buffer_release(bd));
   CK(cudaFree(drecs));

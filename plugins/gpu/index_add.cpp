@@ -59,23 +59,6 @@ __global__ void add_long_apply_kernel(const V* __restrict__ total_buf, U* __rest
 // them in order, so one row costs a few memory latencies instead of one per
 // source, and the chunk tree runs five levels per launch.
 
-// Adds sources [e, end) into s in order, kB loads in flight at a time.
-template <int kB, class U, class V>
-__device__ __forceinline__ V add_sources(V s, const U* __restrict__ src,
-                                         const int64_t* __restrict__ sources, int64_t e,
-                                         int64_t end, int64_t w, int64_t j) {
-  for (; e < end; e += kB) {
-    U t[kB];
-#pragma unroll
-    for (int q = 0; q < kB; ++q)
-      if (e + q < end) t[q] = src[sources[e + q] * w + j];
-#pragma unroll
-    for (int q = 0; q < kB; ++q)
-      if (e + q < end) s = vadd(s, widen(t[q]));
-  }
-  return s;
-}
-
 // A thread owns kU units of one row, w/kU apart, so each batch keeps kU
 // times the bytes in flight (the row's loads are latency bound at one unit
 // per thread). Each unit's sum is its own, in the same order. The record
@@ -136,19 +119,41 @@ __global__ void add_direct_rec_kernel(const U* __restrict__ src, U* __restrict__
   }
 }
 
-template <class U, class V = value_t<U>>
+// One thread per (chunk, kU units w/kU apart; w % kU == 0) sums the chunk's
+// sources in order from +0, kB source rows in flight at a time.
+template <int kU, int kB, class U, class V = value_t<U>>
 __global__ void add_chunks_batched_kernel(const U* __restrict__ src, V* __restrict__ partial,
                                           const int64_t* __restrict__ chunk_begin,
                                           const int32_t* __restrict__ chunk_len,
                                           const int64_t* __restrict__ sources, int64_t num_chunks,
                                           int64_t w) {
-  const int64_t total = num_chunks * w;
+  const int64_t h = w / kU;
+  const int64_t total = num_chunks * h;
   for (int64_t it = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; it < total;
        it += int64_t{gridDim.x} * blockDim.x) {
     int64_t c, j;
-    split_item(it, w, c, j);
-    const int64_t b = chunk_begin[c];
-    partial[it] = add_sources<16>(vzero<V>(), src, sources, b, b + chunk_len[c], w, j);
+    split_item(it, h, c, j);
+    const int64_t b = chunk_begin[c], end = b + chunk_len[c];
+    V s[kU];
+#pragma unroll
+    for (int u = 0; u < kU; ++u) s[u] = vzero<V>();
+    for (int64_t e = b; e < end; e += kB) {
+      U t[kB][kU];
+#pragma unroll
+      for (int q = 0; q < kB; ++q)
+        if (e + q < end) {
+          const int64_t row = sources[e + q];
+#pragma unroll
+          for (int u = 0; u < kU; ++u) t[q][u] = src[row * w + j + u * h];
+        }
+#pragma unroll
+      for (int q = 0; q < kB; ++q)
+        if (e + q < end)
+#pragma unroll
+          for (int u = 0; u < kU; ++u) s[u] = vadd(s[u], widen(t[q][u]));
+    }
+#pragma unroll
+    for (int u = 0; u < kU; ++u) partial[c * w + j + u * h] = s[u];
   }
 }
 
@@ -198,8 +203,17 @@ xhal_status_t run_index_add(Device* d, const Plan* p, float alpha, const U* s, U
     xhal_status_t st = scratch(d, sizeof(V) * 2 * p->num_chunks * w, &ws);
     if (st != XHAL_OK) return st;
     V* buf[2] = {static_cast<V*>(ws), static_cast<V*>(ws) + p->num_chunks * w};
-    add_chunks_batched_kernel<U><<<grid_for(p->num_chunks * w, 256), 256, 0, d->stream>>>(
-        s, buf[0], p->chunk_begin, p->chunk_len, p->row_sources, p->num_chunks, w);
+    // Two units a thread, four source rows in flight: the hub of xhal-bench
+    // (500,000 sources on one row) ran at 0.86 of copy as one unit and 16
+    // rows, 0.90 so (H200, docs/performance.md "index_add").
+    constexpr int kChunkU = 2, kChunkB = 4;
+    if (w % kChunkU == 0)
+      add_chunks_batched_kernel<kChunkU, kChunkB, U>
+          <<<grid_for(p->num_chunks * w / kChunkU, 256), 256, 0, d->stream>>>(
+              s, buf[0], p->chunk_begin, p->chunk_len, p->row_sources, p->num_chunks, w);
+    else
+      add_chunks_batched_kernel<1, 16, U><<<grid_for(p->num_chunks * w, 256), 256, 0, d->stream>>>(
+          s, buf[0], p->chunk_begin, p->chunk_len, p->row_sources, p->num_chunks, w);
     ++*launches;
     int cur = 0;
     for (size_t g = 0; g + 1 < p->group_offsets.size(); ++g) {
