@@ -224,6 +224,8 @@ TEST_P(IndexAddTest, DuplicatesAndUntouchedRows) {
   for (int i = 0; i < 40; ++i) idx[10 + i] = 5;  // a run of duplicates
   check_scatter(dev, {500, 19, idx, 1.0f});
   check_scatter(dev, {500, 19, idx, -0.375f}, XHAL_DTYPE_I32);
+  // Rows of whole pairs of four-float units (a GPU thread may own two).
+  check_scatter(dev, {500, 8, idx, 0.25f});
 }
 
 TEST_P(IndexAddTest, HubRowWithMostSources) {
@@ -234,6 +236,9 @@ TEST_P(IndexAddTest, HubRowWithMostSources) {
   for (auto& i : idx)
     if (rng() % 4 != 0) i = 0;
   check_scatter(dev, {1000, 4, idx, 0.5f});
+  // Widths of two and three four-float units (whole pairs of units, and not).
+  check_scatter(dev, {1000, 8, idx, -1.5f});
+  check_scatter(dev, {1000, 12, idx, 0.5f});
   // Every source on one row, width 1.
   check_scatter(dev, {3, 1, std::vector<int64_t>(120000, 1), 2.0f});
 }
