@@ -81,12 +81,47 @@ struct RowSolver {
   void walk_alone(int64_t n) const requires kVector {
     const RowSolver local = *this;
     if (every_diagonal) {
+      if constexpr (!kShort) {
+        local.walk_with_diagonals(n);
+        return;
+      }
       for (int64_t step = 0; step < n; ++step)
         local.row_with_diagonal(kAscending ? step : n - 1 - step);
       return;
     }
     NoWait none;
     for (int64_t step = 0; step < n; ++step) local(kAscending ? step : n - 1 - step, none);
+  }
+
+  // The walk above with every pointer in a register and a row of one
+  // off-diagonal term (every row of a tree but its root) summed on its own:
+  // the general row's sum, through a capturing lambda, kept the solver's
+  // fields on the stack and stored them again for every row.
+  void walk_with_diagonals(int64_t n) const requires kVector {
+    const I* const rp = row_ptr;
+    const I* const cl = col;
+    const T* const bv = b.data;
+    T* const xv = x.data;
+    for (int64_t step = 0; step < n; ++step) {
+      const int64_t k = kAscending ? step : n - 1 - step;
+      int64_t rb = rp[k], re = rp[k + 1];
+      const int64_t diag = kAscending ? --re : rb++;
+      const T d = kUnit ? T(1) : value(diag);
+      T s = T(0);
+      if (re - rb == 1) {
+        s = s + value(rb) * xv[cl[rb]];
+      } else if (re - rb <= kSegsumChunk) [[likely]] {
+        for (int64_t e = rb; e < re; ++e) s = s + value(e) * xv[cl[e]];
+      } else {
+        s = sum_row(rb, re, xv);
+      }
+      const T r = bv[k] - s;
+      xv[k] = kUnit ? r : r / d;
+    }
+  }
+
+  [[gnu::noinline]] T sum_row(int64_t rb, int64_t re, const T* xv) const {
+    return segsum(re - rb, [&](int64_t i) { return value(rb + i) * xv[col[rb + i]]; });
   }
 
   [[gnu::always_inline]] void row_with_diagonal(int64_t k) const requires kVector {
