@@ -10,6 +10,7 @@
 #   torch.json            bench/gpu/torch_compare.py (when torch imports)
 #   cusparse.json         bench/gpu/cusparse_compare (when built)
 #   call-overhead.json    xhal-call-overhead (when built)
+# (xhal-index-floor, when built, writes its figures into run.log.)
 #
 # Usage:
 #   scripts/gpu-check.sh [--prebuilt DIR] [--baseline PLUGIN.so] [--sanitize] OUT_DIR
@@ -42,7 +43,7 @@ while [ $# -gt 0 ]; do
 done
 
 TARGETS="xhal xhal-plugin-cpu xhal-plugin-cuda xhal-info xhal-conformance xhal-bench
-         cusparse_compare xhal-call-overhead"
+         cusparse_compare xhal-call-overhead xhal-index-floor"
 
 build() {  # build folder: configure and build what the checks run
   local dir=$1
@@ -211,6 +212,13 @@ fi
 if [ -x "$B/bin/xhal-call-overhead" ]; then
   run_step call-overhead 60 "$B/bin/xhal-call-overhead" "$OUT/call-overhead.json"
   verdict call-overhead "$RC" "$SECS" "$(grep -m1 -i 'op - bare' "$LOG" | tr -s ' ' | cut -c1-70)"
+fi
+
+if [ -x "$B/bin/xhal-index-floor" ]; then
+  # index_select / index_add beside kernels moving the same bytes with no
+  # index loads (docs/performance.md "index_add"); its figures go to run.log.
+  run_step index-floor 60 env XHAL_DEVICE=cuda:0 "$B/bin/xhal-index-floor"
+  verdict index-floor "$RC" "$SECS" "$(grep 'xhal index_add  ' "$LOG" | tail -1 | tr -s ' ' | cut -c1-70)"
 fi
 
 if [ "$SANITIZE" = 1 ] && command -v compute-sanitizer >/dev/null; then
