@@ -82,7 +82,7 @@ __global__ void add_direct_rec_kernel(const U* __restrict__ src, U* __restrict__
     const auto in_row = [&](int u) { return kExact || j + u * h < w; };
     const DirectRow d = rows[k];
     const int64_t e0 = d.e0m >> kDirectCountBits;
-    const int64_t end = e0 + (d.e0m & ((1 << kDirectCountBits) - 1));
+    const int64_t end = e0 + (d.e0m & kDirectCountMask);
     V old[kU], s[kU];
     U t2[kU];
 #pragma unroll

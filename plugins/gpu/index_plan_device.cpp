@@ -260,9 +260,8 @@ struct DirectWrite {
   DirectRow* out;
   __device__ void operator()(int64_t t, int64_t before, int64_t is_direct) const {
     if (!is_direct) return;
-    const int64_t e0 = tr.ptr[t], m = tr.m(t);  // as direct_row (index_schedule.h)
-    out[before] =
-        DirectRow{rows[t], sources[e0], m > 1 ? sources[e0 + 1] : -1, (e0 << kDirectCountBits) | m};
+    const int64_t e0 = tr.ptr[t], m = tr.m(t);
+    out[before] = direct_row(rows[t], sources, e0, m);
   }
 };
 struct LongFlag {

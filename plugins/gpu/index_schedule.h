@@ -2,11 +2,14 @@
 // rows are summed directly, how longer rows are cut into chunks of 32
 // sources, and the rounds of the chunk tree. Built from the touched rows of
 // an index plan only, so its size and cost are O(count) whatever num_rows
-// is. Plain C++ (no GPU code), so it is unit-tested without a GPU.
+// is. Plain C++ (direct_row is device code too under nvcc and hipcc), so it
+// is unit-tested without a GPU.
 #pragma once
 
 #include <cstdint>
 #include <vector>
+
+#include "narrow.h"  // XHAL_HD
 
 namespace xhal::gpu {
 
@@ -21,7 +24,10 @@ struct alignas(16) DirectRow {
   int64_t r, first, second, e0m;
 };
 constexpr int kDirectCountBits = 6;
-inline DirectRow direct_row(int64_t r, const int64_t* row_sources, int64_t e0, int64_t m) {
+constexpr int64_t kDirectCountMask = (int64_t{1} << kDirectCountBits) - 1;
+// The record of a row whose m sources start at row_sources[e0]; built on
+// the host (build_index_add_schedule) and on the device (index_plan_device).
+XHAL_HD DirectRow direct_row(int64_t r, const int64_t* row_sources, int64_t e0, int64_t m) {
   return {r, row_sources[e0], m > 1 ? row_sources[e0 + 1] : -1, (e0 << kDirectCountBits) | m};
 }
 

@@ -42,8 +42,8 @@ IndexAddSchedule schedule_of(const Selection& s) {
 std::vector<int64_t> flat(const std::vector<DirectRow>& v) {
   std::vector<int64_t> out;
   for (const DirectRow& d : v)
-    out.insert(out.end(), {d.r, d.first, d.second, d.e0m >> kDirectCountBits,
-                           d.e0m & ((1 << kDirectCountBits) - 1)});
+    out.insert(out.end(),
+               {d.r, d.first, d.second, d.e0m >> kDirectCountBits, d.e0m & kDirectCountMask});
   return out;
 }
 
@@ -128,7 +128,7 @@ void run_schedule(const IndexAddSchedule& s, const std::vector<int64_t>& sources
                   const std::vector<float>& src, std::vector<float>& dst, int64_t w, float alpha) {
   for (const DirectRow& d : s.direct)
     for (int64_t j = 0; j < w; ++j) {
-      const int64_t e0 = d.e0m >> kDirectCountBits, m = d.e0m & ((1 << kDirectCountBits) - 1);
+      const int64_t e0 = d.e0m >> kDirectCountBits, m = d.e0m & kDirectCountMask;
       float sum = 0.0f + src[d.first * w + j];
       if (m > 1) sum = sum + src[d.second * w + j];
       for (int64_t e = e0 + 2; e < e0 + m; ++e) sum = sum + src[sources[e] * w + j];
