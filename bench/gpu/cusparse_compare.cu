@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "check.h"
+#include "timing.h"
 #include "xhal/xhal.h"
 
 #define CS(x)                                                                                \
@@ -39,10 +40,8 @@
     }                                                                                        \
   } while (0)
 
-using Clock = std::chrono::steady_clock;
-static double ms_since(Clock::time_point t) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
-}
+using xhal_gpu_bench::Clock;
+using xhal_gpu_bench::ms_since;
 
 struct Csr {
   int64_t n = 0;

@@ -12,17 +12,16 @@
 #include <cusparse.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <functional>
 #include <string>
 #include <vector>
 
 #include "bench_matrices.h"
 #include "check.h"
+#include "timing.h"
 
 #define CS(x)                                                                                \
   do {                                                                                       \
@@ -35,20 +34,9 @@
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
-}
-
-// Mean of 20 calls after 3 warm-up calls, the queue drained around them.
-double time_ms(const std::function<void()>& op, const std::function<void()>& drain) {
-  for (int i = 0; i < 3; ++i) op();
-  drain();
-  const auto t = Clock::now();
-  for (int i = 0; i < 20; ++i) op();
-  drain();
-  return ms_since(t) / 20;
-}
+using xhal_gpu_bench::Clock;
+using xhal_gpu_bench::ms_since;
+using xhal_gpu_bench::time_ms;
 
 struct Row {
   std::string name;

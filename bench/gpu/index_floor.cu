@@ -10,29 +10,18 @@
 // index ops at least 0.9 of copy; docs/performance.md "index_add").
 // Usage: xhal-index-floor   (XHAL_DEVICE picks the xhal device)
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <cstdio>
-#include <functional>
 #include <vector>
 
 #include "check.h"
+#include "timing.h"
 
 namespace {
 
 constexpr int64_t kRows = 1000000, kWidth = 256, kUnits = kWidth / 4;  // float4 units a row
 
-using Clock = std::chrono::steady_clock;
-
-// Mean of 20 calls after 3 warm-up calls, the queue drained around them.
-double time_ms(const std::function<void()>& op, const std::function<void()>& drain) {
-  for (int i = 0; i < 3; ++i) op();
-  drain();
-  const auto t = Clock::now();
-  for (int i = 0; i < 20; ++i) op();
-  drain();
-  return std::chrono::duration<double, std::milli>(Clock::now() - t).count() / 20;
-}
+using xhal_gpu_bench::time_ms;
 
 // xhal-bench's index lists (make_indices): random, or with half of the
 // indices on row 0 (a hub).
