@@ -7,6 +7,9 @@
 
 #include <cstdint>
 
+#if defined(__HIPCC__)
+#include <hip/hip_runtime.h>  // __forceinline__ for a file that includes no kernel header
+#endif
 #if defined(__CUDACC__) || defined(__HIPCC__)
 #define XHAL_HD __host__ __device__ __forceinline__
 #else
