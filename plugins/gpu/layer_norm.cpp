@@ -28,6 +28,9 @@ struct LnFwd {
   using A = acc_t<S>;
   using Op = SumOpT<A>;
   static constexpr int kPhases = 2, kInputs = 1;
+  // Left alone it holds gamma and beta of the whole chunk too (113
+  // registers, 2 resident blocks an SM); at most 64 (f32 compute) gives 4.
+  static constexpr int kResidentBlocks = sizeof(A) == 4 ? 4 : 0;
   const S* x;
   ColVals<S> gamma;
   ColVals<S> beta;

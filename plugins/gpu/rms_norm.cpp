@@ -13,6 +13,7 @@ struct RmsFwd {
   using A = acc_t<S>;
   using Op = SumOpT<A>;
   static constexpr int kPhases = 1, kInputs = 1;
+  static constexpr int kResidentBlocks = sizeof(A) == 4 ? 4 : 0;  // at most 64 registers
   const S* x;
   ColVals<S> gamma;
   A eps;

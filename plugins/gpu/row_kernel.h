@@ -267,9 +267,8 @@ __device__ __forceinline__ void arrive_and_wait(T* part, T c, unsigned* arrivals
 }
 
 template <class B, int W, bool VEC>
-__global__ void __launch_bounds__(W * 32)
-    row_resident_kernel(B body, int64_t rows, int64_t n, int split, typename B::Op::T* ws,
-                        unsigned* sync) {
+__device__ __forceinline__ void resident_rows(B body, int64_t rows, int64_t n, int split,
+                                              typename B::Op::T* ws, unsigned* sync) {
   using Op = typename B::Op;
   using T = typename Op::T;
   __shared__ T sh[W + 2];
@@ -297,6 +296,37 @@ __global__ void __launch_bounds__(W * 32)
     if (seg == 0 && threadIdx.x == 0) body.row_out(row, tot, n);
   }
   finish_waiting_launch(sync, 2 + rows);
+}
+
+template <class B, int W, bool VEC>
+__global__ void __launch_bounds__(W * 32)
+    row_resident_kernel(B body, int64_t rows, int64_t n, int split, typename B::Op::T* ws,
+                        unsigned* sync) {
+  resident_rows<B, W, VEC>(body, rows, n, split, ws, sync);
+}
+
+// Blocks an SM a body asks the resident kernel to fit (its launch bounds):
+// the segments in flight are what the registers hold, and a cap that costs
+// no spills that matter buys more of them (docs/performance.md, "Rows
+// longer than one block"). 0: no cap (a cap of 1 is not the same: it
+// changes ptxas's choices, and gave the norm backwards more registers).
+template <class B, class = void>
+constexpr int kResidentBlocksOf = 0;
+template <class B>
+constexpr int kResidentBlocksOf<B, std::void_t<decltype(B::kResidentBlocks)>> = B::kResidentBlocks;
+
+template <class B, int W, bool VEC>
+__global__ void __launch_bounds__(W * 32, kResidentBlocksOf<B>)
+    row_resident_capped_kernel(B body, int64_t rows, int64_t n, int split, typename B::Op::T* ws,
+                               unsigned* sync) {
+  resident_rows<B, W, VEC>(body, rows, n, split, ws, sync);
+}
+
+template <class B, int W, bool VEC>
+constexpr auto resident_kernel() {
+  constexpr bool kCapped = kResidentBlocksOf<B> != 0;
+  if constexpr (kCapped) return row_resident_capped_kernel<B, W, VEC>;
+  else return row_resident_kernel<B, W, VEC>;
 }
 
 // Warps per block of the resident form: at most 8, so that several blocks
@@ -332,7 +362,8 @@ bool launch_resident(Device* d, const B& body, int64_t rows, int64_t n, const ch
   const int64_t split = row_segments(n, W);
   const int64_t items = rows * split;
   if (!d->options.rows_resident || items >= (int64_t{1} << 31)) return false;
-  const int64_t resident = resident_blocks(d, row_resident_kernel<B, W, VEC>, W * 32);
+  constexpr auto kernel = resident_kernel<B, W, VEC>();
+  const int64_t resident = resident_blocks(d, kernel, W * 32);
   if (resident < split) return false;
   void* ws = nullptr;
   unsigned* sync = nullptr;
@@ -340,7 +371,7 @@ bool launch_resident(Device* d, const B& body, int64_t rows, int64_t n, const ch
   if (*st == XHAL_OK) *st = scratch(d, sizeof(T) * B::kPhases * items, &ws);
   if (*st != XHAL_OK) return true;
   const int64_t grid = items < resident ? items : resident;
-  row_resident_kernel<B, W, VEC><<<static_cast<unsigned>(grid), W * 32, 0, d->stream>>>(
+  kernel<<<static_cast<unsigned>(grid), W * 32, 0, d->stream>>>(
       body, rows, n, static_cast<int>(split), static_cast<T*>(ws), sync);
   *st = check_launch(d, op);
   return true;
