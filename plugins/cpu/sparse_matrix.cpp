@@ -11,6 +11,7 @@
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <memory>
 #include <new>
 
@@ -94,6 +95,50 @@ void copy_indices(std::vector<I>& dst, const int64_t* src, int64_t count) {
   for (int64_t i = 0; i < count; ++i) dst[i] = static_cast<I>(src[i]);
 }
 
+// CsrPatterns::push_target, pull_first and push_slots for a pattern that
+// pushes (push_flags set); a pattern whose slots would not fit I does not
+// push.
+template <typename I>
+void push_targets(const xhal_plugin_csr_desc_t* d, CsrPatterns<I>* ps) {
+  const int64_t n = d->rows;
+  const int64_t ring = ps->push_slot_mask < 0 ? n : ps->push_slot_mask + 1;
+  auto pulled = [&](int64_t j) { return (ps->push_flags[j] & kPushPulled) != 0; };
+  std::vector<I> first(static_cast<size_t>(n) + 1);
+  int64_t next = ring;
+  for (int64_t j = 0; j < n; ++j) {
+    if (next > std::numeric_limits<I>::max()) break;
+    first[j] = static_cast<I>(next);
+    if (pulled(j)) next += d->t_row_ptr[j + 1] - d->t_row_ptr[j] - ps->has_diagonal[j];
+  }
+  if (next > std::numeric_limits<I>::max()) {
+    ps->push_transposed = false;
+    std::vector<uint8_t>().swap(ps->push_flags);
+    return;
+  }
+  first[n] = static_cast<I>(next);
+  std::vector<I> target(static_cast<size_t>(d->nnz));
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t e = d->row_ptr[i]; e < d->row_ptr[i + 1]; ++e) {
+      const int64_t j = d->col_idx[e];
+      if (j == i || !pulled(j)) {
+        target[e] = static_cast<I>(j & ps->push_slot_mask);
+        continue;
+      }
+      // Column j's rows ascend in A^T; its diagonal, if stored, is one of them.
+      int64_t rank = ps->t_pos[e] - d->t_row_ptr[j];
+      if (ps->has_diagonal[j]) {
+        const int64_t rb = d->row_ptr[j];
+        const int64_t diag = d->col_idx[rb] == j ? rb : d->row_ptr[j + 1] - 1;
+        if (ps->t_pos[diag] < ps->t_pos[e]) --rank;
+      }
+      target[e] = static_cast<I>(first[j] + rank);
+    }
+  }
+  ps->pull_first = std::move(first);
+  ps->push_target = std::move(target);
+  ps->push_slots = next;
+}
+
 template <typename I>
 void fill_patterns(CsrPatterns<I>& ps, const xhal_plugin_csr_desc_t* d, bool lower, bool upper) {
   ps.a.rows = d->rows;
@@ -163,6 +208,7 @@ void fill_patterns(CsrPatterns<I>& ps, const xhal_plugin_csr_desc_t* d, bool low
     if (bandwidth < kPushMaxRing)
       ps.push_slot_mask =
           static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(bandwidth) + 1)) - 1;
+    push_targets(d, &ps);
   }
   // A lower: op(A) = A walks A's rows ascending, op(A) = A^T walks A^T's
   // rows descending; an upper A the other way round.

@@ -123,6 +123,15 @@ struct CsrPatterns {
   // two above the pattern's bandwidth (largest |i - j| of an entry) when that
   // is below kPushMaxRing, so that they stay in cache; else all ones.
   int64_t push_slot_mask = -1;
+  // Entry e of A adds its term into slot push_target[e]: its column's ring
+  // slot, or, for a pulled column j, a slot of its own in
+  // [pull_first[j], pull_first[j + 1]), the column's off-diagonal terms in
+  // ascending row order (the canonical order), so that the walk sums a
+  // pulled column from consecutive slots instead of gathering its row of
+  // A^T. push_slots: the ring and those slots.
+  std::vector<I> push_target;  // [nnz]
+  std::vector<I> pull_first;   // [rows + 1]
+  int64_t push_slots = 0;
 };
 
 inline constexpr uint8_t kPushDiagonal = 1;  // A's row i stores (i, i)
@@ -131,7 +140,7 @@ inline constexpr int64_t kPushMaxRing = int64_t{1} << 16;
 
 inline constexpr int64_t kPushMaxTerms = 2;
 // Largest share of pulled columns for which the push walk is chosen (each
-// pulled column costs a mispredicted branch and a gather of its row).
+// pulled column costs a mispredicted branch and a sum of its slots).
 inline constexpr int64_t kPushMaxPulledPercent = 20;
 
 // A's values in A^T's order, for the transposed solves (csr_solve with

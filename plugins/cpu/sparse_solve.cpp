@@ -256,20 +256,24 @@ struct TransposedRowSolver {
 // push_transposed): row k takes its column's sum from acc[k], solves x[k],
 // then adds each of its own off-diagonal terms A[k,j] * x[k] into acc[j].
 // A column of at most kPushMaxTerms terms gets them in walking order, which
-// gives the canonical bits (two terms from +0 commute); a pulled column is
-// summed in canonical order from its row of A^T instead (its x are solved by
-// then). acc is zero between calls: each row clears its slot when read.
+// gives the canonical bits (two terms from +0 commute); a pulled column's
+// terms each land in a slot of their own, in ascending row order
+// (CsrPatterns::push_target), and are summed in canonical order when the
+// walk reaches the column (a term of -0 stored as +0 + -0 = +0 sums to the
+// same bits: a canonical sum starts from +0). acc is zero between calls:
+// each row clears the slots it reads.
 template <typename T, typename I, bool kUnit, bool kAscending>
 struct PushRowSolver : TransposedRowSolver<T, I, kUnit, kAscending> {
-  static_assert(kPushMaxTerms == 2, "pull_column takes pulled columns to hold 3 or more terms");
-  const I* t_perm;
+  static_assert(kPushMaxTerms == 2, "only two terms from +0 commute");
   const uint8_t* flags;  // push_flags
   int64_t slot_mask;     // column j's sum is acc[j & slot_mask]
+  const I* target;       // push_target
+  const I* pull_first;
   T* acc;
 
   void walk_alone(int64_t n) const {
     const I* row_ptr = this->row_ptr;
-    const I* col = this->col;
+    const I* target = this->target;
     const T* values = this->values;
     const T* b = this->b;
     const uint8_t* flags = this->flags;
@@ -286,36 +290,43 @@ struct PushRowSolver : TransposedRowSolver<T, I, kUnit, kAscending> {
       T s = slot;
       slot = T(0);
       if (f & kPushPulled) [[unlikely]]
-        s = pull_column(k, (f & kPushDiagonal) != 0);
+        s = pulled_sum(k);
       const T d = kUnit ? T(1) : (diag >= 0 ? values[diag] : T(0));
       const T r = b[k] - s;
       const T xk = kUnit ? r : r / d;
       x[k] = xk;
       for (int64_t e = rb; e < re; ++e) {
-        T& a = acc[static_cast<int64_t>(col[e]) & slot_mask];
+        T& a = acc[static_cast<int64_t>(target[e])];
         a = a + values[e] * xk;
       }
     }
   }
 
-  // Column k's sum of its m > kPushMaxTerms terms in canonical order.
-  [[gnu::always_inline]] T pull_column(int64_t k, bool has_diagonal) const {
-    int64_t tb = this->t_row_ptr[k], te = this->t_row_ptr[k + 1];
-    if (has_diagonal) {
-      if constexpr (kAscending) --te;
-      else ++tb;
-    }
-    auto term = [&](int64_t q) { return this->values[t_perm[q]] * this->x[this->t_col[q]]; };
-    const int64_t m = te - tb;
+  // Column k's sum of its m > kPushMaxTerms terms in canonical order, from
+  // their slots, which it clears.
+  [[gnu::always_inline]] T pulled_sum(int64_t k) const {
+    const int64_t p0 = pull_first[k], m = pull_first[k + 1] - p0;
+    T* t = acc + p0;
     if (m <= 4) [[likely]] {
       // 3 or 4 terms without a branch on which: a missing fourth is +0,
       // which leaves the sum's bits unchanged (sum_up_to_4).
       using Bits = BitsOf<T>;
-      const T s = ((T(0) + term(tb)) + term(tb + 1)) + term(tb + 2);
+      const T s = ((T(0) + t[0]) + t[1]) + t[2];
       const Bits keep = m == 4 ? ~Bits{0} : Bits{0};
-      return s + std::bit_cast<T>(std::bit_cast<Bits>(term(te - 1)) & keep);
+      const T last = t[m - 1];
+      t[0] = T(0);
+      t[1] = T(0);
+      t[2] = T(0);
+      t[m - 1] = T(0);
+      return s + std::bit_cast<T>(std::bit_cast<Bits>(last) & keep);
     }
-    return segsum(m, [&](int64_t i) { return term(tb + i); });
+    return long_pulled_sum(t, m);
+  }
+
+  [[gnu::noinline]] static T long_pulled_sum(T* t, int64_t m) {
+    const T s = segsum(m, [&](int64_t i) { return t[i]; });
+    std::fill(t, t + m, T(0));
+    return s;
   }
 };
 
@@ -343,10 +354,13 @@ void solve_transposed_rows(const CsrPatterns<I>& ps, const SolveSchedule<I>& sch
                                                          b.data,
                                                          x.data};
   if (ps.push_transposed) {
-    const int64_t slots = ps.push_slot_mask < 0 ? n : std::min(n, ps.push_slot_mask + 1);
     const PushRowSolver<T, I, kUnit, kAscending> push{
-        row, ps.at.perm.data(), ps.push_flags.data(), ps.push_slot_mask,
-        zeroed_scratch<T>(static_cast<size_t>(slots))};
+        row,
+        ps.push_flags.data(),
+        ps.push_slot_mask,
+        ps.push_target.data(),
+        ps.pull_first.data(),
+        zeroed_scratch<T>(static_cast<size_t>(ps.push_slots))};
     run_rows(sched, n, kAscending, push, work);
   } else {
     run_rows(sched, n, kAscending, row, work);
