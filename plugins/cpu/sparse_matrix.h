@@ -115,8 +115,9 @@ struct CsrPatterns {
   // sums of the columns of A's row i when few columns hold more than
   // kPushMaxTerms off-diagonal entries (push_transposed): a sum of at most
   // two terms from +0 has the same bits in either order, so only the columns
-  // flagged kPushPulled are summed in the canonical order, by reading their
-  // row of A^T (sparse_solve.cpp, PushRowSolver). Square A only.
+  // flagged kPushPulled are summed in the canonical order from slots of
+  // their own (push_target below; sparse_solve.cpp, PushRowSolver). Square
+  // A only.
   bool push_transposed = false;
   std::vector<uint8_t> push_flags;  // [rows]: kPushDiagonal | kPushPulled
   // The running sums live in slot j & push_slot_mask: a ring of a power of
